@@ -1,0 +1,30 @@
+"""Cavemen: The Quest for Fire. The module itself is the game (see engine.core.Game)."""
+
+from engine.cavemen.deck import Card, Deck, DeckError, load_deck, parse_deck
+from engine.cavemen.rules import (
+    MAX_PLAYERS,
+    MIN_PLAYERS,
+    NAME,
+    State,
+    abandon,
+    apply,
+    card_info,
+    check_invariants,
+    default_action,
+    from_json,
+    legal_actions,
+    pending,
+    result,
+    scores,
+    setup,
+    setup_with_events,
+    to_json,
+    view,
+)
+
+__all__ = [
+    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "Card", "Deck", "DeckError", "State", "abandon",
+    "apply", "card_info", "check_invariants", "default_action", "from_json", "legal_actions",
+    "load_deck", "parse_deck", "pending", "result", "scores", "setup", "setup_with_events",
+    "to_json", "view",
+]

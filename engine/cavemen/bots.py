@@ -1,0 +1,173 @@
+"""Cavemen bots: ``random`` (any legal action) and ``heuristic`` (plays to win).
+
+A bot is ``choose(state, seat, rng) -> Action`` and only ever returns a legal action. The
+``rng`` is the caller's ``random.Random``; bots keep no state between calls.
+
+The heuristic bot keeps its tribe fed, builds Inventing toward Fire, bids for the conch
+when it could invent Fire this round (or to stop someone who could), and hunts when hungry.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from engine.cavemen.rules import (
+    FORAGE,
+    PASS,
+    State,
+    default_action,
+    legal_actions,
+    pending,
+    scores,
+)
+from engine.core import Action
+
+Bot = Callable[[State, int, random.Random], Action]
+
+
+def random_bot(state: State, seat: int, rng: random.Random) -> Action:
+    """Any legal action, uniformly; bids are rare so auctions stay short."""
+    actions = legal_actions(state, seat)
+    if actions[0] == PASS and rng.random() < 0.7:
+        return PASS
+    return rng.choice(actions)
+
+
+def heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
+    kind = next(d.kind for d in pending(state) if d.seat == seat)
+    if kind == "bid":
+        return _bid(state, seat)
+    if kind == "act":
+        return _act(state, seat, rng)
+    if kind in ("starve", "casualty"):
+        return _loss(state, seat)
+    return _discard(state, seat)
+
+
+BOTS: dict[str, Bot] = {"random": random_bot, "heuristic": heuristic_bot}
+
+
+# --------------------------------------------------------------------------- bidding
+
+
+def _fire_in_reach(state: State, seat: int) -> bool:
+    deck = state.deck
+    return (deck.fire_id in state.pool
+            and scores(state, seat).inventing >= deck.fire_cost[state.n])
+
+
+def _bid(state: State, seat: int) -> Action:
+    a = state.auction
+    teeth = state.tribes[seat].teeth
+    rivals = [s for s in range(state.n) if s != seat and _fire_in_reach(state, s)]
+    if a.bidder == seat:
+        return PASS
+    if _fire_in_reach(state, seat) or rivals:
+        # Win outright if we can: bid everything needed to beat the high bid.
+        if teeth > a.high:
+            return Action.of("bid", amount=teeth if _fire_in_reach(state, seat) else a.high + 1)
+    return PASS
+
+
+# --------------------------------------------------------------------------- acting
+
+
+def _act(state: State, seat: int, rng: random.Random) -> Action:
+    actions = legal_actions(state, seat)
+    best, best_value = FORAGE, _value(state, seat, FORAGE)
+    for action in actions:
+        if action.kind == "invent" and action.get("card") == state.deck.fire_id:
+            return action
+        value = _value(state, seat, action) + rng.random() * 0.01
+        if value > best_value:
+            best, best_value = action, value
+    return best
+
+
+def _hunger(state: State, seat: int) -> float:
+    """How badly the tribe needs Food: 0 when well stocked, up to ~2 when starving soon."""
+    sc = scores(state, seat)
+    need = max(1, sc.cavemen - sc.feeding_relief) + 1
+    food = state.tribes[seat].food
+    return max(0.0, min(2.0, (need * 2 - food) / max(1, need)))
+
+
+def _value(state: State, seat: int, action: Action) -> float:
+    deck, tribe = state.deck, state.tribes[seat]
+    sc = scores(state, seat)
+    hunger = _hunger(state, seat)
+    food_w, teeth_w = 0.6 + hunger, 0.5
+    if action.kind == "forage":
+        food, _ = sc.income_for("forage")
+        return (sc.foraging + food) * food_w
+    card = deck.card(action.get("card"))
+    if action.kind == "hunt":
+        food, teeth = sc.income_for("hunt")
+        risk = 0.0 if sc.protected_casualties else 0.35 * (sc.cavemen - 1)
+        return ((card.reward_food + food) * food_w + (card.reward_teeth + teeth) * teeth_w
+                - risk)
+    after = list(tribe.cards)
+    if action.get("replace"):
+        after.remove(action.get("replace"))
+    after.append(card.id)
+    new = deck.scores(tuple(after))
+    gain = _tableau_gain(state, sc, new)
+    if action.kind == "recruit":
+        pay = action.get("pay")
+        cost = (card.cost_food if pay == "food" else card.cost_teeth) - (
+            sc.discount("recruit", card.type))
+        weight = food_w if pay == "food" else teeth_w
+        return gain - max(0, cost) * weight - (1.5 if action.get("replace") else 0)
+    if action.kind == "explore":
+        cost = 0 if sc.can_explore else max(0, card.cost_teeth - sc.discount("explore"))
+        return gain - cost * teeth_w
+    return gain  # invent
+
+
+def _tableau_gain(state: State, old, new) -> float:
+    """The worth of moving from scores ``old`` to ``new``: Inventing above all."""
+    room = old.population - old.cavemen
+    pop_w = 2.5 if room <= 0 else (1.0 if room == 1 else 0.3)
+    value = ((new.inventing - old.inventing) * 4.0
+             + (new.hunting - old.hunting) * 1.2
+             + (new.foraging - old.foraging) * 1.2
+             + (new.population - old.population) * pop_w
+             - (new.cavemen - old.cavemen) * 0.8)  # each caveman eats when holding the conch
+    value += 1.5 * (new.protected_casualties - old.protected_casualties)
+    value += 1.0 * (new.protected_starvation - old.protected_starvation)
+    value += 1.5 * (new.feeding_relief - old.feeding_relief)
+    value += 1.0 * (new.can_explore - old.can_explore)
+    value += 0.8 * (len(new.discounts) - len(old.discounts))
+    value += 1.5 * (sum(a for *_, a in new.income) - sum(a for *_, a in old.income))
+    return value
+
+
+# --------------------------------------------------------------------------- losses, discard
+
+
+def _loss(state: State, seat: int) -> Action:
+    """Lose the caveman worth least to a Fire-seeking tribe (Inventing counts double)."""
+    deck = state.deck
+    options = [a.get("card") for a in legal_actions(state, seat)]
+    worth = {c: deck.card(c).inventing * 2 + deck.card(c).hunting + deck.card(c).foraging
+             for c in options}
+    return Action.of("lose", card=min(reversed(options), key=worth.__getitem__))
+
+
+def _discard(state: State, seat: int) -> Action:
+    """Keep the three cards most useful to this tribe; locked Fire always stays."""
+    deck = state.deck
+    tribe = state.tribes[seat]
+    old = scores(state, seat)
+
+    def worth(cid: str) -> float:
+        card = deck.card(cid)
+        if card.type == "beast":
+            return card.reward_food * 0.5 + card.reward_teeth * 0.5
+        return _tableau_gain(state, old, deck.scores((*tribe.cards, cid)))
+
+    best = max(legal_actions(state, seat),
+               key=lambda a: sum(worth(c) for c in state.pool if c not in a.get("cards")),
+               default=default_action(state, seat))
+    return best

@@ -1,0 +1,747 @@
+"""Cavemen: The Quest for Fire, as a pure engine (see ../shared/games/cavemen.md).
+
+Module order: constants, state types, the contract functions (setup, pending,
+legal_actions, apply, default_action, view, result, JSON), the phase machine
+(``_advance``), then helpers. Every rule and ruling of cavemen.md lives here; card
+numbers come from the deck file (``deck.py``).
+
+Decisions (kinds) and their actions:
+- ``bid``: ``pass`` | ``bid amount=N`` (high bid < N <= own Teeth); timeout: pass.
+- ``starve``: ``lose card=ID``, which caveman starvation costs; timeout: weakest, newest.
+- ``act``: ``recruit card pay=food|teeth [replace=ID]`` | ``explore card`` | ``hunt card``
+  | ``invent card`` | ``forage``; timeout: forage.
+- ``casualty``: ``lose card=ID`` after a hunt; timeout: weakest, newest.
+- ``discard``: ``discard cards=(ID, ...)`` down to three pool cards; timeout: keep the
+  three that entered the pool first.
+A decision with a single possible answer (a bidder who cannot outbid, a loss with one
+candidate) is played automatically and narrated, never asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from engine.cavemen.deck import STANDARD_DECK, TRIBES, Deck, Scores, load_deck
+from engine.core import (
+    Action,
+    Decision,
+    Event,
+    GameOver,
+    IllegalAction,
+    NotYourTurn,
+    Result,
+    Rng,
+    SetupError,
+    StateCorrupt,
+)
+
+NAME = "cavemen"
+MIN_PLAYERS, MAX_PLAYERS = 2, 5
+START_RESOURCES = {2: (9, 4), 3: (8, 4), 4: (7, 4), 5: (7, 4)}  # players -> (Food, Teeth)
+FIRST_DRAW_EXTRA, LATER_DRAW_EXTRA = 5, 2
+POOL_KEEP = 3
+STANDARD = "standard"
+PHASES = ("auction", "starve", "action", "casualty", "discard", "over")
+
+PASS = Action.of("pass")
+FORAGE = Action.of("forage")
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True, slots=True)
+class Tribe:
+    """A player's tribe: tableau cards in the order acquired (Leader first), Food, Teeth."""
+
+    name: str
+    cards: tuple[str, ...]
+    food: int
+    teeth: int
+
+
+@dataclass(frozen=True, slots=True)
+class Auction:
+    """The conch auction: whose turn, the high bid and bidder, passes since the last bid."""
+
+    turn: int
+    high: int = 0
+    bidder: int | None = None
+    passes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    players: tuple[str, ...]
+    deck_file: str
+    deck_digest: str
+    tribes: tuple[Tribe, ...]
+    draw: tuple[str, ...]  # draw pile, top card first
+    discard: tuple[str, ...]  # discard pile, oldest first
+    pool: tuple[str, ...]  # card pool, in order of entry
+    box: tuple[str, ...]  # starting Hunters out of the game
+    fire_locked: bool
+    conch: int
+    round: int
+    phase: str  # draw | auction | feed | starve | action | casualty | discard | over
+    auction: Auction | None
+    starving: tuple[int, ...]  # seats choosing a starvation loss
+    acted: int  # actions completed in this action phase (the conch holder acts at 0 and n)
+    hunter: int | None  # seat choosing a casualty
+    rng: Rng
+    winner: int | None = None
+    end: str | None = None  # "fire" or "abandoned"
+
+    @property
+    def n(self) -> int:
+        return len(self.players)
+
+    @property
+    def deck(self) -> Deck:
+        return _deck_for(self.deck_file, self.deck_digest)
+
+
+_DECKS: dict[tuple[str, str], Deck] = {}
+
+
+def _deck_for(deck_file: str, digest: str) -> Deck:
+    found = _DECKS.get((deck_file, digest))
+    if found is None:
+        found = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
+        if found.digest != digest:
+            raise StateCorrupt(f"deck file {deck_file} changed since the game began",
+                               deck=deck_file)
+        _DECKS[(deck_file, digest)] = found
+    return found
+
+
+# --------------------------------------------------------------------------- contract
+
+
+def setup(players: Sequence[str], seed: int, options: Mapping[str, Any] | None = None) -> State:
+    """A new game: tribes in seat order (Wolf, Tiger, ... unless options['tribes'] says),
+    the stone-marker draw for the first conch holder, then round 1 up to the first bid.
+
+    Options: ``deck`` (path of a deck file; the standard deck by default), ``tribes``.
+    """
+    return _setup(players, seed, options or {})[0]
+
+
+def setup_with_events(players: Sequence[str], seed: int,
+                      options: Mapping[str, Any] | None = None) -> tuple[State, list[Event]]:
+    """Like ``setup``, also returning the events of setup and round 1 up to the first bid."""
+    return _setup(players, seed, options or {})
+
+
+def pending(state: State) -> list[Decision]:
+    """The open decisions; empty only when the game is over."""
+    phase = state.phase
+    if phase == "auction":
+        a = state.auction
+        return [Decision(a.turn, "bid", (("high", a.high), ("max", _tribe(state, a.turn).teeth)))]
+    if phase == "action":
+        return [Decision(_actor(state), "act", (("second", state.acted == state.n),))]
+    if phase == "starve":
+        return [Decision(s, "starve") for s in state.starving]
+    if phase == "casualty":
+        return [Decision(state.hunter, "casualty")]
+    if phase == "discard":
+        return [Decision(_right_of(state, state.conch), "discard",
+                         (("keep", POOL_KEEP),))]
+    return []
+
+
+def legal_actions(state: State, seat: int) -> list[Action]:
+    """Every action ``seat`` may take now (the only actions ``apply`` accepts)."""
+    kind = _decision_kind(state, seat)
+    if kind == "bid":
+        teeth = state.tribes[seat].teeth
+        return [PASS, *(Action.of("bid", amount=v) for v in range(state.auction.high + 1,
+                                                                   teeth + 1))]
+    if kind == "act":
+        return _act_actions(state, seat)
+    if kind in ("starve", "casualty"):
+        return [Action.of("lose", card=c) for c in _losable(state, seat)]
+    return _discard_actions(state)
+
+
+def apply(state: State, seat: int, action: Action) -> tuple[State, list[Event]]:
+    """Play ``action`` for ``seat``; run everything automatic up to the next decision."""
+    kind = _decision_kind(state, seat)
+    if action not in _legal_set(state, seat, kind, action):
+        raise IllegalAction(f"{action} is not legal for seat {seat} now", seat=seat,
+                            action=action.to_json(), decision=kind)
+    events: list[Event] = []
+    if kind == "bid":
+        state = _bid(state, seat, action, events)
+    elif kind == "act":
+        state = _act(state, seat, action, events)
+    elif kind == "starve":
+        state = _lose(state, seat, action.get("card"), "starvation", events)
+        state = replace(state, starving=tuple(s for s in state.starving if s != seat))
+        if not state.starving:
+            state = replace(state, phase="action", acted=0)
+    elif kind == "casualty":
+        state = _lose(state, seat, action.get("card"), "casualty", events)
+        state = replace(state, phase="action", hunter=None, acted=state.acted + 1)
+    else:
+        state = _discard(state, seat, action.get("cards"), events)
+    return _advance(state, events), events
+
+
+def default_action(state: State, seat: int) -> Action:
+    """What a timeout plays for ``seat``: pass, forage, the weakest loss, keep the oldest."""
+    kind = _decision_kind(state, seat)
+    if kind == "bid":
+        return PASS
+    if kind == "act":
+        return FORAGE
+    if kind in ("starve", "casualty"):
+        return Action.of("lose", card=_weakest(state, seat))
+    fire = state.deck.fire_id
+    keep = [c for c in state.pool if c == fire][:1]
+    keep += [c for c in state.pool if c != fire][: POOL_KEEP - len(keep)]
+    return Action.of("discard", cards=tuple(c for c in state.pool if c not in keep))
+
+
+def result(state: State) -> Result | None:
+    if state.phase != "over":
+        return None
+    winners = () if state.winner is None else (state.winner,)
+    return Result(winners, state.end or "over")
+
+
+def abandon(state: State) -> tuple[State, list[Event]]:
+    """End the game with no winner (a host's decision, not a player's action)."""
+    if state.phase == "over":
+        raise GameOver("the game is over")
+    return replace(state, phase="over", end="abandoned", auction=None, starving=(),
+                   hunter=None), [Event("game_abandoned")]
+
+
+def view(state: State, seat: int | None) -> dict[str, Any]:
+    """What ``seat`` (None: a spectator) may see. Everything in Cavemen is open but the
+    order of the draw pile, so every seat sees the same board; only ``you`` differs."""
+    deck = state.deck
+    return {
+        "game": NAME,
+        "you": seat,
+        "round": state.round,
+        "phase": state.phase,
+        "conch": state.conch,
+        "players": list(state.players),
+        "tribes": [_tribe_view(state, i) for i in range(state.n)],
+        "pool": [deck.card(c).to_view() for c in state.pool],
+        "draw_pile": len(state.draw),
+        "discard_pile": list(state.discard),
+        "box": list(state.box),
+        "fire_locked": state.fire_locked,
+        "fire_cost": deck.fire_cost[state.n],
+        "auction": None if state.auction is None else {
+            "turn": state.auction.turn, "high": state.auction.high,
+            "bidder": state.auction.bidder},
+        "pending": [d.to_json() for d in pending(state)],
+        "result": None if result(state) is None else result(state).to_json(),
+        "deck_name": deck.name,
+    }
+
+
+def card_info(state: State, card_id: str) -> dict[str, Any]:
+    """A card's printed data, for narration."""
+    return state.deck.card(card_id).to_view()
+
+
+def scores(state: State, seat: int) -> Scores:
+    return state.deck.scores(state.tribes[seat].cards)
+
+
+# --------------------------------------------------------------------------- JSON
+
+_FIELDS = ("players", "deck_file", "deck_digest", "draw", "discard", "pool", "box",
+           "fire_locked", "conch", "round", "phase", "starving", "acted", "hunter",
+           "winner", "end")
+
+
+def to_json(state: State) -> dict[str, Any]:
+    out: dict[str, Any] = {"game": NAME, "version": 1}
+    for key in _FIELDS:
+        value = getattr(state, key)
+        out[key] = list(value) if isinstance(value, tuple) else value
+    out["tribes"] = [[t.name, list(t.cards), t.food, t.teeth] for t in state.tribes]
+    a = state.auction
+    out["auction"] = None if a is None else [a.turn, a.high, a.bidder, a.passes]
+    out["rng"] = state.rng.to_json()
+    return out
+
+
+def from_json(data: Mapping[str, Any]) -> State:
+    """Rebuild a state; raises StateCorrupt on anything malformed or inconsistent."""
+    try:
+        if data.get("game") != NAME or data.get("version") != 1:
+            raise StateCorrupt("not a cavemen state of version 1")
+        kw = {k: tuple(data[k]) if isinstance(data[k], list) else data[k] for k in _FIELDS}
+        kw["tribes"] = tuple(Tribe(n, tuple(c), f, t) for n, c, f, t in data["tribes"])
+        kw["auction"] = None if data["auction"] is None else Auction(*data["auction"])
+        kw["rng"] = Rng.from_json(data["rng"])
+        state = State(**kw)
+    except StateCorrupt:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise StateCorrupt(f"cannot read cavemen state: {exc!r}") from None
+    check_invariants(state)
+    return state
+
+
+def check_invariants(state: State) -> None:
+    """Raise StateCorrupt unless every card is in exactly one place and numbers are sane."""
+    deck = state.deck
+    if state.phase not in PHASES or not 0 <= state.conch < state.n:
+        raise StateCorrupt(f"bad phase {state.phase!r} or conch holder {state.conch!r}")
+    if len(state.tribes) != state.n:
+        raise StateCorrupt("one tribe per player needed")
+    places = [*state.draw, *state.discard, *state.pool, *state.box]
+    for t in state.tribes:
+        places.extend(t.cards)
+        if t.food < 0 or t.teeth < 0:
+            raise StateCorrupt(f"tribe {t.name} has negative Food or Teeth")
+    expected = set(deck.deck_ids)
+    for t in state.tribes:
+        expected.update(deck.starting.get(t.name, ()))
+    if len(places) != len(set(places)) or set(places) != expected:
+        raise StateCorrupt("a card is missing, foreign or in two places",
+                           missing=sorted(expected - set(places))[:5],
+                           foreign=sorted(set(places) - expected)[:5])
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def _setup(players: Sequence[str], seed: int, options: Mapping[str, Any]):
+    n = len(players)
+    if not MIN_PLAYERS <= n <= MAX_PLAYERS:
+        raise SetupError(f"Cavemen is for 2 to 5 players, not {n}", players=n)
+    if not isinstance(seed, int):
+        raise SetupError("the seed must be a whole number")
+    deck_file = str(options.get("deck") or STANDARD)
+    deck = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
+    _DECKS[(deck_file, deck.digest)] = deck
+    tribes = tuple(options.get("tribes") or TRIBES[:n])
+    if len(tribes) != n or len(set(tribes)) != n or not set(tribes) <= set(TRIBES):
+        raise SetupError(f"tribes must be {n} different of {', '.join(TRIBES)}")
+    food, teeth = START_RESOURCES[n]
+    rng = Rng(seed)
+    shuffled, rng = rng.shuffled(deck.deck_ids)
+    stones = {deck.card(deck.starting[t][1]).stone: i for i, t in enumerate(tribes)}
+    revealed = []
+    for card in shuffled:
+        revealed.append(card)
+        if deck.card(card).stone in stones:
+            break
+    conch = stones[deck.card(revealed[-1]).stone]
+    draw, rng = rng.shuffled(shuffled)
+    state = State(
+        players=tuple(players), deck_file=deck_file, deck_digest=deck.digest,
+        tribes=tuple(Tribe(t, deck.starting[t], food, teeth) for t in tribes),
+        draw=draw, discard=(), pool=(), box=(), fire_locked=False, conch=conch, round=1,
+        phase="draw", auction=None, starving=(), acted=0, hunter=None, rng=rng,
+    )
+    events = [Event("game_started", None, {"tribes": list(tribes), "players": list(players),
+                                           "revealed": revealed, "conch": conch})]
+    return _advance(state, events), events
+
+
+def _advance(state: State, events: list[Event]) -> State:
+    """Run automatic steps until a decision is needed or the game is over."""
+    while True:
+        phase = state.phase
+        if phase == "draw":
+            state = _draw_phase(state, events)
+        elif phase == "auction":
+            a = state.auction
+            if a.bidder is None and a.passes == state.n:
+                events.append(Event("conch_kept", state.conch, {"price": 0}))
+                state = replace(state, phase="feed", auction=None)
+            elif a.bidder is not None and a.passes == state.n - 1:
+                state = _conch_won(state, events)
+            elif state.tribes[a.turn].teeth <= a.high:
+                events.append(Event("bid_passed", a.turn, {"forced": True}))
+                state = replace(state, auction=_next_bidder(state, a, passed=True))
+            else:
+                return state
+        elif phase == "feed":
+            state = _feed_phase(state, events)
+        elif phase == "action":
+            if state.acted > state.n:
+                state = replace(state, phase="discard")
+            else:
+                return state
+        elif phase == "discard":
+            state = _discard_start(state, events)
+            if state.phase == "discard":
+                return state
+        else:  # starve, casualty, over
+            return state
+
+
+def _draw_phase(state: State, events: list[Event]) -> State:
+    events.append(Event("round_started", None, {"round": state.round}))
+    if state.round > 1:
+        left = (state.conch + 1) % state.n
+        events.append(Event("conch_passed", state.conch, {"to": left}))
+        state = replace(state, conch=left)
+    extra = FIRST_DRAW_EXTRA if state.round == 1 else LATER_DRAW_EXTRA
+    drawn = []
+    for _ in range(state.n + extra):
+        card, state = _draw_card(state, events)
+        if card is None:
+            break
+        drawn.append(card)
+        state = replace(state, pool=(*state.pool, card))
+    events.append(Event("cards_drawn", None, {"cards": drawn}))
+    return replace(state, phase="auction", auction=Auction(turn=state.conch))
+
+
+def _bid(state: State, seat: int, action: Action, events: list[Event]) -> State:
+    a = state.auction
+    if action.kind == "pass":
+        events.append(Event("bid_passed", seat, {"forced": False}))
+        return replace(state, auction=_next_bidder(state, a, passed=True))
+    amount = action.get("amount")
+    events.append(Event("bid_placed", seat, {"amount": amount}))
+    return replace(state, auction=Auction((seat + 1) % state.n, amount, seat, 0))
+
+
+def _next_bidder(state: State, a: Auction, passed: bool) -> Auction:
+    return Auction((a.turn + 1) % state.n, a.high, a.bidder, a.passes + passed)
+
+
+def _conch_won(state: State, events: list[Event]) -> State:
+    a = state.auction
+    state = _pay(state, a.bidder, teeth=a.high)
+    events.append(Event("conch_won", a.bidder, {"price": a.high, "from": state.conch}))
+    return replace(state, conch=a.bidder, phase="feed", auction=None)
+
+
+def _feed_phase(state: State, events: list[Event]) -> State:
+    starving = []
+    for seat in range(state.n):
+        state = _income(state, seat, "feed", events)
+        sc = scores(state, seat)
+        due = sc.cavemen if seat == state.conch else 1
+        due = max(0, due - sc.feeding_relief)
+        if state.tribes[seat].food >= due:
+            state = _pay(state, seat, food=due)
+            events.append(Event("tribe_fed", seat, {"food": due}))
+            continue
+        candidates = _losable(state, seat)
+        if sc.protected_starvation or not candidates:
+            events.append(Event("tribe_starved", seat, {
+                "due": due, "loss": None,
+                "why": "protected" if sc.protected_starvation else "leader_only"}))
+        elif len(candidates) == 1:
+            events.append(Event("tribe_starved", seat, {"due": due, "loss": candidates[0]}))
+            state = _lose(state, seat, candidates[0], "starvation", events)
+        else:
+            events.append(Event("tribe_starved", seat, {"due": due, "loss": "choice"}))
+            starving.append(seat)
+    if starving:
+        return replace(state, phase="starve", starving=tuple(starving))
+    return replace(state, phase="action", acted=0)
+
+
+def _act(state: State, seat: int, action: Action, events: list[Event]) -> State:
+    kind, card = action.kind, action.get("card")
+    if kind == "forage":
+        food = scores(state, seat).foraging
+        state = _pay(state, seat, food=-food)
+        events.append(Event("foraged", seat, {"food": food}))
+        state = _income(state, seat, "forage", events)
+    elif kind == "recruit":
+        state = _recruit(state, seat, card, action.get("pay"), action.get("replace"), events)
+    elif kind == "explore":
+        cost = _explore_cost(state, seat, card)
+        state = _take(_pay(state, seat, teeth=cost), seat, card)
+        events.append(Event("cave_explored", seat, {"card": card, "teeth": cost}))
+    elif kind == "invent":
+        state = _take(state, seat, card)
+        if card == state.deck.fire_id:
+            events.append(Event("fire_invented", seat, {"card": card}))
+            return replace(state, phase="over", winner=seat, end="fire")
+        events.append(Event("invention_made", seat, {"card": card}))
+        state = _income(state, seat, "invent", events)
+    else:  # hunt
+        return _hunt(state, seat, card, events)
+    return replace(state, acted=state.acted + 1)
+
+
+def _recruit(state: State, seat: int, card: str, pay: str, replaced: str | None,
+             events: list[Event]) -> State:
+    cost = _recruit_costs(state, seat, card)[pay]
+    if replaced is not None:
+        state = _lose(state, seat, replaced, "replaced", events)
+    state = _take(_pay(state, seat, **{pay: cost}), seat, card)
+    events.append(Event("caveman_recruited", seat, {"card": card, "pay": pay, "cost": cost,
+                                                    "replaced": replaced}))
+    return _income(state, seat, "recruit", events)
+
+
+def _hunt(state: State, seat: int, card: str, events: list[Event]) -> State:
+    beast = state.deck.card(card)
+    pool = tuple(c for c in state.pool if c != card)
+    state = replace(state, pool=pool, discard=(*state.discard, card))
+    state = _pay(state, seat, food=-beast.reward_food, teeth=-beast.reward_teeth)
+    events.append(Event("beast_hunted", seat, {"card": card, "food": beast.reward_food,
+                                               "teeth": beast.reward_teeth}))
+    state = _income(state, seat, "hunt", events)
+    state, hit = _casualty_draw(state, seat, events)
+    candidates = _losable(state, seat) if hit else []
+    if len(candidates) > 1:
+        return replace(state, phase="casualty", hunter=seat)
+    if candidates:
+        state = _lose(state, seat, candidates[0], "casualty", events)
+    return replace(state, acted=state.acted + 1)
+
+
+def _casualty_draw(state: State, seat: int, events: list[Event]) -> tuple[State, bool]:
+    """Draw for casualties; Fire is set aside and drawn past. Returns (state, matched)."""
+    fire = state.deck.fire_id
+    card, state = _draw_card(state, events)
+    aside = False
+    if card == fire:
+        events.append(Event("fire_set_aside", seat, {"card": fire}))
+        aside = True
+        card, state = _draw_card(state, events)
+    hit = False
+    if card is None:
+        events.append(Event("casualty_drawn", seat, {"card": None, "match": False}))
+    else:
+        stone = state.deck.card(card).stone
+        mine = {state.deck.card(c).stone for c in state.tribes[seat].cards
+                if state.deck.card(c).is_caveman}
+        hit = stone in mine
+        protected = hit and scores(state, seat).protected_casualties
+        events.append(Event("casualty_drawn", seat, {"card": card, "match": hit,
+                                                     "protected": protected}))
+        hit = hit and not protected
+        state = replace(state, discard=(*state.discard, card))
+    if aside:
+        state = _return_fire(state, events)
+    return state, hit
+
+
+def _return_fire(state: State, events: list[Event]) -> State:
+    """Fire goes back into the draw pile at random, or into the pool once locked."""
+    fire = state.deck.fire_id
+    if state.fire_locked:
+        events.append(Event("fire_to_pool", None, {"card": fire}))
+        return replace(state, pool=(*state.pool, fire))
+    draw, rng = state.rng.shuffled((*state.draw, fire))
+    events.append(Event("fire_shuffled_back", None, {"card": fire}))
+    return replace(state, draw=draw, rng=rng)
+
+
+def _discard_start(state: State, events: list[Event]) -> State:
+    fire = state.deck.fire_id
+    if fire in state.pool and not state.fire_locked:
+        state = replace(state, pool=tuple(c for c in state.pool if c != fire))
+        state = _return_fire(state, events)
+    if len(state.pool) > POOL_KEEP:
+        return state
+    return _next_round(state)
+
+
+def _discard(state: State, seat: int, cards: tuple[str, ...], events: list[Event]) -> State:
+    gone = set(cards)
+    state = replace(state, pool=tuple(c for c in state.pool if c not in gone),
+                    discard=(*state.discard, *cards))
+    events.append(Event("pool_discarded", seat, {"cards": list(cards)}))
+    return _next_round(state)
+
+
+def _next_round(state: State) -> State:
+    return replace(state, round=state.round + 1, phase="draw", acted=0)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _decision_kind(state: State, seat: int) -> str:
+    if state.phase == "over":
+        raise GameOver("the game is over")
+    for d in pending(state):
+        if d.seat == seat:
+            return d.kind
+    raise NotYourTurn(f"seat {seat} has no decision to make now", seat=seat)
+
+
+def _legal_set(state: State, seat: int, kind: str, action: Action) -> list[Action] | set:
+    """The legal actions to check ``action`` against, built cheaply where possible."""
+    if kind == "bid":
+        if action.kind == "pass":
+            return {PASS} if action == PASS else set()
+        amount = action.get("amount")
+        ok = (action.kind == "bid" and len(action.args) == 1 and type(amount) is int
+              and state.auction.high < amount <= state.tribes[seat].teeth)
+        return {action} if ok else set()
+    return legal_actions(state, seat)
+
+
+def _tribe(state: State, seat: int) -> Tribe:
+    return state.tribes[seat]
+
+
+def _actor(state: State) -> int:
+    return (state.conch + state.acted) % state.n
+
+
+def _right_of(state: State, seat: int) -> int:
+    return (seat - 1) % state.n
+
+
+def _with_tribe(state: State, seat: int, tribe: Tribe) -> State:
+    tribes = list(state.tribes)
+    tribes[seat] = tribe
+    return replace(state, tribes=tuple(tribes))
+
+
+def _pay(state: State, seat: int, food: int = 0, teeth: int = 0) -> State:
+    """Pay Food/Teeth to the supply (negative amounts gain)."""
+    if not food and not teeth:
+        return state
+    t = state.tribes[seat]
+    return _with_tribe(state, seat, Tribe(t.name, t.cards, t.food - food, t.teeth - teeth))
+
+
+def _take(state: State, seat: int, card: str) -> State:
+    """Move a card from the pool into the seat's tableau."""
+    t = state.tribes[seat]
+    state = replace(state, pool=tuple(c for c in state.pool if c != card))
+    return _with_tribe(state, seat, Tribe(t.name, (*t.cards, card), t.food, t.teeth))
+
+
+def _income(state: State, seat: int, when: str, events: list[Event]) -> State:
+    food, teeth = scores(state, seat).income_for(when)
+    if food or teeth:
+        state = _pay(state, seat, food=-food, teeth=-teeth)
+        events.append(Event("income_gained", seat, {"food": food, "teeth": teeth,
+                                                    "when": when}))
+    return state
+
+
+def _lose(state: State, seat: int, card: str, reason: str, events: list[Event]) -> State:
+    """Discard a caveman: a starting Hunter to the box, anything else to the discard pile."""
+    t = state.tribes[seat]
+    state = _with_tribe(state, seat, Tribe(t.name, tuple(c for c in t.cards if c != card),
+                                           t.food, t.teeth))
+    boxed = state.deck.card(card).tribe is not None
+    if boxed:
+        state = replace(state, box=(*state.box, card))
+    else:
+        state = replace(state, discard=(*state.discard, card))
+    events.append(Event("caveman_lost", seat, {"card": card, "reason": reason,
+                                               "to": "box" if boxed else "discard"}))
+    return state
+
+
+def _losable(state: State, seat: int) -> list[str]:
+    deck = state.deck
+    return [c for c in state.tribes[seat].cards
+            if deck.card(c).is_caveman and deck.card(c).type != "leader"]
+
+
+def _weakest(state: State, seat: int) -> str:
+    """The default loss: lowest total ability, ties to the most recently acquired."""
+    deck = state.deck
+    candidates = _losable(state, seat)
+    return min(reversed(candidates), key=lambda c: deck.card(c).ability)
+
+
+def _draw_card(state: State, events: list[Event]) -> tuple[str | None, State]:
+    """Draw the top card. The last card drawn exhausts the deck: the discard pile is
+    shuffled into a new draw pile and Fire is locked into play (cavemen.md)."""
+    if not state.draw:
+        if not state.discard:
+            return None, state
+        state = _reshuffle(state, events)
+    card, rest = state.draw[0], state.draw[1:]
+    state = replace(state, draw=rest)
+    if not rest:
+        state = _reshuffle(state, events)
+    return card, state
+
+
+def _reshuffle(state: State, events: list[Event]) -> State:
+    draw, rng = state.rng.shuffled(state.discard)
+    events.append(Event("deck_exhausted", None, {"reshuffled": len(draw),
+                                                 "fire_locked": not state.fire_locked}))
+    return replace(state, draw=draw, discard=(), rng=rng, fire_locked=True)
+
+
+def _recruit_costs(state: State, seat: int, card: str) -> dict[str, int]:
+    c = state.deck.card(card)
+    off = scores(state, seat).discount("recruit", c.type)
+    return {"food": max(0, c.cost_food - off), "teeth": max(0, c.cost_teeth - off)}
+
+
+def _explore_cost(state: State, seat: int, card: str) -> int:
+    sc = scores(state, seat)
+    if sc.can_explore:
+        return 0
+    return max(0, state.deck.card(card).cost_teeth - sc.discount("explore"))
+
+
+def _act_actions(state: State, seat: int) -> list[Action]:
+    deck, tribe, sc = state.deck, state.tribes[seat], scores(state, seat)
+    out = [FORAGE]
+    for cid in state.pool:
+        card = deck.card(cid)
+        ctype = card.type
+        if card.is_caveman:
+            out.extend(_recruit_actions(state, seat, cid, tribe, sc))
+        elif ctype == "cave":
+            if _explore_cost(state, seat, cid) <= tribe.teeth:
+                out.append(Action.of("explore", card=cid))
+        elif ctype == "beast":
+            if card.requirement <= sc.hunting:
+                out.append(Action.of("hunt", card=cid))
+        elif ctype == "invention":
+            if card.requirement <= sc.inventing:
+                out.append(Action.of("invent", card=cid))
+        elif ctype == "fire" and seat == state.conch and (
+                sc.inventing >= deck.fire_cost[state.n]):
+            out.append(Action.of("invent", card=cid))
+    return out
+
+
+def _recruit_actions(state: State, seat: int, cid: str, tribe: Tribe, sc: Scores):
+    if sc.cavemen > sc.population:
+        return []
+    costs = _recruit_costs(state, seat, cid)
+    payable = [p for p in ("food", "teeth") if costs[p] <= getattr(tribe, p)]
+    if sc.cavemen < sc.population:
+        return [Action.of("recruit", card=cid, pay=p) for p in payable]
+    return [Action.of("recruit", card=cid, pay=p, replace=r)
+            for p in payable for r in _losable(state, seat)]
+
+
+def _discard_actions(state: State) -> list[Action]:
+    fire = state.deck.fire_id
+    choosable = [c for c in state.pool if c != fire]
+    count = len(state.pool) - POOL_KEEP
+    return [Action.of("discard", cards=combo) for combo in combinations(choosable, count)]
+
+
+def _tribe_view(state: State, seat: int) -> dict[str, Any]:
+    t, sc, deck = state.tribes[seat], scores(state, seat), state.deck
+    return {
+        "seat": seat, "player": state.players[seat], "tribe": t.name,
+        "food": t.food, "teeth": t.teeth, "conch": seat == state.conch,
+        "cards": [deck.card(c).to_view() for c in t.cards],
+        "scores": {"hunting": sc.hunting, "inventing": sc.inventing,
+                   "foraging": sc.foraging, "population": sc.population,
+                   "cavemen": sc.cavemen, "explore": sc.can_explore},
+    }
