@@ -112,8 +112,15 @@ class Action:
     @classmethod
     def of(cls, kind: str, **args: Any) -> Action:
         """Build an action, dropping parameters whose value is None."""
-        items = tuple(sorted((k, _freeze(v)) for k, v in args.items() if v is not None))
-        return cls(kind, items)
+        items = []
+        for key in sorted(args):
+            value = args[key]
+            if value is None:
+                continue
+            if type(value) is list or type(value) is tuple:
+                value = _freeze(value)
+            items.append((key, value))
+        return cls(kind, tuple(items))
 
     def get(self, name: str, default: Any = None) -> Any:
         for key, value in self.args:

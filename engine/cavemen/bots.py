@@ -63,10 +63,9 @@ def _bid(state: State, seat: int) -> Action:
     rivals = [s for s in range(state.n) if s != seat and _fire_in_reach(state, s)]
     if a.bidder == seat:
         return PASS
-    if _fire_in_reach(state, seat) or rivals:
-        # Win outright if we can: bid everything needed to beat the high bid.
-        if teeth > a.high:
-            return Action.of("bid", amount=teeth if _fire_in_reach(state, seat) else a.high + 1)
+    if (_fire_in_reach(state, seat) or rivals) and teeth > a.high:
+        # Win outright if Fire is ours to take; else outbid a rival one Tooth at a time.
+        return Action.of("bid", amount=teeth if _fire_in_reach(state, seat) else a.high + 1)
     return PASS
 
 
@@ -85,19 +84,32 @@ def _act(state: State, seat: int, rng: random.Random) -> Action:
     return best
 
 
-def _hunger(state: State, seat: int) -> float:
-    """How badly the tribe needs Food: 0 when well stocked, up to ~2 when starving soon."""
+def _food_weight(state: State, seat: int) -> float:
+    """What one more Food is worth: much when starvation looms, little once stocked."""
     sc = scores(state, seat)
-    need = max(1, sc.cavemen - sc.feeding_relief) + 1
+    need = max(1, sc.cavemen - sc.feeding_relief)  # what a conch round costs
     food = state.tribes[seat].food
-    return max(0.0, min(2.0, (need * 2 - food) / max(1, need)))
+    if food < need + 1:
+        return 2.5
+    if food < 2 * need + 2:
+        return 1.0
+    if food < 4 * need:
+        return 0.4
+    return 0.05
+
+
+def _teeth_weight(state: State, seat: int) -> float:
+    """Teeth buy cavemen and caves, and the conch once Fire is near."""
+    sc = scores(state, seat)
+    near = sc.inventing >= state.deck.fire_cost[state.n] - 2
+    teeth = state.tribes[seat].teeth
+    return (1.0 if near else 0.5) if teeth < 12 else 0.1
 
 
 def _value(state: State, seat: int, action: Action) -> float:
     deck, tribe = state.deck, state.tribes[seat]
     sc = scores(state, seat)
-    hunger = _hunger(state, seat)
-    food_w, teeth_w = 0.6 + hunger, 0.5
+    food_w, teeth_w = _food_weight(state, seat), _teeth_weight(state, seat)
     if action.kind == "forage":
         food, _ = sc.income_for("forage")
         return (sc.foraging + food) * food_w

@@ -88,10 +88,11 @@ class Card:
     reward_teeth: int = 0
     effects: tuple[Effect, ...] = ()
     text: str = ""
+    is_caveman: bool = field(init=False, compare=False, repr=False)
 
-    @property
-    def is_caveman(self) -> bool:
-        return self.type == "leader" or self.type in CAVEMAN_ROLES
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_caveman",
+                           self.type == "leader" or self.type in CAVEMAN_ROLES)
 
     @property
     def ability(self) -> int:

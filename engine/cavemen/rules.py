@@ -20,10 +20,9 @@ candidate) is played automatically and narrated, never asked.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.cavemen.deck import STANDARD_DECK, TRIBES, Deck, Scores, load_deck
 from engine.core import (
@@ -54,8 +53,7 @@ FORAGE = Action.of("forage")
 # --------------------------------------------------------------------------- state
 
 
-@dataclass(frozen=True, slots=True)
-class Tribe:
+class Tribe(NamedTuple):
     """A player's tribe: tableau cards in the order acquired (Leader first), Food, Teeth."""
 
     name: str
@@ -64,8 +62,7 @@ class Tribe:
     teeth: int
 
 
-@dataclass(frozen=True, slots=True)
-class Auction:
+class Auction(NamedTuple):
     """The conch auction: whose turn, the high bid and bidder, passes since the last bid."""
 
     turn: int
@@ -74,8 +71,9 @@ class Auction:
     passes: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class State:
+class State(NamedTuple):
+    """The whole game as an immutable value (a NamedTuple: cheap to copy with _replace)."""
+
     players: tuple[str, ...]
     deck_file: str
     deck_digest: str
@@ -109,7 +107,7 @@ _DECKS: dict[tuple[str, str], Deck] = {}
 
 
 def _deck_for(deck_file: str, digest: str) -> Deck:
-    found = _DECKS.get((deck_file, digest))
+    found = _DECKS.get((deck_file, digest))  # a memo of validated decks, not game state
     if found is None:
         found = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
         if found.digest != digest:
@@ -157,11 +155,24 @@ def pending(state: State) -> list[Decision]:
 
 def legal_actions(state: State, seat: int) -> list[Action]:
     """Every action ``seat`` may take now (the only actions ``apply`` accepts)."""
-    kind = _decision_kind(state, seat)
+    global _LAST_LEGAL
+    last = _LAST_LEGAL  # one read: the tuple is replaced whole, so threads cannot tear it
+    if last[0] is state and last[1] == seat:
+        return list(last[2])
+    actions = _legal_actions(state, seat, _decision_kind(state, seat))
+    _LAST_LEGAL = (state, seat, tuple(actions))
+    return actions
+
+
+# A one-entry memo: a caller asks for the legal actions, then applies one of them.
+_LAST_LEGAL: tuple[Any, int, tuple[Action, ...]] = (None, -1, ())
+
+
+def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
     if kind == "bid":
         teeth = state.tribes[seat].teeth
-        return [PASS, *(Action.of("bid", amount=v) for v in range(state.auction.high + 1,
-                                                                   teeth + 1))]
+        return [PASS, *(Action("bid", (("amount", v),))
+                        for v in range(state.auction.high + 1, teeth + 1))]
     if kind == "act":
         return _act_actions(state, seat)
     if kind in ("starve", "casualty"):
@@ -182,12 +193,12 @@ def apply(state: State, seat: int, action: Action) -> tuple[State, list[Event]]:
         state = _act(state, seat, action, events)
     elif kind == "starve":
         state = _lose(state, seat, action.get("card"), "starvation", events)
-        state = replace(state, starving=tuple(s for s in state.starving if s != seat))
+        state = state._replace(starving=tuple(s for s in state.starving if s != seat))
         if not state.starving:
-            state = replace(state, phase="action", acted=0)
+            state = state._replace(phase="action", acted=0)
     elif kind == "casualty":
         state = _lose(state, seat, action.get("card"), "casualty", events)
-        state = replace(state, phase="action", hunter=None, acted=state.acted + 1)
+        state = state._replace(phase="action", hunter=None, acted=state.acted + 1)
     else:
         state = _discard(state, seat, action.get("cards"), events)
     return _advance(state, events), events
@@ -219,7 +230,7 @@ def abandon(state: State) -> tuple[State, list[Event]]:
     """End the game with no winner (a host's decision, not a player's action)."""
     if state.phase == "over":
         raise GameOver("the game is over")
-    return replace(state, phase="over", end="abandoned", auction=None, starving=(),
+    return state._replace(phase="over", end="abandoned", auction=None, starving=(),
                    hunter=None), [Event("game_abandoned")]
 
 
@@ -364,19 +375,19 @@ def _advance(state: State, events: list[Event]) -> State:
             a = state.auction
             if a.bidder is None and a.passes == state.n:
                 events.append(Event("conch_kept", state.conch, {"price": 0}))
-                state = replace(state, phase="feed", auction=None)
+                state = state._replace(phase="feed", auction=None)
             elif a.bidder is not None and a.passes == state.n - 1:
                 state = _conch_won(state, events)
             elif state.tribes[a.turn].teeth <= a.high:
                 events.append(Event("bid_passed", a.turn, {"forced": True}))
-                state = replace(state, auction=_next_bidder(state, a, passed=True))
+                state = state._replace(auction=_next_bidder(state, a, passed=True))
             else:
                 return state
         elif phase == "feed":
             state = _feed_phase(state, events)
         elif phase == "action":
             if state.acted > state.n:
-                state = replace(state, phase="discard")
+                state = state._replace(phase="discard")
             else:
                 return state
         elif phase == "discard":
@@ -392,7 +403,7 @@ def _draw_phase(state: State, events: list[Event]) -> State:
     if state.round > 1:
         left = (state.conch + 1) % state.n
         events.append(Event("conch_passed", state.conch, {"to": left}))
-        state = replace(state, conch=left)
+        state = state._replace(conch=left)
     extra = FIRST_DRAW_EXTRA if state.round == 1 else LATER_DRAW_EXTRA
     drawn = []
     for _ in range(state.n + extra):
@@ -400,19 +411,19 @@ def _draw_phase(state: State, events: list[Event]) -> State:
         if card is None:
             break
         drawn.append(card)
-        state = replace(state, pool=(*state.pool, card))
+        state = state._replace(pool=(*state.pool, card))
     events.append(Event("cards_drawn", None, {"cards": drawn}))
-    return replace(state, phase="auction", auction=Auction(turn=state.conch))
+    return state._replace(phase="auction", auction=Auction(turn=state.conch))
 
 
 def _bid(state: State, seat: int, action: Action, events: list[Event]) -> State:
     a = state.auction
     if action.kind == "pass":
         events.append(Event("bid_passed", seat, {"forced": False}))
-        return replace(state, auction=_next_bidder(state, a, passed=True))
+        return state._replace(auction=_next_bidder(state, a, passed=True))
     amount = action.get("amount")
     events.append(Event("bid_placed", seat, {"amount": amount}))
-    return replace(state, auction=Auction((seat + 1) % state.n, amount, seat, 0))
+    return state._replace(auction=Auction((seat + 1) % state.n, amount, seat, 0))
 
 
 def _next_bidder(state: State, a: Auction, passed: bool) -> Auction:
@@ -423,7 +434,7 @@ def _conch_won(state: State, events: list[Event]) -> State:
     a = state.auction
     state = _pay(state, a.bidder, teeth=a.high)
     events.append(Event("conch_won", a.bidder, {"price": a.high, "from": state.conch}))
-    return replace(state, conch=a.bidder, phase="feed", auction=None)
+    return state._replace(conch=a.bidder, phase="feed", auction=None)
 
 
 def _feed_phase(state: State, events: list[Event]) -> State:
@@ -449,8 +460,8 @@ def _feed_phase(state: State, events: list[Event]) -> State:
             events.append(Event("tribe_starved", seat, {"due": due, "loss": "choice"}))
             starving.append(seat)
     if starving:
-        return replace(state, phase="starve", starving=tuple(starving))
-    return replace(state, phase="action", acted=0)
+        return state._replace(phase="starve", starving=tuple(starving))
+    return state._replace(phase="action", acted=0)
 
 
 def _act(state: State, seat: int, action: Action, events: list[Event]) -> State:
@@ -470,12 +481,12 @@ def _act(state: State, seat: int, action: Action, events: list[Event]) -> State:
         state = _take(state, seat, card)
         if card == state.deck.fire_id:
             events.append(Event("fire_invented", seat, {"card": card}))
-            return replace(state, phase="over", winner=seat, end="fire")
+            return state._replace(phase="over", winner=seat, end="fire")
         events.append(Event("invention_made", seat, {"card": card}))
         state = _income(state, seat, "invent", events)
     else:  # hunt
         return _hunt(state, seat, card, events)
-    return replace(state, acted=state.acted + 1)
+    return state._replace(acted=state.acted + 1)
 
 
 def _recruit(state: State, seat: int, card: str, pay: str, replaced: str | None,
@@ -492,7 +503,7 @@ def _recruit(state: State, seat: int, card: str, pay: str, replaced: str | None,
 def _hunt(state: State, seat: int, card: str, events: list[Event]) -> State:
     beast = state.deck.card(card)
     pool = tuple(c for c in state.pool if c != card)
-    state = replace(state, pool=pool, discard=(*state.discard, card))
+    state = state._replace(pool=pool, discard=(*state.discard, card))
     state = _pay(state, seat, food=-beast.reward_food, teeth=-beast.reward_teeth)
     events.append(Event("beast_hunted", seat, {"card": card, "food": beast.reward_food,
                                                "teeth": beast.reward_teeth}))
@@ -500,10 +511,10 @@ def _hunt(state: State, seat: int, card: str, events: list[Event]) -> State:
     state, hit = _casualty_draw(state, seat, events)
     candidates = _losable(state, seat) if hit else []
     if len(candidates) > 1:
-        return replace(state, phase="casualty", hunter=seat)
+        return state._replace(phase="casualty", hunter=seat)
     if candidates:
         state = _lose(state, seat, candidates[0], "casualty", events)
-    return replace(state, acted=state.acted + 1)
+    return state._replace(acted=state.acted + 1)
 
 
 def _casualty_draw(state: State, seat: int, events: list[Event]) -> tuple[State, bool]:
@@ -527,7 +538,7 @@ def _casualty_draw(state: State, seat: int, events: list[Event]) -> tuple[State,
         events.append(Event("casualty_drawn", seat, {"card": card, "match": hit,
                                                      "protected": protected}))
         hit = hit and not protected
-        state = replace(state, discard=(*state.discard, card))
+        state = state._replace(discard=(*state.discard, card))
     if aside:
         state = _return_fire(state, events)
     return state, hit
@@ -538,16 +549,16 @@ def _return_fire(state: State, events: list[Event]) -> State:
     fire = state.deck.fire_id
     if state.fire_locked:
         events.append(Event("fire_to_pool", None, {"card": fire}))
-        return replace(state, pool=(*state.pool, fire))
+        return state._replace(pool=(*state.pool, fire))
     draw, rng = state.rng.shuffled((*state.draw, fire))
     events.append(Event("fire_shuffled_back", None, {"card": fire}))
-    return replace(state, draw=draw, rng=rng)
+    return state._replace(draw=draw, rng=rng)
 
 
 def _discard_start(state: State, events: list[Event]) -> State:
     fire = state.deck.fire_id
     if fire in state.pool and not state.fire_locked:
-        state = replace(state, pool=tuple(c for c in state.pool if c != fire))
+        state = state._replace(pool=tuple(c for c in state.pool if c != fire))
         state = _return_fire(state, events)
     if len(state.pool) > POOL_KEEP:
         return state
@@ -556,14 +567,14 @@ def _discard_start(state: State, events: list[Event]) -> State:
 
 def _discard(state: State, seat: int, cards: tuple[str, ...], events: list[Event]) -> State:
     gone = set(cards)
-    state = replace(state, pool=tuple(c for c in state.pool if c not in gone),
+    state = state._replace(pool=tuple(c for c in state.pool if c not in gone),
                     discard=(*state.discard, *cards))
     events.append(Event("pool_discarded", seat, {"cards": list(cards)}))
     return _next_round(state)
 
 
 def _next_round(state: State) -> State:
-    return replace(state, round=state.round + 1, phase="draw", acted=0)
+    return state._replace(round=state.round + 1, phase="draw", acted=0)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -587,7 +598,7 @@ def _legal_set(state: State, seat: int, kind: str, action: Action) -> list[Actio
         ok = (action.kind == "bid" and len(action.args) == 1 and type(amount) is int
               and state.auction.high < amount <= state.tribes[seat].teeth)
         return {action} if ok else set()
-    return legal_actions(state, seat)
+    return legal_actions(state, seat)  # the same code that lists them
 
 
 def _tribe(state: State, seat: int) -> Tribe:
@@ -605,7 +616,7 @@ def _right_of(state: State, seat: int) -> int:
 def _with_tribe(state: State, seat: int, tribe: Tribe) -> State:
     tribes = list(state.tribes)
     tribes[seat] = tribe
-    return replace(state, tribes=tuple(tribes))
+    return state._replace(tribes=tuple(tribes))
 
 
 def _pay(state: State, seat: int, food: int = 0, teeth: int = 0) -> State:
@@ -619,7 +630,7 @@ def _pay(state: State, seat: int, food: int = 0, teeth: int = 0) -> State:
 def _take(state: State, seat: int, card: str) -> State:
     """Move a card from the pool into the seat's tableau."""
     t = state.tribes[seat]
-    state = replace(state, pool=tuple(c for c in state.pool if c != card))
+    state = state._replace(pool=tuple(c for c in state.pool if c != card))
     return _with_tribe(state, seat, Tribe(t.name, (*t.cards, card), t.food, t.teeth))
 
 
@@ -639,9 +650,9 @@ def _lose(state: State, seat: int, card: str, reason: str, events: list[Event]) 
                                            t.food, t.teeth))
     boxed = state.deck.card(card).tribe is not None
     if boxed:
-        state = replace(state, box=(*state.box, card))
+        state = state._replace(box=(*state.box, card))
     else:
-        state = replace(state, discard=(*state.discard, card))
+        state = state._replace(discard=(*state.discard, card))
     events.append(Event("caveman_lost", seat, {"card": card, "reason": reason,
                                                "to": "box" if boxed else "discard"}))
     return state
@@ -668,7 +679,7 @@ def _draw_card(state: State, events: list[Event]) -> tuple[str | None, State]:
             return None, state
         state = _reshuffle(state, events)
     card, rest = state.draw[0], state.draw[1:]
-    state = replace(state, draw=rest)
+    state = state._replace(draw=rest)
     if not rest:
         state = _reshuffle(state, events)
     return card, state
@@ -678,7 +689,7 @@ def _reshuffle(state: State, events: list[Event]) -> State:
     draw, rng = state.rng.shuffled(state.discard)
     events.append(Event("deck_exhausted", None, {"reshuffled": len(draw),
                                                  "fire_locked": not state.fire_locked}))
-    return replace(state, draw=draw, discard=(), rng=rng, fire_locked=True)
+    return state._replace(draw=draw, discard=(), rng=rng, fire_locked=True)
 
 
 def _recruit_costs(state: State, seat: int, card: str) -> dict[str, int]:
@@ -704,13 +715,13 @@ def _act_actions(state: State, seat: int) -> list[Action]:
             out.extend(_recruit_actions(state, seat, cid, tribe, sc))
         elif ctype == "cave":
             if _explore_cost(state, seat, cid) <= tribe.teeth:
-                out.append(Action.of("explore", card=cid))
+                out.append(Action("explore", (("card", cid),)))
         elif ctype == "beast":
             if card.requirement <= sc.hunting:
-                out.append(Action.of("hunt", card=cid))
+                out.append(Action("hunt", (("card", cid),)))
         elif ctype == "invention":
             if card.requirement <= sc.inventing:
-                out.append(Action.of("invent", card=cid))
+                out.append(Action("invent", (("card", cid),)))
         elif ctype == "fire" and seat == state.conch and (
                 sc.inventing >= deck.fire_cost[state.n]):
             out.append(Action.of("invent", card=cid))
@@ -723,8 +734,8 @@ def _recruit_actions(state: State, seat: int, cid: str, tribe: Tribe, sc: Scores
     costs = _recruit_costs(state, seat, cid)
     payable = [p for p in ("food", "teeth") if costs[p] <= getattr(tribe, p)]
     if sc.cavemen < sc.population:
-        return [Action.of("recruit", card=cid, pay=p) for p in payable]
-    return [Action.of("recruit", card=cid, pay=p, replace=r)
+        return [Action("recruit", (("card", cid), ("pay", p))) for p in payable]
+    return [Action("recruit", (("card", cid), ("pay", p), ("replace", r)))
             for p in payable for r in _losable(state, seat)]
 
 
@@ -732,7 +743,7 @@ def _discard_actions(state: State) -> list[Action]:
     fire = state.deck.fire_id
     choosable = [c for c in state.pool if c != fire]
     count = len(state.pool) - POOL_KEEP
-    return [Action.of("discard", cards=combo) for combo in combinations(choosable, count)]
+    return [Action("discard", (("cards", combo),)) for combo in combinations(choosable, count)]
 
 
 def _tribe_view(state: State, seat: int) -> dict[str, Any]:
