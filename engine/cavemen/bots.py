@@ -101,9 +101,13 @@ def _food_weight(state: State, seat: int) -> float:
 def _teeth_weight(state: State, seat: int) -> float:
     """Teeth buy cavemen and caves, and the conch once Fire is near."""
     sc = scores(state, seat)
-    near = sc.inventing >= state.deck.fire_cost[state.n] - 2
+    cost = state.deck.fire_cost[state.n]
     teeth = state.tribes[seat].teeth
-    return (1.0 if near else 0.5) if teeth < 12 else 0.1
+    if sc.inventing >= cost:  # only the conch stands between us and Fire
+        return 3.0
+    if sc.inventing >= cost - 2:
+        return 1.0
+    return 0.5 if teeth < 12 else 0.1
 
 
 def _value(state: State, seat: int, action: Action) -> float:
@@ -116,7 +120,8 @@ def _value(state: State, seat: int, action: Action) -> float:
     card = deck.card(action.get("card"))
     if action.kind == "hunt":
         food, teeth = sc.income_for("hunt")
-        risk = 0.0 if sc.protected_casualties else 0.35 * (sc.cavemen - 1)
+        risk = 0.0 if sc.protected_casualties or sc.cavemen < 2 else 0.3 * len(
+            {deck.card(c).stone for c in tribe.cards if deck.card(c).is_caveman})
         return ((card.reward_food + food) * food_w + (card.reward_teeth + teeth) * teeth_w
                 - risk)
     after = list(tribe.cards)
