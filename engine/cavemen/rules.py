@@ -13,8 +13,8 @@ Decisions (kinds) and their actions:
 - ``casualty``: ``lose card=ID`` after a hunt; timeout: weakest, newest.
 - ``discard``: ``discard cards=(ID, ...)`` down to three pool cards; timeout: keep the
   three that entered the pool first.
-A decision with a single possible answer (a bidder who cannot outbid, a loss with one
-candidate) is played automatically and narrated, never asked.
+A bid that cannot outbid and a loss with one candidate are played automatically and
+narrated, never asked; an action turn is always asked, even when only Forage is legal.
 """
 
 from __future__ import annotations
@@ -183,6 +183,8 @@ def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
 def apply(state: State, seat: int, action: Action) -> tuple[State, list[Event]]:
     """Play ``action`` for ``seat``; run everything automatic up to the next decision."""
     kind = _decision_kind(state, seat)
+    if kind == "discard" and action.kind == "discard":
+        action = _in_pool_order(state, action)
     if action not in _legal_set(state, seat, kind, action):
         raise IllegalAction(f"{action} is not legal for seat {seat} now", seat=seat,
                             action=action.to_json(), decision=kind)
@@ -599,6 +601,18 @@ def _legal_set(state: State, seat: int, kind: str, action: Action) -> list[Actio
               and state.auction.high < amount <= state.tribes[seat].teeth)
         return {action} if ok else set()
     return legal_actions(state, seat)  # the same code that lists them
+
+
+def _in_pool_order(state: State, action: Action) -> Action:
+    """The cards of a discard in pool order, so that the order a person lists them in
+    does not matter; anything malformed is left for the legality check to refuse."""
+    cards = action.get("cards")
+    if not isinstance(cards, tuple) or len(action.args) != 1:
+        return action
+    rank = {c: i for i, c in enumerate(state.pool)}
+    if not all(isinstance(c, str) and c in rank for c in cards):
+        return action
+    return Action("discard", (("cards", tuple(sorted(cards, key=rank.__getitem__))),))
 
 
 def _tribe(state: State, seat: int) -> Tribe:

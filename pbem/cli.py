@@ -1,0 +1,69 @@
+"""``flask --app pbem pbem ...``: commands for hosts, scripts and operators."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+from flask import Flask, current_app
+from flask.cli import AppGroup
+
+from pbem import clock as clock_mod
+from pbem import mail, services
+from pbem.errors import ServiceError
+
+pbem_cli = AppGroup("pbem", help="pbem: games by email.")
+
+
+def init_app(app: Flask) -> None:
+    app.cli.add_command(pbem_cli)
+
+
+@pbem_cli.command("new-game")
+@click.option("--game", default="cavemen", show_default=True)
+@click.option("--player", "players", multiple=True, required=True,
+              help='"Name <email>" optionally followed by language and time zone, '
+                   'e.g. "Ann <ann@example.com> de Europe/Berlin". The first is the host.')
+@click.option("--hours-per-decision", default=48.0, show_default=True, type=float)
+@click.option("--seed", type=int, default=None)
+@click.option("--title", default="")
+@click.option("--start", is_flag=True, help="Start at once, without invitations.")
+def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
+             seed: int | None, title: str, start: bool) -> None:
+    """Create a game; prints its id and the host's admin link."""
+    try:
+        parsed = [services.parse_player(p) for p in players]
+        created = services.create_game(game, parsed, hours_per_decision, seed=seed,
+                                       title=title, confirm_by_email=False, start=start)
+    except ServiceError as exc:
+        raise click.ClickException(exc.message) from None
+    counts = mail.deliver_due()
+    base = current_app.config["BASE_URL"].rstrip("/")
+    click.echo(f"game {created.game_id}")
+    click.echo(f"admin {base}/admin/{created.admin_token}")
+    click.echo(f"mail sent {counts['sent']}, failed {counts['failed']}")
+
+
+@pbem_cli.command("deliver")
+@click.option("--limit", default=500, show_default=True)
+def deliver(limit: int) -> None:
+    """Deliver the emails that are due (retrying failed ones with backoff)."""
+    counts = mail.deliver_due(limit=limit)
+    click.echo(f"sent {counts['sent']}, failed {counts['failed']}, "
+               f"skipped {counts['skipped']}")
+
+
+@pbem_cli.command("clock")
+def clock() -> None:
+    """Run the clock process: sweeps for due mail (and deadlines) every few seconds."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    clock_mod.run(current_app._get_current_object())
+
+
+@pbem_cli.command("migrate")
+def migrate() -> None:
+    """Upgrade the database to the newest schema (Alembic ``upgrade head``)."""
+    from pbem.migrate import upgrade
+
+    upgrade(current_app.config["DATABASE_URL"])
+    click.echo("database at head")

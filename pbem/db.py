@@ -1,0 +1,72 @@
+"""The database engine per app, sessions, and the per-dialect settings (SQLite WAL)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flask import Flask, current_app
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, NORMAL sync, a busy timeout and
+    ``BEGIN IMMEDIATE`` transactions so that writers queue instead of failing."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        _sqlite_pragmas(engine)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+def _sqlite_pragmas(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:  # pragma: no cover - trivial
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def init_app(app: Flask) -> None:
+    app.extensions["pbem.engine"] = make_engine(app.config["DATABASE_URL"])
+
+
+def get_engine(app: Flask | None = None) -> Engine:
+    return (app or current_app).extensions["pbem.engine"]
+
+
+@contextmanager
+def session_scope(app: Flask | None = None) -> Iterator[Session]:
+    """A session whose transaction commits on success and rolls back on any error."""
+    with Session(get_engine(app), expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def is_postgres(app: Flask | None = None) -> bool:
+    return get_engine(app).dialect.name == "postgresql"
+
+
+def create_all(app: Flask | None = None) -> None:
+    """Create tables directly (tests); production uses Alembic migrations."""
+    from pbem import models  # noqa: F401  (registers the tables)
+
+    SQLModel.metadata.create_all(get_engine(app))

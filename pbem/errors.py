@@ -1,0 +1,60 @@
+"""Service errors: each maps to a page a person understands and an HTTP status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ServiceError(Exception):
+    """A refusal with a stable ``code``, a message for people and an HTTP status."""
+
+    code = "service/error"
+    status = 400
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class NotFound(ServiceError):
+    code = "link/unknown"
+    status = 404
+
+
+class InvalidInput(ServiceError):
+    code = "input/invalid"
+    status = 400
+
+
+class AlreadyRecorded(ServiceError):
+    """A second submission for a decision this seat already took."""
+
+    code = "decision/already_recorded"
+    status = 409
+
+
+class TurnOver(ServiceError):
+    """The decision closed some other way (deadline, host, game end)."""
+
+    code = "decision/closed"
+    status = 409
+
+
+class Conflict(ServiceError):
+    """Someone else changed the game at the same moment; try again."""
+
+    code = "game/conflict"
+    status = 409
+
+
+class RateLimited(ServiceError):
+    code = "rate/limited"
+    status = 429
+
+
+class WrongState(ServiceError):
+    """The game is not in a state that allows this (e.g. confirming twice)."""
+
+    code = "game/wrong_state"
+    status = 409

@@ -1,0 +1,157 @@
+"""All database tables (SQLModel), in one module.
+
+Times are aware UTC datetimes. Engine states and actions are stored as JSON text. Raw
+link tokens are never stored: a Token row holds only the SHA-256 hash.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import JSON, Column, Index, MetaData, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+# A naming convention before the first revision, so constraints can be dropped later.
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+metadata: MetaData = SQLModel.metadata
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Game(SQLModel, table=True):
+    """A game: its engine state (JSON), a version for optimistic locking, its policy."""
+
+    id: str = Field(primary_key=True, max_length=16)
+    engine: str = Field(max_length=32)
+    title: str = Field(default="", max_length=200)
+    options: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    seed: int
+    state: str | None = Field(default=None, sa_column=Column(Text))
+    version: int = 0
+    # awaiting_host -> inviting -> active -> finished | abandoned
+    status: str = Field(default="awaiting_host", max_length=20, index=True)
+    hours_per_decision: float = 48.0
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    thread_id: str = Field(max_length=200)  # Message-ID of the thread's first mail
+    event_seq: int = 0  # last EventLog.seq written
+    spectator_key: str = Field(max_length=32)  # public, not secret: the spectator URL
+
+
+class Seat(SQLModel, table=True):
+    __table_args__ = (UniqueConstraint("game_id", "position"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
+    position: int
+    name: str = Field(max_length=100)
+    email: str = Field(max_length=254)
+    language: str = Field(default="en", max_length=8)
+    timezone: str = Field(default="UTC", max_length=64)
+    is_host: bool = False
+    # invited | accepted | declined
+    invite: str = Field(default="invited", max_length=12)
+    bot: str | None = Field(default=None, max_length=16)
+    seen_event_seq: int = 0  # events up to here were narrated to this seat
+
+
+class Decision(SQLModel, table=True):
+    """One open (or closed) question to one seat, with its deadline."""
+
+    __table_args__ = (Index("ix_decision_open", "closed_at", "deadline_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
+    seat_id: int = Field(foreign_key="seat.id", index=True)
+    position: int
+    seq: int  # the game version at which it opened
+    kind: str = Field(max_length=32)
+    opened_at: datetime = Field(default_factory=utcnow)
+    deadline_at: datetime | None = None
+    reminded_at: datetime | None = None
+    closed_at: datetime | None = None
+    closed_by: str | None = Field(default=None, max_length=16)  # player | timeout | host
+
+
+class Token(SQLModel, table=True):
+    """A link secret, stored only as its SHA-256 hash.
+
+    Kinds: ``action`` (one decision, one action), ``page`` (a seat's game page),
+    ``admin`` (the host's admin page), ``invite`` (accept/decline), ``host_confirm``.
+    """
+
+    hash: str = Field(primary_key=True, max_length=64)
+    kind: str = Field(max_length=16)
+    game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id")
+    decision_id: int | None = Field(default=None, foreign_key="decision.id", index=True)
+    action: dict | None = Field(default=None, sa_column=Column(JSON))
+    created_at: datetime = Field(default_factory=utcnow)
+    revoked_at: datetime | None = None
+
+
+class Move(SQLModel, table=True):
+    """Append-only record of every action applied."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
+    decision_id: int = Field(foreign_key="decision.id", unique=True)
+    position: int
+    action: dict = Field(sa_column=Column(JSON, nullable=False))
+    source: str = Field(max_length=16)  # player | timeout | bot | host
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class EventLog(SQLModel, table=True):
+    """The narration log: engine events (with visibility) and server notices."""
+
+    __table_args__ = (UniqueConstraint("game_id", "seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
+    seq: int
+    kind: str = Field(max_length=40)
+    actor: int | None = None
+    data: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    visible_to: list | None = Field(default=None, sa_column=Column(JSON))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Outbox(SQLModel, table=True):
+    """One row per email, written in the same transaction as the move that causes it."""
+
+    __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: str | None = Field(default=None, foreign_key="game.id", index=True, max_length=16)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id")
+    to_addr: str = Field(max_length=254)
+    to_name: str = Field(default="", max_length=100)
+    language: str = Field(default="en", max_length=8)
+    template: str = Field(max_length=64)
+    context: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    idempotency_key: str = Field(unique=True, max_length=200)
+    status: str = Field(default="pending", max_length=12)  # pending | sent | failed
+    attempts: int = 0
+    next_attempt_at: datetime = Field(default_factory=utcnow)
+    last_error: str | None = Field(default=None, sa_column=Column(Text))
+    message_id: str = Field(max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+    sent_at: datetime | None = None
+
+
+class RateLimit(SQLModel, table=True):
+    """Counts of a limited action (creating games) per client key and window."""
+
+    key: str = Field(primary_key=True, max_length=120)
+    window_start: datetime = Field(primary_key=True)
+    count: int = 0

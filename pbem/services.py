@@ -1,0 +1,569 @@
+"""The service layer: the only code that calls the engine and the only code that commits.
+
+Every change to a game is one transaction: lock the game row, check the decision is still
+open, ``engine.apply``, store the new state with its Move and Events, close and open
+Decision rows, queue the emails in the Outbox. Commit. Mail is delivered after the commit
+(``pbem.mail.deliver_due``); a crash leaves either the old or the new state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from flask import current_app
+from sqlalchemy import update
+from sqlmodel import Session, select
+
+from engine.core import Action, EngineError, Event, get_game
+from engine.core import Game as EngineGame
+from pbem.db import is_postgres, session_scope
+from pbem.errors import (
+    AlreadyRecorded,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    RateLimited,
+    TurnOver,
+    WrongState,
+)
+from pbem.models import Decision, EventLog, Game, Move, Outbox, RateLimit, Seat, Token, utcnow
+from pbem.tokens import lookup, mint
+
+GAMES_OFFERED = ("cavemen",)
+LANGUAGES = ("en", "de")
+EMAIL_RE = re.compile(r"^[^@\s<>\"',;]+@[^@\s<>\"',;]+\.[^@\s<>\"',;]+$")
+ONE_CLICK_BIDS = 8  # bid links offered in a decision email above the high bid
+
+
+@dataclass(frozen=True)
+class PlayerIn:
+    name: str
+    email: str
+    language: str = "en"
+    timezone: str = "UTC"
+
+
+@dataclass(frozen=True)
+class Created:
+    game_id: str
+    admin_token: str
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def parse_player(text: str) -> PlayerIn:
+    """``Name <email>`` with optional language and time zone after it:
+    ``Ann <ann@example.com> de Europe/Berlin``."""
+    m = re.match(r"^\s*(.+?)\s*<([^<>]+)>\s*(.*)$", text or "")
+    if not m:
+        raise InvalidInput(f"cannot read player {text!r}; write it as 'Name <email>'")
+    extra = m.group(3).split()
+    language = extra[0] if extra else "en"
+    timezone = extra[1] if len(extra) > 1 else "UTC"
+    return PlayerIn(m.group(1), m.group(2), language, timezone)
+
+
+def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn]:
+    if not game.MIN_PLAYERS <= len(players) <= game.MAX_PLAYERS:
+        raise InvalidInput(f"{game.NAME} needs {game.MIN_PLAYERS} to {game.MAX_PLAYERS} players,"
+                           f" not {len(players)}")
+    out, seen = [], set()
+    for i, p in enumerate(players, 1):
+        name = " ".join((p.name or "").split())
+        email = (p.email or "").strip()
+        if not name or len(name) > 60 or any(c in name for c in "<>\r\n"):
+            raise InvalidInput(f"player {i}: a name of 1 to 60 characters, without < or >")
+        if len(email) > 254 or not EMAIL_RE.match(email):
+            raise InvalidInput(f"player {i}: {email!r} is not an email address")
+        if email.lower() in seen:
+            raise InvalidInput(f"player {i}: {email} appears twice")
+        seen.add(email.lower())
+        if p.language not in LANGUAGES:
+            raise InvalidInput(f"player {i}: language must be one of {', '.join(LANGUAGES)}")
+        try:
+            ZoneInfo(p.timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise InvalidInput(f"player {i}: unknown time zone {p.timezone!r}") from None
+        out.append(PlayerIn(name, email, p.language, p.timezone))
+    return out
+
+
+def _hours(value: Any) -> float:
+    try:
+        hours = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput("hours per decision must be a number") from None
+    if not 0.0005 <= hours <= 24 * 30:
+        raise InvalidInput("hours per decision must be between a few seconds and 30 days")
+    return hours
+
+
+# --------------------------------------------------------------------------- creating games
+
+
+def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: Any = 48,
+                seed: int | None = None, title: str = "", confirm_by_email: bool = True,
+                start: bool = False, client: str | None = None) -> Created:
+    """Create a game; the first player is the host.
+
+    From the web (``confirm_by_email``) nothing reaches the players until the host confirms
+    through a link sent to the host's own address. From the CLI the host is trusted:
+    invitations go out at once, or with ``start`` the game starts without them.
+    """
+    try:
+        game_mod = get_game(engine_name)
+    except EngineError as exc:
+        raise InvalidInput(exc.message) from None
+    players = validate_players(players, game_mod)
+    hours = _hours(hours_per_decision)
+    title = " ".join((title or "").split())[:100]
+    with session_scope() as s:
+        if client is not None:
+            _rate_limit(s, f"create:{client}", current_app.config["CREATE_LIMIT_PER_HOUR"])
+        gid = secrets.token_hex(5)
+        game = Game(id=gid, engine=engine_name, title=title, seed=_seed(seed), options={},
+                    hours_per_decision=hours, thread_id=_message_id(f"thread.{gid}"),
+                    spectator_key=secrets.token_hex(8),
+                    status="awaiting_host" if confirm_by_email else "inviting")
+        s.add(game)
+        s.flush()
+        seats = []
+        for pos, p in enumerate(players):
+            seat = Seat(game_id=gid, position=pos, name=p.name, email=p.email,
+                        language=p.language, timezone=p.timezone, is_host=pos == 0,
+                        invite="accepted" if pos == 0 or start else "invited")
+            s.add(seat)
+            seats.append(seat)
+        s.flush()
+        admin = mint(s, "admin", gid, seats[0].id)
+        if confirm_by_email:
+            _queue(s, game, seats[0], "host_confirm", {}, links={
+                "confirm": {"kind": "host_confirm"}, "admin": {"kind": "admin"}})
+        elif start:
+            _start(s, game, seats)
+        else:
+            _send_invitations(s, game, seats)
+    return Created(gid, admin)
+
+
+def _seed(seed: int | None) -> int:
+    return seed if seed is not None else secrets.randbelow(2**31)
+
+
+def _rate_limit(s: Session, key: str, per_hour: int) -> None:
+    now = utcnow()
+    window = now.replace(minute=0, second=0, microsecond=0)
+    row = s.get(RateLimit, (key[:120], window))
+    if row is None:
+        row = RateLimit(key=key[:120], window_start=window, count=0)
+        s.add(row)
+    if row.count >= per_hour:
+        raise RateLimited("too many games created from here in the last hour; try later")
+    row.count += 1
+
+
+def confirm_host(raw: str) -> str:
+    """The host confirms a game made on the web: invitations go out. Returns the game id."""
+    with session_scope() as s:
+        token = lookup(s, raw, "host_confirm")
+        if token is None:
+            raise NotFound("this confirmation link is unknown or no longer valid")
+        game = _lock_game(s, token.game_id)
+        if game.status != "awaiting_host":
+            raise WrongState("this game is already confirmed", game_id=game.id)
+        game.status = "inviting"
+        token.revoked_at = utcnow()
+        _send_invitations(s, game, _seats(s, game.id))
+        return game.id
+
+
+def _send_invitations(s: Session, game: Game, seats: list[Seat]) -> None:
+    host = seats[0]
+    for seat in seats:
+        if seat.invite == "invited":
+            _queue(s, game, seat, "invitation", {"host": host.name}, links={
+                "accept": {"kind": "invite", "action": {"answer": "accept"}},
+                "decline": {"kind": "invite", "action": {"answer": "decline"}}})
+    _start_if_ready(s, game, seats)
+
+
+def describe_invitation(raw: str) -> dict[str, Any]:
+    """What an invitation link answers, for its confirmation page (changes nothing)."""
+    with session_scope() as s:
+        token = lookup(s, raw, "invite")
+        if token is None:
+            raise NotFound("this invitation link is unknown or no longer valid")
+        game = s.get(Game, token.game_id)
+        seats = _seats(s, game.id)
+        seat = next(x for x in seats if x.id == token.seat_id)
+        return {"game": game, "seat": seat, "seats": seats,
+                "answer": (token.action or {}).get("answer", "accept")}
+
+
+def answer_invitation(raw: str, accept: bool) -> tuple[str, str]:
+    """Accept or decline; returns (game id, new invite status). Starts when all accepted."""
+    with session_scope() as s:
+        token = lookup(s, raw, "invite")
+        if token is None:
+            raise NotFound("this invitation link is unknown or no longer valid")
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        if seat.invite != "invited" or game.status != "inviting":
+            raise AlreadyRecorded(f"you already answered this invitation ({seat.invite})",
+                                  game_id=game.id, answer=seat.invite)
+        seat.invite = "accepted" if accept else "declined"
+        if not accept:
+            host = _seats(s, game.id)[0]
+            _queue(s, game, host, "declined", {"who": seat.name, "email": seat.email},
+                   links={"admin": {"kind": "admin"}})
+        _start_if_ready(s, game, _seats(s, game.id))
+        return game.id, seat.invite
+
+
+def replace_player(admin_raw: str, position: int, player: PlayerIn) -> None:
+    """The host invites someone else for a seat whose invitation was declined."""
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        if game.status != "inviting":
+            raise WrongState("players can be replaced only while invitations are open")
+        seats = _seats(s, game.id)
+        if not 0 <= position < len(seats) or seats[position].invite != "declined":
+            raise InvalidInput("only a seat whose invitation was declined can be re-invited")
+        others = [PlayerIn(x.name, x.email, x.language, x.timezone)
+                  for x in seats if x.position != position]
+        (new,) = validate_players([*others, player], get_game(game.engine))[-1:]
+        seat = seats[position]
+        for token in s.exec(select(Token).where(Token.seat_id == seat.id)):
+            token.revoked_at = utcnow()
+        seat.name, seat.email, seat.invite = new.name, new.email, "invited"
+        seat.language, seat.timezone = new.language, new.timezone
+        _queue(s, game, seat, "invitation", {"host": seats[0].name}, links={
+            "accept": {"kind": "invite", "action": {"answer": "accept"}},
+            "decline": {"kind": "invite", "action": {"answer": "decline"}}},
+            key=f"invitation:{seat.id}:{secrets.token_hex(4)}")
+
+
+def _start_if_ready(s: Session, game: Game, seats: list[Seat]) -> None:
+    if game.status == "inviting" and all(x.invite == "accepted" for x in seats):
+        _start(s, game, seats)
+
+
+def _start(s: Session, game: Game, seats: list[Seat]) -> None:
+    mod = get_game(game.engine)
+    setup = getattr(mod, "setup_with_events", None)
+    names = [x.name for x in seats]
+    if setup:
+        state, events = setup(names, game.seed, game.options)
+    else:
+        state, events = mod.setup(names, game.seed, game.options), []
+    game.status = "active"
+    game.started_at = utcnow()
+    game.version = 1
+    game.state = _dump(mod.to_json(state))
+    _log(s, game, events)
+    deciding = {d.seat_id for d in _sync_decisions(s, game, mod, state, seats)}
+    for seat in seats:
+        if seat.id not in deciding:
+            _queue(s, game, seat, "game_started", {}, links={"page": {"kind": "page"}})
+
+
+# --------------------------------------------------------------------------- playing
+
+
+@dataclass(frozen=True)
+class Outcome:
+    game_id: str
+    seat_position: int
+    action: dict
+    page_token: str  # a fresh game-page link for the response page
+    again: bool  # the same seat must decide again at once
+    finished: bool
+
+
+def describe_token(raw: str) -> dict[str, Any]:
+    """What a one-click link would do, for its confirmation page (changes nothing)."""
+    with session_scope() as s:
+        token = lookup(s, raw, "action")
+        if token is None:
+            raise NotFound("this link is unknown or no longer valid")
+        game = s.get(Game, token.game_id)
+        decision = s.get(Decision, token.decision_id)
+        seat = s.get(Seat, token.seat_id)
+        info = {"game": game, "seat": seat, "decision": decision, "action": token.action,
+                "view": _view(game, seat.position), "card": _card_lookup(game)}
+        if decision.closed_at is not None:
+            info["closed"] = _closed_reason(s, decision, seat)
+        return info
+
+
+def act_by_token(raw: str) -> Outcome:
+    """The POST behind a one-click link: play the action bound to the token."""
+    with session_scope() as s:
+        token = lookup(s, raw, "action")
+        if token is None:
+            raise NotFound("this link is unknown or no longer valid")
+        return _act(s, token.game_id, token.seat_id, token.decision_id,
+                    Action.from_json(token.action), "player")
+
+
+def act_from_page(page_raw: str, decision_id: Any, action: Action) -> Outcome:
+    """The POST of the full decision form on a seat's game page."""
+    with session_scope() as s:
+        token = lookup(s, page_raw, "page", "action")
+        if token is None:
+            raise NotFound("this game link is unknown or no longer valid")
+        try:
+            decision_id = int(decision_id)
+        except (TypeError, ValueError):
+            raise InvalidInput("the form is missing its decision; reload the page") from None
+        return _act(s, token.game_id, token.seat_id, decision_id, action, "player")
+
+
+def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Action,
+         source: str) -> Outcome:
+    game = _lock_game(s, game_id)
+    seat = s.get(Seat, seat_id)
+    decision = s.get(Decision, decision_id)
+    if decision is None or decision.game_id != game_id or decision.seat_id != seat_id:
+        raise NotFound("this decision does not belong to this link")
+    if decision.closed_at is not None:
+        reason = _closed_reason(s, decision, seat)
+        if reason == "recorded":
+            raise AlreadyRecorded("your choice for this turn is already recorded",
+                                  game_id=game_id, decision_id=decision_id)
+        raise TurnOver("this turn is over", game_id=game_id, reason=reason)
+    mod = get_game(game.engine)
+    state = mod.from_json(json.loads(game.state))
+    try:
+        state, events = mod.apply(state, seat.position, action)
+    except EngineError as exc:
+        raise InvalidInput(_engine_message(exc), code=exc.code) from None
+    s.add(Move(game_id=game_id, decision_id=decision.id, position=seat.position,
+               action=action.to_json(), source=source))
+    decision.closed_at, decision.closed_by = utcnow(), source
+    _commit_state(s, game, mod, state, events)
+    seats = _seats(s, game_id)
+    opened = _sync_decisions(s, game, mod, state, seats)
+    again = any(d.seat_id == seat_id for d in opened)
+    return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
+                   again, game.status == "finished")
+
+
+def _engine_message(exc: EngineError) -> str:
+    if exc.code == "turn/not_yours":
+        return "it is not your turn"
+    if exc.code == "game/over":
+        return "the game is over"
+    return f"that move is not allowed now ({exc.message})"
+
+
+def _closed_reason(s: Session, decision: Decision, seat: Seat) -> str:
+    if decision.closed_by == "player":
+        return "recorded"
+    return decision.closed_by or "closed"
+
+
+def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
+                  events: list[Event]) -> None:
+    """Store the new state with an optimistic version check (the row is also locked)."""
+    new_version = game.version + 1
+    done = s.execute(update(Game).where(Game.id == game.id, Game.version == game.version)
+                     .values(version=new_version, state=_dump(mod.to_json(state))))
+    if done.rowcount != 1:
+        raise Conflict("the game changed at the same moment; please try again")
+    s.expire(game, ["version", "state"])
+    result = mod.result(state)
+    _log(s, game, events)
+    if result is not None and game.status == "active":
+        game.status = "finished" if result.reason != "abandoned" else "abandoned"
+        game.ended_at = utcnow()
+        for seat in _seats(s, game.id):
+            _queue(s, game, seat, "result", {"result": result.to_json()},
+                   links={"page": {"kind": "page"}})
+
+
+def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
+                    seats: list[Seat]) -> list[Decision]:
+    """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones."""
+    wanted = {(d.seat, d.kind) for d in mod.pending(state)}
+    open_rows = s.exec(select(Decision).where(Decision.game_id == game.id,
+                                              Decision.closed_at.is_(None))).all()
+    have = set()
+    for row in open_rows:
+        if (row.position, row.kind) in wanted:
+            have.add((row.position, row.kind))
+        else:
+            row.closed_at, row.closed_by = utcnow(), "superseded"
+    opened = []
+    deadline = utcnow() + timedelta(hours=game.hours_per_decision)
+    for position, kind in sorted(wanted - have):
+        seat = seats[position]
+        row = Decision(game_id=game.id, seat_id=seat.id, position=position,
+                       seq=game.version, kind=kind, deadline_at=deadline)
+        s.add(row)
+        s.flush()
+        opened.append(row)
+        _queue_decision(s, game, mod, state, seat, row)
+    return opened
+
+
+def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,
+                    decision: Decision) -> None:
+    legal = mod.legal_actions(state, seat.position)
+    links = {"page": {"kind": "page"}}
+    for i, action in enumerate(one_click_actions(decision.kind, legal, state, mod)):
+        links[f"choice{i}"] = {"kind": "action", "decision_id": decision.id,
+                               "action": action.to_json()}
+    _queue(s, game, seat, "decision", {
+        "decision_id": decision.id, "kind": decision.kind,
+        "deadline": decision.deadline_at.isoformat(),
+        "more_choices": len(legal) > len(links) - 1,
+        "default": mod.default_action(state, seat.position).to_json(),
+    }, links=links, key=f"decision:{decision.id}")
+
+
+def one_click_actions(kind: str, legal: list[Action], state: Any, mod: EngineGame):
+    """The choices an email offers as one-click links; the rest need the full page."""
+    if kind == "bid":
+        passes = [a for a in legal if a.kind == "pass"]
+        bids = [a for a in legal if a.kind == "bid"][:ONE_CLICK_BIDS]
+        return passes + bids
+    if kind == "act":
+        return [a for a in legal if a.get("replace") is None]
+    if kind in ("starve", "casualty"):
+        return legal
+    return []  # discard: choose cards on the page
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def game_for_page(raw: str) -> dict[str, Any]:
+    """Everything a seat's game page shows, from that seat's view."""
+    with session_scope() as s:
+        token = lookup(s, raw, "page", "action")
+        if token is None:
+            raise NotFound("this game link is unknown or no longer valid")
+        game = s.get(Game, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        return _page_data(s, game, seat)
+
+
+def game_for_spectator(key: str) -> dict[str, Any]:
+    with session_scope() as s:
+        game = s.exec(select(Game).where(Game.spectator_key == str(key)[:32])).first()
+        if game is None:
+            raise NotFound("no game at this address")
+        return _page_data(s, game, None)
+
+
+def _page_data(s: Session, game: Game, seat: Seat | None) -> dict[str, Any]:
+    seats = _seats(s, game.id)
+    position = seat.position if seat else None
+    decisions = s.exec(select(Decision).where(Decision.game_id == game.id,
+                                              Decision.closed_at.is_(None))).all()
+    mine = next((d for d in decisions if seat and d.seat_id == seat.id), None)
+    legal = []
+    if mine is not None:
+        mod = get_game(game.engine)
+        legal = mod.legal_actions(mod.from_json(json.loads(game.state)), seat.position)
+    events = s.exec(select(EventLog).where(EventLog.game_id == game.id)
+                    .order_by(EventLog.seq)).all()
+    return {
+        "game": game, "seat": seat, "seats": seats, "card": _card_lookup(game),
+        "view": _view(game, position) if game.state else None,
+        "open": decisions, "decision": mine, "legal": legal,
+        "log": [e for e in events if e.visible_to is None or position in (e.visible_to or [])],
+    }
+
+
+def _view(game: Game, position: int | None) -> dict[str, Any] | None:
+    if not game.state:
+        return None
+    mod = get_game(game.engine)
+    return mod.view(mod.from_json(json.loads(game.state)), position)
+
+
+def _card_lookup(game: Game):
+    """A function from card id to printed card data, for narration."""
+    mod = get_game(game.engine)
+    if not game.state or not hasattr(mod, "card_info"):
+        return lambda cid: {"id": cid, "name": cid}
+    state = mod.from_json(json.loads(game.state))
+    return lambda cid: mod.card_info(state, cid)
+
+
+def admin_data(raw: str) -> dict[str, Any]:
+    with session_scope() as s:
+        game = _admin_game(s, raw)
+        data = _page_data(s, game, _seats(s, game.id)[0])
+        data["outbox"] = s.exec(select(Outbox).where(Outbox.game_id == game.id)
+                                .order_by(Outbox.id)).all()
+        return data
+
+
+def _admin_game(s: Session, raw: str) -> Game:
+    token = lookup(s, raw, "admin")
+    if token is None:
+        raise NotFound("this admin link is unknown or no longer valid")
+    return _lock_game(s, token.game_id)
+
+
+# --------------------------------------------------------------------------- plumbing
+
+
+def _lock_game(s: Session, game_id: str) -> Game:
+    """Load the game row locked for this transaction (FOR UPDATE on PostgreSQL; on SQLite
+    the BEGIN IMMEDIATE of every transaction already serialises writers)."""
+    query = select(Game).where(Game.id == game_id)
+    if is_postgres():
+        query = query.with_for_update()
+    game = s.exec(query).first()
+    if game is None:
+        raise NotFound("no such game")
+    return game
+
+
+def _seats(s: Session, game_id: str) -> list[Seat]:
+    return list(s.exec(select(Seat).where(Seat.game_id == game_id).order_by(Seat.position)))
+
+
+def _log(s: Session, game: Game, events: list[Event]) -> None:
+    for ev in events:
+        game.event_seq += 1
+        s.add(EventLog(game_id=game.id, seq=game.event_seq, kind=ev.kind, actor=ev.actor,
+                       data=dict(ev.data),
+                       visible_to=None if ev.visible_to is None else list(ev.visible_to)))
+
+
+def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str, Any],
+           links: dict[str, dict] | None = None, key: str | None = None) -> Outbox:
+    """Write one email to the outbox; links are minted as tokens only when it is sent."""
+    key = key or f"{template}:{game.id}:{seat.id}:{game.version}:{game.event_seq}"
+    row = Outbox(game_id=game.id, seat_id=seat.id, to_addr=seat.email, to_name=seat.name,
+                 language=seat.language, template=template,
+                 context={**context, "links": links or {}, "event_seq": game.event_seq,
+                          "version": game.version},
+                 idempotency_key=key, message_id=_message_id(key.replace(":", ".")))
+    s.add(row)
+    return row
+
+
+def _message_id(local: str) -> str:
+    domain = current_app.config["MAIL_DOMAIN"]
+    return f"<pbem.{local}.{secrets.token_hex(4)}@{domain}>"
+
+
+def _dump(data: dict) -> str:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+def parse_when(value: str) -> datetime:
+    return datetime.fromisoformat(value)

@@ -1,0 +1,57 @@
+"""Link tokens: 32 random bytes, URL-safe, stored only as their SHA-256 hash."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+
+from sqlmodel import Session, select
+
+from pbem.models import Token, utcnow
+
+TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode("ascii", "replace")).hexdigest()
+
+
+def mint(session: Session, kind: str, game_id: str, seat_id: int | None = None,
+         decision_id: int | None = None, action: dict | None = None) -> str:
+    """Create a token row and return the raw token (shown once, never stored)."""
+    raw = new_token()
+    session.add(Token(hash=hash_token(raw), kind=kind, game_id=game_id, seat_id=seat_id,
+                      decision_id=decision_id, action=action))
+    return raw
+
+
+def lookup(session: Session, raw: str, *kinds: str) -> Token | None:
+    """The live token of one of ``kinds`` for ``raw``, or None (garbled, unknown, revoked)."""
+    if not isinstance(raw, str) or not TOKEN_RE.match(raw):
+        return None
+    token = session.get(Token, hash_token(raw))
+    if token is None or token.revoked_at is not None or (kinds and token.kind not in kinds):
+        return None
+    return token
+
+
+def revoke_seat(session: Session, seat_id: int) -> None:
+    """Kill every link of a seat at once (hand-over)."""
+    for token in session.exec(select(Token).where(Token.seat_id == seat_id,
+                                                  Token.revoked_at.is_(None))):
+        token.revoked_at = utcnow()
+
+
+def form_signature(secret: str, raw: str) -> str:
+    """A CSRF value for a form that acts through a link token: HMAC(secret, token)."""
+    return hmac.new(secret.encode(), raw.encode("ascii", "replace"), "sha256").hexdigest()
+
+
+def check_signature(secret: str, raw: str, signature: str | None) -> bool:
+    return bool(signature) and hmac.compare_digest(form_signature(secret, raw), signature)
