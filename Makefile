@@ -1,10 +1,13 @@
-# pbem: `make test` installs everything and runs the whole suite; `make run` starts it.
+# pbem: `make run` installs and starts the server on the embedded defaults;
+# `make test` installs everything and runs the whole suite.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+HOST   ?= 127.0.0.1
+PORT   ?= 5000
 
-.PHONY: install test run lint bench clean
+.PHONY: install test run simulate lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,10 +18,23 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
+	bash .ci/system-deps
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
+# Web server and clock on SQLite + the dev mailbox; Ctrl-C stops both.
 run: $(STAMP)
+	$(BIN)/flask --app pbem pbem migrate
+	@echo ""
+	@echo "  pbem is running at http://$(HOST):$(PORT)/"
+	@echo "  dev mailbox:       http://$(HOST):$(PORT)/dev/mail"
+	@echo ""
+	@PBEM_BASE_URL=$${PBEM_BASE_URL:-http://$(HOST):$(PORT)} bash -c '\
+	  $(BIN)/flask --app pbem pbem clock & clock=$$!; \
+	  trap "kill $$clock 2>/dev/null" EXIT INT TERM; \
+	  $(BIN)/gunicorn --workers 2 --bind $(HOST):$(PORT) --access-logfile - "pbem:create_app()"'
+
+simulate: $(STAMP)
 	$(BIN)/python -m engine simulate cavemen --players 4 --games 200 --bot heuristic --seed 1
 
 lint: $(STAMP)

@@ -32,8 +32,7 @@ def run(app: Flask) -> None:
     interval = float(app.config["CLOCK_INTERVAL"])
     scheduler = BlockingScheduler()
     scheduler.add_job(sweep, "interval", seconds=interval, args=[app], id="sweep",
-                      max_instances=1, coalesce=True, misfire_grace_time=None,
-                      next_run_time=None)
+                      max_instances=1, coalesce=True, misfire_grace_time=None)
     sweep(app)  # at once: whatever fell due while no clock ran
     log.info("clock running, sweeping every %.1f s", interval)
     with contextlib.suppress(KeyboardInterrupt, SystemExit):
