@@ -28,13 +28,24 @@ def init_app(app: Flask) -> None:
 @click.option("--seed", type=int, default=None)
 @click.option("--title", default="")
 @click.option("--start", is_flag=True, help="Start at once, without invitations.")
+@click.option("--reminders", default=None,
+              help="Hours before each deadline to remind, e.g. '24,2' "
+                   "(default: half time and 2 hours before).")
+@click.option("--absent-after", default=2, show_default=True,
+              help="Timeouts in a row after which a bot plays the seat.")
+@click.option("--absent-bot", type=click.Choice(["heuristic", "default"]),
+              default="heuristic", show_default=True)
+@click.option("--vacation-days", default=7.0, show_default=True)
 def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
-             seed: int | None, title: str, start: bool) -> None:
+             seed: int | None, title: str, start: bool, reminders: str | None,
+             absent_after: int, absent_bot: str, vacation_days: float) -> None:
     """Create a game; prints its id and the host's admin link."""
     try:
         parsed = [services.parse_player(p) for p in players]
         created = services.create_game(game, parsed, hours_per_decision, seed=seed,
-                                       title=title, confirm_by_email=False, start=start)
+                                       title=title, confirm_by_email=False, start=start,
+                                       reminders=reminders, absent_after=absent_after,
+                                       absent_bot=absent_bot, vacation_days=vacation_days)
     except ServiceError as exc:
         raise click.ClickException(exc.message) from None
     counts = mail.deliver_due()

@@ -1,27 +1,79 @@
 """The clock process: one in-memory APScheduler interval job that sweeps the database.
 
-The database holds every deadline and every undelivered email, so the clock keeps no
-state: each sweep looks for what is due. (Deadlines and reminders arrive with issue 4;
-today a sweep delivers due mail.)
+The database holds every deadline, reminder and undelivered email, so the clock keeps no
+state: each sweep sends due reminders (once each), plays the default action of every
+expired decision (through the same service as a player's click), and delivers due mail.
+Sweeps are guarded so that a second clock does no harm: an exclusive file lock on SQLite,
+a PostgreSQL advisory lock otherwise; and each step re-checks its decision inside its own
+locked transaction, so even an unguarded race plays every expired decision exactly once.
+A deadline that passed while no clock ran is simply due at the next sweep.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
 
 from apscheduler.schedulers.blocking import BlockingScheduler
 from flask import Flask
+from sqlalchemy import text
 
-from pbem import mail
+from pbem import mail, services
+from pbem.db import get_engine, is_postgres
+from pbem.models import utcnow
 
 log = logging.getLogger("pbem.clock")
+ADVISORY_KEY = 0x70_62_65_6D  # "pbem"
 
 
-def sweep(app: Flask) -> dict[str, int]:
-    """One idempotent pass over what is due."""
-    with app.app_context():
-        counts = mail.deliver_due(limit=500)
+@contextlib.contextmanager
+def sweep_guard(app: Flask) -> Iterator[bool]:
+    """Yield True if this process may sweep now (nobody else is sweeping)."""
+    if is_postgres(app):
+        with get_engine(app).connect() as conn:
+            got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
+                               {"k": ADVISORY_KEY}).scalar()
+            try:
+                yield bool(got)
+            finally:
+                if got:
+                    conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": ADVISORY_KEY})
+                conn.commit()
+        return
+    path = Path(app.instance_path) / "clock.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
+    """One idempotent pass over what is due; returns what it did."""
+    counts = {"reminders": 0, "timeouts": 0, "sent": 0, "failed": 0, "skipped": 0,
+              "busy": 0}
+    with app.app_context(), sweep_guard(app) as mine:
+        if not mine:
+            counts["busy"] = 1
+            return counts
+        now = now or utcnow()
+        for decision_id in services.due_reminders(now):
+            counts["reminders"] += services.send_reminder(decision_id, now)
+        for decision_id in services.due_timeouts(now):
+            counts["timeouts"] += services.time_out(decision_id, now)
+        delivered = mail.deliver_due(limit=500)
+        for key in ("sent", "failed", "skipped"):
+            counts[key] = delivered[key]
     if any(counts.values()):
         log.info("sweep: %s", counts)
     return counts

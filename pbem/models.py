@@ -39,6 +39,16 @@ class Game(SQLModel, table=True):
     # awaiting_host -> inviting -> active -> finished | abandoned
     status: str = Field(default="awaiting_host", max_length=20, index=True)
     hours_per_decision: float = 48.0
+    # Deadline policy: reminders this many hours before each deadline; after
+    # `absent_after` timeouts in a row a bot (`absent_bot`: heuristic | default) plays the
+    # seat; each seat may take up to `vacation_days` of vacation per game.
+    reminder_hours: list = Field(default_factory=list,
+                                 sa_column=Column(JSON, nullable=False, server_default="[]"))
+    absent_after: int = Field(default=2, sa_column_kwargs={"server_default": "2"})
+    absent_bot: str = Field(default="heuristic", max_length=16,
+                            sa_column_kwargs={"server_default": "heuristic"})
+    vacation_days: float = Field(default=7.0, sa_column_kwargs={"server_default": "7"})
+    paused_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     ended_at: datetime | None = None
@@ -60,14 +70,18 @@ class Seat(SQLModel, table=True):
     is_host: bool = False
     # invited | accepted | declined
     invite: str = Field(default="invited", max_length=12)
-    bot: str | None = Field(default=None, max_length=16)
+    bot: str | None = Field(default=None, max_length=16)  # heuristic | default | None
     seen_event_seq: int = 0  # events up to here were narrated to this seat
+    timeouts_in_row: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    vacation_used_hours: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
+    vacation_until: datetime | None = None
 
 
 class Decision(SQLModel, table=True):
     """One open (or closed) question to one seat, with its deadline."""
 
-    __table_args__ = (Index("ix_decision_open", "closed_at", "deadline_at"),)
+    __table_args__ = (Index("ix_decision_open", "closed_at", "deadline_at"),
+                      Index("ix_decision_remind", "closed_at", "next_reminder_at"))
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
@@ -77,7 +91,9 @@ class Decision(SQLModel, table=True):
     kind: str = Field(max_length=32)
     opened_at: datetime = Field(default_factory=utcnow)
     deadline_at: datetime | None = None
-    reminded_at: datetime | None = None
+    reminded_at: datetime | None = None  # the last reminder sent
+    next_reminder_at: datetime | None = None
+    reminders_sent: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     closed_at: datetime | None = None
     closed_by: str | None = Field(default=None, max_length=16)  # player | timeout | host
 

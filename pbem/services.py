@@ -9,6 +9,7 @@ Decision rows, queue the emails in the Outbox. Commit. Mail is delivered after t
 from __future__ import annotations
 
 import json
+import random
 import re
 import secrets
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from flask import current_app
 from sqlalchemy import update
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
 from engine.core import Action, EngineError, Event, get_game
@@ -33,7 +35,7 @@ from pbem.errors import (
     WrongState,
 )
 from pbem.models import Decision, EventLog, Game, Move, Outbox, RateLimit, Seat, Token, utcnow
-from pbem.tokens import lookup, mint
+from pbem.tokens import lookup, mint, revoke_seat
 
 GAMES_OFFERED = ("cavemen",)
 LANGUAGES = ("en", "de")
@@ -110,7 +112,9 @@ def _hours(value: Any) -> float:
 
 def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: Any = 48,
                 seed: int | None = None, title: str = "", confirm_by_email: bool = True,
-                start: bool = False, client: str | None = None) -> Created:
+                start: bool = False, client: str | None = None,
+                reminders: Any = None, absent_after: Any = 2, absent_bot: str = "heuristic",
+                vacation_days: Any = 7) -> Created:
     """Create a game; the first player is the host.
 
     From the web (``confirm_by_email``) nothing reaches the players until the host confirms
@@ -123,6 +127,7 @@ def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: A
         raise InvalidInput(exc.message) from None
     players = validate_players(players, game_mod)
     hours = _hours(hours_per_decision)
+    policy = _policy(hours, reminders, absent_after, absent_bot, vacation_days)
     title = " ".join((title or "").split())[:100]
     with session_scope() as s:
         if client is not None:
@@ -130,6 +135,7 @@ def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: A
         gid = secrets.token_hex(5)
         game = Game(id=gid, engine=engine_name, title=title, seed=_seed(seed), options={},
                     hours_per_decision=hours, thread_id=_message_id(f"thread.{gid}"),
+                    **policy,
                     spectator_key=secrets.token_hex(8),
                     status="awaiting_host" if confirm_by_email else "inviting")
         s.add(game)
@@ -151,6 +157,36 @@ def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: A
         else:
             _send_invitations(s, game, seats)
     return Created(gid, admin)
+
+
+def _policy(hours: float, reminders: Any, absent_after: Any, absent_bot: Any,
+            vacation_days: Any) -> dict[str, Any]:
+    """Validate the deadline policy; reminders are hours before the deadline (a list, or
+    text like ``"24, 2"``); None means the default (half time and 2 hours before)."""
+    if reminders is None:
+        offsets = default_reminders(hours)
+    else:
+        if isinstance(reminders, str):
+            reminders = [r for r in reminders.replace(";", ",").split(",") if r.strip()]
+        try:
+            offsets = sorted({float(r) for r in reminders}, reverse=True)
+        except (TypeError, ValueError):
+            raise InvalidInput("reminders must be hours before the deadline, like 24, 2")\
+                from None
+        if any(not 0 < r < hours for r in offsets) or len(offsets) > 10:
+            raise InvalidInput("each reminder must fall between the start of a turn and its "
+                               "deadline (at most 10)")
+    try:
+        absent = int(absent_after)
+        vacation = float(vacation_days)
+    except (TypeError, ValueError):
+        raise InvalidInput("absence limit and vacation days must be numbers") from None
+    if not 1 <= absent <= 100 or not 0 <= vacation <= 60:
+        raise InvalidInput("a bot takes over after 1 to 100 timeouts; vacation is 0 to 60 days")
+    if absent_bot not in ("heuristic", "default"):
+        raise InvalidInput("the stand-in for an absent player is 'heuristic' or 'default'")
+    return {"reminder_hours": offsets, "absent_after": absent, "absent_bot": absent_bot,
+            "vacation_days": vacation}
 
 
 def _seed(seed: int | None) -> int:
@@ -339,21 +375,57 @@ def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Actio
             raise AlreadyRecorded("your choice for this turn is already recorded",
                                   game_id=game_id, decision_id=decision_id)
         raise TurnOver("this turn is over", game_id=game_id, reason=reason)
+    if game.paused_at is not None:
+        raise WrongState("the host has paused the game; try again when it resumes",
+                         game_id=game_id)
+    if source == "player":
+        seat.timeouts_in_row = 0
+    opened = _play(s, game, seat, decision, action, source)
+    again = any(d.seat_id == seat_id for d in opened)
+    return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
+                   again, game.status == "finished")
+
+
+def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
+          source: str) -> list[Decision]:
+    """Apply one move to the locked game, then let bots play their seats; returns the
+    decisions opened for people (their emails are queued)."""
     mod = get_game(game.engine)
     state = mod.from_json(json.loads(game.state))
     try:
         state, events = mod.apply(state, seat.position, action)
     except EngineError as exc:
         raise InvalidInput(_engine_message(exc), code=exc.code) from None
-    s.add(Move(game_id=game_id, decision_id=decision.id, position=seat.position,
+    s.add(Move(game_id=game.id, decision_id=decision.id, position=seat.position,
                action=action.to_json(), source=source))
     decision.closed_at, decision.closed_by = utcnow(), source
     _commit_state(s, game, mod, state, events)
-    seats = _seats(s, game_id)
+    seats = _seats(s, game.id)
     opened = _sync_decisions(s, game, mod, state, seats)
-    again = any(d.seat_id == seat_id for d in opened)
-    return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
-                   again, game.status == "finished")
+    for _ in range(100_000):  # bots play their seats; a game always ends, this is a guard
+        bot_row = next((d for d in opened if seats[d.position].bot), None)
+        if bot_row is None or game.status != "active":
+            break
+        bot_seat = seats[bot_row.position]
+        choice = _bot_choice(game, mod, state, bot_seat)
+        state, events = mod.apply(state, bot_seat.position, choice)
+        s.add(Move(game_id=game.id, decision_id=bot_row.id, position=bot_seat.position,
+                   action=choice.to_json(), source="bot"))
+        bot_row.closed_at, bot_row.closed_by = utcnow(), "bot"
+        _commit_state(s, game, mod, state, events)
+        opened = [d for d in opened if d.closed_at is None]
+        opened += _sync_decisions(s, game, mod, state, seats)
+    return [d for d in opened if d.closed_at is None]
+
+
+def _bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
+    """What a bot plays for an absent seat: the game's heuristic bot, or the default."""
+    if seat.bot == "heuristic":
+        from engine.cavemen.bots import BOTS  # bots are per game; only Cavemen has them
+
+        rng = random.Random(f"{game.id}:{game.version}")
+        return BOTS["heuristic"](state, seat.position, rng)
+    return mod.default_action(state, seat.position)
 
 
 def _engine_message(exc: EngineError) -> str:
@@ -378,7 +450,9 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
                      .values(version=new_version, state=_dump(mod.to_json(state))))
     if done.rowcount != 1:
         raise Conflict("the game changed at the same moment; please try again")
-    s.expire(game, ["version", "state"])
+    set_committed_value(game, "version", new_version)
+    set_committed_value(game, "state", None)
+    s.expire(game, ["state"])  # read back only if someone needs it
     result = mod.result(state)
     _log(s, game, events)
     if result is not None and game.status == "active":
@@ -402,20 +476,41 @@ def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
         else:
             row.closed_at, row.closed_by = utcnow(), "superseded"
     opened = []
-    deadline = utcnow() + timedelta(hours=game.hours_per_decision)
+    now = utcnow()
     for position, kind in sorted(wanted - have):
         seat = seats[position]
+        deadline = _deadline_for(game, seat, now)
         row = Decision(game_id=game.id, seat_id=seat.id, position=position,
-                       seq=game.version, kind=kind, deadline_at=deadline)
+                       seq=game.version, kind=kind, deadline_at=deadline,
+                       next_reminder_at=_next_reminder(game, deadline, now))
         s.add(row)
         s.flush()
         opened.append(row)
-        _queue_decision(s, game, mod, state, seat, row)
+        if not seat.bot:
+            _queue_decision(s, game, mod, state, seat, row)
     return opened
 
 
+def _deadline_for(game: Game, seat: Seat, now: datetime) -> datetime:
+    """Now plus the time per decision, counted from the end of the seat's vacation."""
+    start = max(now, seat.vacation_until) if seat.vacation_until else now
+    return start + timedelta(hours=game.hours_per_decision)
+
+
+def _next_reminder(game: Game, deadline: datetime, now: datetime) -> datetime | None:
+    """The earliest reminder time still ahead (reminders are hours before the deadline)."""
+    ahead = [deadline - timedelta(hours=h) for h in game.reminder_hours]
+    ahead = [t for t in ahead if t > now]
+    return min(ahead) if ahead else None
+
+
+def default_reminders(hours: float) -> list[float]:
+    """Half time and 2 hours before the deadline, where those fall inside the window."""
+    return sorted({h for h in (hours / 2, 2.0) if 0 < h < hours}, reverse=True)
+
+
 def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,
-                    decision: Decision) -> None:
+                    decision: Decision, reminder: bool = False, key: str | None = None) -> None:
     legal = mod.legal_actions(state, seat.position)
     links = {"page": {"kind": "page"}}
     for i, action in enumerate(one_click_actions(decision.kind, legal, state, mod)):
@@ -426,7 +521,9 @@ def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: S
         "deadline": decision.deadline_at.isoformat(),
         "more_choices": len(legal) > len(links) - 1,
         "default": mod.default_action(state, seat.position).to_json(),
-    }, links=links, key=f"decision:{decision.id}")
+        "reminder": reminder,
+    }, links=links, key=key or (f"reminder:{decision.id}:{decision.reminders_sent}" if reminder
+                                else f"decision:{decision.id}"))
 
 
 def one_click_actions(kind: str, legal: list[Action], state: Any, mod: EngineGame):
@@ -514,6 +611,277 @@ def _admin_game(s: Session, raw: str) -> Game:
     if token is None:
         raise NotFound("this admin link is unknown or no longer valid")
     return _lock_game(s, token.game_id)
+
+
+# --------------------------------------------------------------------------- time
+
+
+def due_reminders(now: datetime, limit: int = 500) -> list[int]:
+    """Open decisions of running games whose next reminder is due."""
+    with session_scope() as s:
+        return list(s.exec(
+            select(Decision.id).join(Game, Game.id == Decision.game_id)
+            .where(Decision.closed_at.is_(None), Decision.next_reminder_at <= now,
+                   Game.status == "active", Game.paused_at.is_(None))
+            .order_by(Decision.next_reminder_at).limit(limit)))
+
+
+def due_timeouts(now: datetime, limit: int = 500) -> list[int]:
+    """Open decisions of running games whose deadline has passed."""
+    with session_scope() as s:
+        return list(s.exec(
+            select(Decision.id).join(Game, Game.id == Decision.game_id)
+            .where(Decision.closed_at.is_(None), Decision.deadline_at <= now,
+                   Game.status == "active", Game.paused_at.is_(None))
+            .order_by(Decision.deadline_at).limit(limit)))
+
+
+def send_reminder(decision_id: int, now: datetime) -> bool:
+    """Queue the reminder that is due for a decision; False if nothing was due (any more)."""
+    with session_scope() as s:
+        decision = s.get(Decision, decision_id)
+        if decision is None:
+            return False
+        game = _lock_game(s, decision.game_id)
+        s.refresh(decision)
+        due = decision.next_reminder_at
+        if (decision.closed_at is not None or due is None or due > now
+                or game.status != "active" or game.paused_at is not None):
+            return False
+        seat = s.get(Seat, decision.seat_id)
+        decision.reminders_sent += 1
+        decision.reminded_at = now
+        decision.next_reminder_at = _next_reminder(game, decision.deadline_at, now)
+        if not seat.bot:
+            mod = get_game(game.engine)
+            state = mod.from_json(json.loads(game.state))
+            _queue_decision(s, game, mod, state, seat, decision, reminder=True)
+        return True
+
+
+def time_out(decision_id: int, now: datetime) -> bool:
+    """Play the default action of an expired decision, exactly once; tell everyone."""
+    with session_scope() as s:
+        decision = s.get(Decision, decision_id)
+        if decision is None:
+            return False
+        game = _lock_game(s, decision.game_id)
+        s.refresh(decision)
+        if (decision.closed_at is not None or decision.deadline_at > now
+                or game.status != "active" or game.paused_at is not None):
+            return False
+        seat = s.get(Seat, decision.seat_id)
+        mod = get_game(game.engine)
+        action = mod.default_action(mod.from_json(json.loads(game.state)), seat.position)
+        seat.timeouts_in_row += 1
+        to_bot = seat.bot is None and seat.timeouts_in_row >= game.absent_after
+        if to_bot:
+            seat.bot = game.absent_bot
+        _log_notice(s, game, "decision_timed_out", seat.position,
+                    {"kind": decision.kind, "action": action.to_json()})
+        if to_bot:
+            _log_notice(s, game, "seat_on_bot", seat.position,
+                        {"bot": seat.bot, "timeouts": seat.timeouts_in_row, "by": "absence"})
+        opened = _play(s, game, seat, decision, action, "timeout")
+        told = {d.seat_id for d in opened}
+        for other in _seats(s, game.id):
+            if other.id not in told and game.status == "active":
+                _queue(s, game, other, "notice", {"headline": "decision_timed_out"},
+                       links={"page": {"kind": "page"}})
+        return True
+
+
+def pause_game(admin_raw: str) -> None:
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        _require_active(game)
+        if game.paused_at is not None:
+            raise WrongState("the game is already paused")
+        game.paused_at = utcnow()
+        _notice_all(s, game, "game_paused", None, {})
+
+
+def resume_game(admin_raw: str) -> None:
+    """Resume; every open deadline (and reminder) moves by the time spent paused."""
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        if game.paused_at is None:
+            raise WrongState("the game is not paused")
+        shift = utcnow() - game.paused_at
+        game.paused_at = None
+        _shift_open(s, game, shift)
+        hours = round(shift.total_seconds() / 3600, 2)
+        _notice_all(s, game, "game_resumed", None, {"hours": hours})
+
+
+def extend_deadline(admin_raw: str, hours: Any) -> None:
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        _require_active(game)
+        try:
+            extra = float(hours)
+        except (TypeError, ValueError):
+            raise InvalidInput("give the extension in hours") from None
+        if not 0 < extra <= 24 * 30:
+            raise InvalidInput("an extension is more than 0 hours and at most 30 days")
+        if not _shift_open(s, game, timedelta(hours=extra)):
+            raise WrongState("no decision is open right now")
+        _notice_all(s, game, "deadline_extended", None, {"hours": extra})
+
+
+def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = None) -> int:
+    now = utcnow()
+    rows = s.exec(select(Decision).where(Decision.game_id == game.id,
+                                         Decision.closed_at.is_(None))).all()
+    rows = [d for d in rows if seat_id is None or d.seat_id == seat_id]
+    for d in rows:
+        d.deadline_at = d.deadline_at + shift
+        d.next_reminder_at = _next_reminder(game, d.deadline_at, now)
+    return len(rows)
+
+
+def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> None:
+    """Give a seat to another person: the old links die at once; the new player is welcomed
+    with the state (and gets the seat's open decision, if any)."""
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        _require_active(game)
+        seat = _seat_at(s, game, position)
+        others = [PlayerIn(x.name, x.email, x.language, x.timezone)
+                  for x in _seats(s, game.id) if x.id != seat.id]
+        new = validate_players([*others, player], get_game(game.engine))[-1]
+        old_name = seat.name
+        revoke_seat(s, seat.id)
+        seat.name, seat.email, seat.language, seat.timezone = (
+            new.name, new.email, new.language, new.timezone)
+        seat.timeouts_in_row, seat.bot = 0, None
+        seat.seen_event_seq = 0
+        _log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
+                                                                "new": new.name})
+        _queue(s, game, seat, "welcome", {"old": old_name}, links={"page": {"kind": "page"}},
+               key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
+        mod = get_game(game.engine)
+        state = mod.from_json(json.loads(game.state))
+        for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
+                                               Decision.closed_at.is_(None))):
+            _queue_decision(s, game, mod, state, seat, d, key=f"handover:{d.id}:{seat.id}")
+        for other in _seats(s, game.id):
+            if other.id != seat.id:
+                _queue(s, game, other, "notice", {"headline": "seat_handed_over"},
+                       links={"page": {"kind": "page"}})
+
+
+def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
+    """The host puts a seat on a bot (``heuristic`` or ``default``) or takes it off."""
+    if bot not in (None, "heuristic", "default"):
+        raise InvalidInput("the bot is 'heuristic' or 'default'")
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        _require_active(game)
+        seat = _seat_at(s, game, position)
+        _switch_bot(s, game, seat, bot, by="host")
+
+
+def come_back(page_raw: str) -> str:
+    """An absent player takes the seat back from the bot (the POST behind 'I'm back')."""
+    with session_scope() as s:
+        token = lookup(s, page_raw, "page", "action")
+        if token is None:
+            raise NotFound("this game link is unknown or no longer valid")
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        if seat.bot is None:
+            raise WrongState("no bot is playing for you; you are already in charge")
+        _switch_bot(s, game, seat, None, by="player")
+        return game.id
+
+
+def _switch_bot(s: Session, game: Game, seat: Seat, bot: str | None, by: str) -> None:
+    if seat.bot == bot:
+        raise WrongState("that seat is already played that way")
+    seat.bot = bot
+    seat.timeouts_in_row = 0
+    _notice_all(s, game, "seat_on_bot" if bot else "seat_returned", seat.position,
+                {"bot": bot, "by": by})
+    if bot:  # play the seat's open decisions now
+        open_rows = s.exec(select(Decision).where(Decision.seat_id == seat.id,
+                                                  Decision.closed_at.is_(None))).all()
+        if open_rows and game.paused_at is None:
+            mod = get_game(game.engine)
+            state = mod.from_json(json.loads(game.state))
+            _play(s, game, seat, open_rows[0], _bot_choice(game, mod, state, seat), "bot")
+
+
+def abandon_game(admin_raw: str) -> None:
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        if game.status in ("finished", "abandoned"):
+            raise WrongState("the game has already ended")
+        mod = get_game(game.engine)
+        if game.state and hasattr(mod, "abandon"):
+            state, events = mod.abandon(mod.from_json(json.loads(game.state)))
+            game.state = _dump(mod.to_json(state))
+            game.version += 1
+            _log(s, game, events)
+        for d in s.exec(select(Decision).where(Decision.game_id == game.id,
+                                               Decision.closed_at.is_(None))):
+            d.closed_at, d.closed_by = utcnow(), "host"
+        game.status, game.ended_at = "abandoned", utcnow()
+        _notice_all(s, game, "game_abandoned_by_host", None, {})
+
+
+def take_vacation(page_raw: str, days: Any) -> float:
+    """Pause my deadlines for some days (up to the game's allowance); returns days left."""
+    with session_scope() as s:
+        token = lookup(s, page_raw, "page", "action")
+        if token is None:
+            raise NotFound("this game link is unknown or no longer valid")
+        game = _lock_game(s, token.game_id)
+        _require_active(game)
+        seat = s.get(Seat, token.seat_id)
+        try:
+            wanted = float(days)
+        except (TypeError, ValueError):
+            raise InvalidInput("give the vacation in days") from None
+        left = game.vacation_days - seat.vacation_used_hours / 24
+        if not 0 < wanted <= left + 1e-9:
+            raise InvalidInput(f"you can take between 0 and {left:g} more days of vacation "
+                               "in this game")
+        now = utcnow()
+        shift = timedelta(days=wanted)
+        seat.vacation_until = max(now, seat.vacation_until or now) + shift
+        seat.vacation_used_hours += wanted * 24
+        _shift_open(s, game, shift, seat_id=seat.id)
+        _notice_all(s, game, "vacation_taken", seat.position,
+                    {"days": wanted, "until": seat.vacation_until.isoformat()})
+        return left - wanted
+
+
+def _require_active(game: Game) -> None:
+    if game.status != "active":
+        raise WrongState("the game is not running")
+
+
+def _seat_at(s: Session, game: Game, position: Any) -> Seat:
+    try:
+        pos = int(position)
+    except (TypeError, ValueError):
+        raise InvalidInput("choose a seat") from None
+    seats = _seats(s, game.id)
+    if not 0 <= pos < len(seats):
+        raise InvalidInput("there is no such seat")
+    return seats[pos]
+
+
+def _log_notice(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
+    """A server event (timeout, pause, ...) in the game log, narrated like engine events."""
+    _log(s, game, [Event(kind, actor, data)])
+
+
+def _notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
+    _log_notice(s, game, kind, actor, data)
+    for seat in _seats(s, game.id):
+        _queue(s, game, seat, "notice", {"headline": kind}, links={"page": {"kind": "page"}})
 
 
 # --------------------------------------------------------------------------- plumbing

@@ -98,9 +98,12 @@ def new_game():
             players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
                                              form.get(f"tz{i}", "UTC") or "UTC"))
     try:
-        created = services.create_game(form.get("game", "cavemen"), players,
-                                       form.get("hours", "48"), title=form.get("title", ""),
-                                       client=request.remote_addr or "unknown")
+        created = services.create_game(
+            form.get("game", "cavemen"), players, form.get("hours", "48"),
+            title=form.get("title", ""), client=request.remote_addr or "unknown",
+            reminders=form.get("reminders") or None, absent_after=form.get("absent_after", 2),
+            absent_bot=form.get("absent_bot", "heuristic"),
+            vacation_days=form.get("vacation_days", 7))
     except ServiceError as exc:
         return render_template("pages/home.html", games=sorted(services.GAMES_OFFERED),
                                form=form, csrf=expected, error=exc), exc.status
@@ -139,7 +142,7 @@ def invitation(raw: str):
 @bp.route("/a/<raw>", methods=["GET", "POST"])
 def one_click(raw: str):
     info = services.describe_token(raw)
-    if request.method == "GET" or info.get("closed"):
+    if request.method != "POST" or info.get("closed"):  # GET and HEAD never act
         status = 409 if info.get("closed") else 200
         return render_template("pages/action.html", info=info, raw=raw), status
     _require_sig(raw)
@@ -216,6 +219,49 @@ def admin_replace(raw: str):
     _deliver_after_commit()
     return render_template("pages/admin.html", data=services.admin_data(raw), raw=raw,
                            notice="Invitation sent.")
+
+
+ADMIN_ACTIONS = {
+    "pause": lambda raw, f: services.pause_game(raw),
+    "resume": lambda raw, f: services.resume_game(raw),
+    "extend": lambda raw, f: services.extend_deadline(raw, f.get("hours")),
+    "abandon": lambda raw, f: services.abandon_game(raw),
+    "bot": lambda raw, f: services.set_bot(raw, f.get("position"), f.get("bot") or None),
+    "handover": lambda raw, f: services.hand_over(raw, f.get("position"), services.PlayerIn(
+        f.get("name", ""), f.get("email", ""), f.get("lang", "en"), f.get("tz", "UTC") or "UTC")),
+}
+
+
+@bp.post("/admin/<raw>/<control>")
+def admin_control(raw: str, control: str):
+    """The host's controls: pause, resume, extend, abandon, bot on/off, hand a seat over."""
+    handler = ADMIN_ACTIONS.get(control)
+    if handler is None:
+        abort(404)
+    _require_sig(raw)
+    handler(raw, request.form)
+    _deliver_after_commit()
+    return render_template("pages/admin.html", data=services.admin_data(raw), raw=raw,
+                           notice=f"Done: {control}.")
+
+
+@bp.post("/g/<raw>/vacation")
+def vacation(raw: str):
+    _require_sig(raw)
+    left = services.take_vacation(raw, request.form.get("days"))
+    _deliver_after_commit()
+    data = services.game_for_page(raw)
+    return render_template("pages/game.html", data=data, raw=raw,
+                           notice=f"Your deadlines moved. Vacation left: {left:g} days.")
+
+
+@bp.post("/g/<raw>/back")
+def come_back(raw: str):
+    _require_sig(raw)
+    services.come_back(raw)
+    _deliver_after_commit()
+    return render_template("pages/game.html", data=services.game_for_page(raw), raw=raw,
+                           notice="Welcome back: you play your seat again.")
 
 
 @bp.get("/healthz")
