@@ -3,7 +3,8 @@
 Records whole games played by the heuristic bot (2 to 5 players), then replays their
 action sequences, timing only the engine: for each decision ``pending`` to find the seat,
 ``legal_actions`` for it and ``apply`` of the recorded action. Prints the median of
-several repeats per player count, and the figure for all counts together.
+several repeats per player count, and the figure for all counts together, both per
+CPU-second of this process (stable on a shared machine) and per wall-second.
 
     .venv/bin/python bench/engine_speed.py [--games 40] [--repeats 5]
 """
@@ -45,23 +46,26 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    total_decisions, total_time = 0, 0.0
+    total_decisions, total_wall, total_cpu = 0, 0.0, 0.0
     for players in (2, 3, 4, 5):
         games = [record(players, seed) for seed in range(args.games)]
         decisions = sum(len(steps) for _, steps in games)
-        times = []
+        walls, cpus = [], []
         for _ in range(args.repeats):
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.process_time()
             for start, steps in games:
                 replay(start, steps)
-            times.append(time.perf_counter() - t0)
-        median = statistics.median(times)
+            walls.append(time.perf_counter() - w0)
+            cpus.append(time.process_time() - c0)
+        wall, cpu = statistics.median(walls), statistics.median(cpus)
         total_decisions += decisions
-        total_time += median
-        print(f"{players} players: {decisions:6d} decisions, median {median * 1000:7.1f} ms "
-              f"-> {decisions / median:10,.0f} decisions/s (repeats {args.repeats})")
-    print(f"all: {total_decisions / total_time:,.0f} decisions/s "
-          f"(pending + legal_actions + apply, one core)")
+        total_wall += wall
+        total_cpu += cpu
+        print(f"{players} players: {decisions:6d} decisions: {decisions / cpu:10,.0f} /s CPU, "
+              f"{decisions / wall:10,.0f} /s wall (medians of {args.repeats})")
+    print(f"all: {total_decisions / total_cpu:,.0f} decisions per CPU-second "
+          f"({total_decisions / total_wall:,.0f} per wall-second; pending + legal_actions + "
+          f"apply, one process)")
 
 
 if __name__ == "__main__":

@@ -117,7 +117,7 @@ class Action:
             value = args[key]
             if value is None:
                 continue
-            if type(value) is list or type(value) is tuple:
+            if type(value) is list or type(value) is tuple or isinstance(value, Mapping):
                 value = _freeze(value)
             items.append((key, value))
         return cls(kind, tuple(items))

@@ -100,20 +100,27 @@ class State(NamedTuple):
 
     @property
     def deck(self) -> Deck:
+        last = _LAST_DECK
+        if last[0] is self.deck_digest and last[1] is self.deck_file:
+            return last[2]
         return _deck_for(self.deck_file, self.deck_digest)
 
 
 _DECKS: dict[tuple[str, str], Deck] = {}
+_LAST_DECK: tuple[Any, Any, Any] = (None, None, None)
 
 
 def _deck_for(deck_file: str, digest: str) -> Deck:
-    found = _DECKS.get((deck_file, digest))  # a memo of validated decks, not game state
+    """The validated deck of a state (a memo of loaded decks, not game state)."""
+    global _LAST_DECK
+    found = _DECKS.get((deck_file, digest))
     if found is None:
         found = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
         if found.digest != digest:
             raise StateCorrupt(f"deck file {deck_file} changed since the game began",
                                deck=deck_file)
         _DECKS[(deck_file, digest)] = found
+    _LAST_DECK = (digest, deck_file, found)
     return found
 
 
