@@ -22,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 1:
         parser.error("--games must be at least 1")
+    if args.round_cap < 1:
+        parser.error("--round-cap must be at least 1")
     try:
         records, elapsed = simulate(args.game, args.players, args.games, args.bot, args.seed,
                                     args.round_cap)

@@ -257,7 +257,9 @@ class Rng:
     counter: int = 0
 
     def _random(self) -> random.Random:
-        return random.Random(self.seed * 1_000_003 + self.counter)
+        key = self.seed * 1_000_003 + self.counter
+        # random.Random seeds with abs(); keep negative seeds apart from positive ones.
+        return random.Random(key if key >= 0 else (1 << 128) - key)
 
     def shuffled(self, items: Iterable[Any]) -> tuple[tuple[Any, ...], Rng]:
         out = list(items)

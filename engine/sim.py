@@ -57,11 +57,12 @@ def play_game(game: Game, players: int, seed: int, bot: str, round_cap: int = 20
                 conch_how = "kept"
     res = game.result(state)
     finished = res is not None
+    played = state.round if finished else state.round - 1  # the capped round never began
     how = "unfinished"
     if finished:
         locked = "after the deck ran out" if state.fire_locked else "from the deck"
         how = f"Fire, conch {conch_how}, {locked}"
-    return GameRecord(seed, players, state.round, decisions,
+    return GameRecord(seed, players, played, decisions,
                       res.winners[0] if finished and res.winners else None, finished, how, taken)
 
 

@@ -225,17 +225,21 @@ _REQUIRED = {
 
 
 def load_deck(path: str | Path | None = None) -> Deck:
-    """Load and validate a deck file (the standard deck when ``path`` is None)."""
-    return _load_cached(str(Path(path or STANDARD_DECK).resolve()))
+    """Load and validate a deck file (the standard deck when ``path`` is None).
+
+    The file is read every time, so a changed file is never mistaken for the old one;
+    parsing is cached by the content's digest."""
+    source = str(Path(path or STANDARD_DECK).resolve())
+    try:
+        raw = Path(source).read_bytes()
+    except OSError as exc:
+        raise DeckError(f"cannot read deck file {source}: {exc.strerror}", path=source) from None
+    return _parse_cached(raw, source)
 
 
 @lru_cache(maxsize=16)
-def _load_cached(path: str) -> Deck:
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise DeckError(f"cannot read deck file {path}: {exc.strerror}", path=path) from None
-    return parse_deck(raw, source=path)
+def _parse_cached(raw: bytes, source: str) -> Deck:
+    return parse_deck(raw, source=source)
 
 
 def parse_deck(raw: bytes, source: str = "<memory>") -> Deck:
@@ -349,8 +353,9 @@ def _check_composition(cards: Mapping[str, Card]) -> tuple[tuple[str, ...], dict
         if counts[ctype] != want:
             raise DeckError(f"deck has {counts[ctype]} cards of type {ctype}, needs {want}",
                             type=ctype)
-    if counts["leader"]:
-        raise DeckError("a leader card must name its tribe")
+    for card in deck:
+        if card.type == "leader":
+            raise DeckError(f"card {card.id}: a leader card must name its tribe", card=card.id)
     stones = Counter(c.stone for c in deck)
     low, high = STONE_SPREAD
     for stone in range(1, 6):

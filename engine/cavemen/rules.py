@@ -24,7 +24,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from engine.cavemen.deck import STANDARD_DECK, TRIBES, Deck, Scores, load_deck
+from engine.cavemen.deck import STANDARD_DECK, TRIBES, Deck, DeckError, Scores, load_deck
 from engine.core import (
     Action,
     Decision,
@@ -110,12 +110,17 @@ _DECKS: dict[tuple[str, str], Deck] = {}
 _LAST_DECK: tuple[Any, Any, Any] = (None, None, None)
 
 
-def _deck_for(deck_file: str, digest: str) -> Deck:
-    """The validated deck of a state (a memo of loaded decks, not game state)."""
+def _deck_for(deck_file: str, digest: str, check_file: bool = False) -> Deck:
+    """The validated deck of a state (a memo of loaded decks, not game state). With
+    ``check_file`` (on reading a stored state) the file must still have that digest."""
     global _LAST_DECK
-    found = _DECKS.get((deck_file, digest))
+    found = None if check_file else _DECKS.get((deck_file, digest))
     if found is None:
-        found = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
+        try:
+            found = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
+        except DeckError as exc:
+            raise StateCorrupt(f"the game's deck file cannot be loaded: {exc.message}",
+                               deck=deck_file) from None
         if found.digest != digest:
             raise StateCorrupt(f"deck file {deck_file} changed since the game began",
                                deck=deck_file)
@@ -312,6 +317,7 @@ def from_json(data: Mapping[str, Any]) -> State:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise StateCorrupt(f"cannot read cavemen state: {exc!r}") from None
+    _deck_for(state.deck_file, state.deck_digest, check_file=True)
     check_invariants(state)
     return state
 

@@ -69,8 +69,12 @@ class GameSpec:
 
     ``check_state(state)`` asserts the game's own invariants; ``illegal_actions(state,
     seat)`` proposes actions that must be refused (the checker drops any that happen to
-    be listed); ``hidden_orders(state)`` gives the sequences of ids no view may show in
-    order (draw piles); ``check_view(state, seat, view)`` adds game-specific view checks.
+    be listed); ``equivalent(state, seat, action)`` names the listed action an unlisted
+    spelling stands for, if the game accepts it (it must then act exactly the same);
+    ``hidden_orders(state)`` gives the sequences of ids no view may show in order (draw
+    piles); ``check_view(state, seat, view, tokens)`` adds game-specific view checks
+    (``tokens``: the view's strings in order); ``end_early(state)`` ends a game without
+    a winner (a host abandoning it), if the game offers that.
     """
 
     game: Any
@@ -81,6 +85,8 @@ class GameSpec:
     check_view: Callable[[Any, int | None, dict[str, Any], list[str]], None] = (
         lambda state, seat, view, tokens: None)
     end_early: Callable[[Any], tuple[Any, list[Event]]] | None = None
+    equivalent: Callable[[Any, int, Action], Action | None] = (
+        lambda state, seat, action: None)
 
 
 @dataclass
@@ -256,6 +262,12 @@ def check_seat(spec: GameSpec, state: Any, seat: int, rng: random.Random, sample
     for action in candidates:
         if strict_key(action) in legal_keys:
             continue
+        same = spec.equivalent(state, seat, action)
+        if same is not None and strict_key(same) in legal_keys:
+            # another spelling of a listed action: it must act exactly the same
+            assert game.apply(state, seat, action) == game.apply(state, seat, same)
+            refused["equivalent"] += 1
+            continue
         assert_refused(game, state, seat, action, IllegalAction, "action/illegal")
         refused["illegal"] += 1
 
@@ -289,14 +301,17 @@ def play_and_check(spec: GameSpec, players: int, seed: int, bot: str | Sequence[
     try:
         random.seed(seed)
         state = game.setup([f"P{i + 1}" for i in range(players)], seed, None)
+        assert random.getstate() == random.Random(seed).getstate(), "setup used global random"
         out = Playout(state, [], [])
         last_legal: list[Action] = []
         while game.result(state) is None and out.decisions < max_decisions:
             if checked:
+                before = random.getstate()
                 spec.check_state(state)
                 assert_json_round_trip(game, state)
                 assert_views_hide_secrets(spec, state)
                 check_decision_point(spec, state, check_rng, sample, out.refused)
+                assert random.getstate() == before, "the engine used global random"
             decisions = game.pending(state)
             decision = decisions[rng.randrange(len(decisions))]
             last_legal = game.legal_actions(state, decision.seat)
@@ -413,6 +428,17 @@ def cavemen_illegal_actions(state: cavemen.State, seat: int) -> Iterator[Action]
         yield Action.of("discard", cards=(pool[0],) * (len(pool) - keep))
 
 
+def cavemen_equivalent(state: cavemen.State, seat: int, action: Action) -> Action | None:
+    """Cavemen accepts a discard's cards in any order (rules.py, ``_in_pool_order``):
+    the listed spelling has them in pool order."""
+    cards = action.get("cards")
+    if (state.phase != "discard" or action.kind != "discard" or len(action.args) != 1
+            or type(cards) is not tuple or len(set(cards)) != len(cards)
+            or not all(isinstance(c, str) and c in state.pool for c in cards)):
+        return None
+    return Action.of("discard", cards=tuple(c for c in state.pool if c in cards))
+
+
 def cavemen_hidden_orders(state: cavemen.State) -> list[Sequence[str]]:
     return [state.draw]
 
@@ -435,6 +461,7 @@ CAVEMEN = GameSpec(
     hidden_orders=cavemen_hidden_orders,
     check_view=cavemen_check_view,
     end_early=cavemen.abandon,
+    equivalent=cavemen_equivalent,
 )
 
 SPECS = {"cavemen": CAVEMEN}
@@ -513,6 +540,7 @@ def test_checked_playouts_refuse_many_unlisted_actions() -> None:
     out = play_and_check(CAVEMEN, 3, 77, "heuristic", sample=1)
     assert out.refused["illegal"] > 20 * out.decisions
     assert out.refused["not_your_turn"] >= 3 * out.decisions
+    assert out.refused["equivalent"], "no reordered discard was tried"
 
 
 @pytest.mark.parametrize("players", [2, 3, 4, 5])
