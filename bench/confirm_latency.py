@@ -1,0 +1,223 @@
+"""Confirm latency: from a confirm POST to the committed next emails, over whole games.
+
+Plays whole Cavemen games (heuristic bot, fixed seeds) on SQLite WAL in a temp dir with
+``DELIVER_INLINE`` off, so the figure stops at the commit of the transaction that wrote
+the next decision's emails to the outbox (mail delivery is not included). Each decision
+is made through a one-click token: the link from the delivered decision email whose
+action is the bot's choice, or, where the email offers no such link (discards, bids
+beyond the ones offered, ...), a token minted by the bench for the bot's choice.
+
+Two ways of making each move, same seeds and so the same decisions, played alternately:
+
+* ``service``: ``services.act_by_token(raw)`` in an app context; timed from the call to
+  its return (the transaction has committed when it returns); its CPU time is shown too,
+  as the machine is shared and wall times swing with other load.
+* ``http``: the Flask test client (in-process, no sockets): ``GET /a/<raw>`` for the
+  confirm page and its ``sig`` (timed on its own, outside the POST), then ``POST /a/<raw>``
+  timed from the start of the POST to the return of ``act_by_token`` inside it (the
+  commit, before the response page is rendered), and to the full response.
+
+Between moves the bench delivers the outbox (memory backend) untimed for the commit
+figure; that delivery is timed on its own and shown as an extra line.
+
+    .venv/bin/python bench/confirm_latency.py [--games 2] [--players 4] [--modes service,http]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from sqlmodel import select
+
+from engine.cavemen.bots import heuristic_bot
+from engine.core import get_game
+from pbem import create_app, mail, services
+from pbem.db import session_scope
+from pbem.migrate import upgrade
+from pbem.models import Decision, Game
+from pbem.tokens import lookup, mint
+
+BASE_URL = "http://bench.invalid"
+LINK_RE = re.compile(re.escape(BASE_URL) + r"/a/([A-Za-z0-9_-]{43})")
+SIG_RE = re.compile(r'name="sig" value="([0-9a-f]+)"')
+
+
+def quantile(values: list[float], q: float) -> float:
+    """Nearest-rank quantile (q in 0..1) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), math.ceil(q * len(ordered))))
+    return ordered[rank - 1]
+
+
+def summary(values: list[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return (f"n={len(ms):5d}  median {statistics.median(ms):7.2f} ms  "
+            f"p90 {quantile(ms, 0.90):7.2f}  p99 {quantile(ms, 0.99):7.2f}  "
+            f"max {max(ms):7.2f}")
+
+
+def _key(action: dict) -> str:
+    return json.dumps(action, sort_keys=True, separators=(",", ":"))
+
+
+class Bench:
+    def __init__(self, app, players: int) -> None:
+        self.app = app
+        self.client = app.test_client()
+        self.mod = get_game("cavemen")
+        self.players = [services.PlayerIn(f"Player {i}", f"p{i}@bench.invalid")
+                        for i in range(players)]
+        self.links: dict[tuple[int, str], str] = {}  # (decision id, action) -> raw token
+        self.commit_at: list[float] = []
+        self.minted = 0
+        self.linked = 0
+        self.delivery: list[float] = []
+        self._wrap_act()
+
+    def _wrap_act(self) -> None:
+        """Note the moment ``act_by_token`` returns (its transaction has committed)."""
+        original = services.act_by_token
+
+        def timed(raw: str):
+            outcome = original(raw)
+            self.commit_at.append(time.perf_counter())
+            return outcome
+
+        services.act_by_token = timed  # only in this bench process
+
+    def deliver(self) -> None:
+        """Deliver the outbox (untimed for the commit figure) and keep the action links."""
+        t0 = time.perf_counter()
+        mail.deliver_due(limit=1000)
+        self.delivery.append(time.perf_counter() - t0)
+        box = mail.backend()
+        raws = []
+        for msg in box.sent:
+            body = msg.get_body(("plain",))
+            raws += LINK_RE.findall(body.get_content() if body else "")
+        box.sent.clear()
+        with session_scope() as s:
+            for raw in raws:
+                token = lookup(s, raw, "action")
+                if token is not None:
+                    self.links[(token.decision_id, _key(token.action))] = raw
+
+    def next_move(self, game_id: str, rng: random.Random) -> str | None:
+        """The raw token for the bot's choice at the game's first open decision."""
+        with session_scope() as s:
+            game = s.get(Game, game_id)
+            if game.status != "active":
+                return None
+            state = self.mod.from_json(json.loads(game.state))
+            wanted = self.mod.pending(state)[0]
+            decision = s.exec(select(Decision).where(
+                Decision.game_id == game_id, Decision.closed_at.is_(None),
+                Decision.position == wanted.seat, Decision.kind == wanted.kind)).one()
+            action = heuristic_bot(state, wanted.seat, rng).to_json()
+            raw = self.links.pop((decision.id, _key(action)), None)
+            if raw is not None:
+                self.linked += 1
+                return raw
+            self.minted += 1
+            return mint(s, "action", game_id, decision.seat_id, decision.id, action)
+
+    def play(self, mode: str, seed: int, out: dict[str, list[float]]) -> int:
+        created = services.create_game("cavemen", self.players, 48, seed=seed,
+                                       confirm_by_email=False, start=True)
+        self.deliver()
+        rng = random.Random(seed)
+        moves = 0
+        while (raw := self.next_move(created.game_id, rng)) is not None:
+            if mode == "service":
+                c0, t0 = time.thread_time(), time.perf_counter()
+                services.act_by_token(raw)
+                out["commit"].append(self.commit_at[-1] - t0)
+                out["cpu"].append(time.thread_time() - c0)
+            else:
+                t0 = time.perf_counter()
+                page = self.client.get(f"/a/{raw}")
+                t1 = time.perf_counter()
+                sig = SIG_RE.search(page.get_data(as_text=True))
+                if page.status_code != 200 or sig is None:
+                    raise RuntimeError(f"GET /a/<token> answered {page.status_code}")
+                n = len(self.commit_at)
+                t2 = time.perf_counter()
+                resp = self.client.post(f"/a/{raw}", data={"sig": sig.group(1)})
+                t3 = time.perf_counter()
+                if resp.status_code != 200 or len(self.commit_at) != n + 1:
+                    raise RuntimeError(f"POST /a/<token> answered {resp.status_code}: "
+                                       f"{resp.get_data(as_text=True)[:300]}")
+                out["get"].append(t1 - t0)
+                out["commit"].append(self.commit_at[-1] - t2)
+                out["response"].append(t3 - t2)
+            moves += 1
+            self.deliver()
+        return moves
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--games", type=int, default=2, help="games per mode")
+    parser.add_argument("--players", type=int, default=4, choices=range(2, 6))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--modes", default="service,http",
+                        help="comma-separated: service, http")
+    args = parser.parse_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or set(modes) - {"service", "http"}:
+        parser.error("--modes takes service and/or http")
+
+    with tempfile.TemporaryDirectory(prefix="pbem-bench-") as tmp:
+        url = f"sqlite:///{Path(tmp) / 'pbem.sqlite3'}"
+        upgrade(url)
+        app = create_app({"DATABASE_URL": url, "MAIL_BACKEND": "memory",
+                          "DELIVER_INLINE": False, "SECRET_KEY": "bench-secret",
+                          "BASE_URL": BASE_URL, "MAILBOX_DIR": str(Path(tmp) / "mail")})
+        results = {m: {"commit": [], "get": [], "response": [], "cpu": []} for m in modes}
+        moves = {m: 0 for m in modes}
+        started = time.perf_counter()
+        with app.app_context():
+            bench = Bench(app, args.players)
+            for i in range(args.games):
+                for mode in modes:  # alternate, so both see the same database growth
+                    moves[mode] += bench.play(mode, args.seed + i, results[mode])
+        elapsed = time.perf_counter() - started
+
+    print(f"confirm latency: {args.games} game(s) per mode, {args.players} players, "
+          f"heuristic bot, seeds {args.seed}..{args.seed + args.games - 1}; "
+          f"SQLite WAL (synchronous=NORMAL) in a temp dir")
+    print("DELIVER_INLINE=False: 'commit' ends when act_by_token returns, i.e. the "
+          "transaction that queued the next emails has committed; delivery not included")
+    print(f"decisions via email one-click links: {bench.linked}, via tokens minted by the "
+          f"bench for the bot's choice: {bench.minted}")
+    for mode in modes:
+        r = results[mode]
+        print(f"\n[{mode}] {moves[mode]} confirms")
+        if mode == "service":
+            print(f"  act_by_token -> commit        {summary(r['commit'])}")
+            print(f"  its CPU time (less noisy)     {summary(r['cpu'])}")
+        else:
+            print(f"  POST start -> commit          {summary(r['commit'])}")
+            print(f"  POST start -> full response   {summary(r['response'])}")
+            print(f"  GET confirm page (not in the above) {summary(r['get'])}")
+    if set(modes) == {"service", "http"} and moves["service"] == moves["http"]:
+        diffs = [h - s for h, s in zip(results["http"]["commit"],
+                                       results["service"]["commit"], strict=True)]
+        print(f"\nHTTP routing + sig check + describe_token before the commit, paired "
+              f"per decision: median {statistics.median(diffs) * 1000:.2f} ms")
+    print(f"\nseparately, after each commit (and each game's start): deliver_due() of the new "
+          f"emails, render + memory backend, not in the figures above:\n  per call "
+          f"{summary(bench.delivery)}")
+    print(f"wall time {elapsed:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
