@@ -44,7 +44,7 @@ def sweep_guard(app: Flask) -> Iterator[bool]:
                     conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": ADVISORY_KEY})
                 conn.commit()
         return
-    path = Path(app.instance_path) / "clock.lock"
+    path = _lock_path(app)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:
         try:
@@ -58,25 +58,48 @@ def sweep_guard(app: Flask) -> Iterator[bool]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _lock_path(app: Flask) -> Path:
+    """One lock per database: next to the SQLite file (else in the instance folder)."""
+    url = app.config["DATABASE_URL"]
+    if url.startswith("sqlite:///") and ":memory:" not in url:
+        return Path(url.removeprefix("sqlite:///") + ".clock.lock")
+    return Path(app.instance_path) / "clock.lock"
+
+
 def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
-    """One idempotent pass over what is due; returns what it did."""
+    """One idempotent pass over what is due; returns what it did.
+
+    A failure on one decision is logged and does not stop the others or the mail."""
     counts = {"reminders": 0, "timeouts": 0, "sent": 0, "failed": 0, "skipped": 0,
-              "busy": 0}
+              "busy": 0, "errors": 0}
     with app.app_context(), sweep_guard(app) as mine:
-        if not mine:
+        if mine:
+            now = now or utcnow()
+            for decision_id in services.due_reminders(now):
+                counts["reminders"] += _guarded(services.send_reminder, decision_id, now,
+                                                counts)
+            for decision_id in services.due_timeouts(now):
+                counts["timeouts"] += _guarded(services.time_out, decision_id, now, counts)
+            delivered = mail.deliver_due(limit=500)
+            for key in ("sent", "failed", "skipped"):
+                counts[key] = delivered[key]
+        else:
             counts["busy"] = 1
-            return counts
-        now = now or utcnow()
-        for decision_id in services.due_reminders(now):
-            counts["reminders"] += services.send_reminder(decision_id, now)
-        for decision_id in services.due_timeouts(now):
-            counts["timeouts"] += services.time_out(decision_id, now)
-        delivered = mail.deliver_due(limit=500)
-        for key in ("sent", "failed", "skipped"):
-            counts[key] = delivered[key]
-    if any(counts.values()):
+    if counts["busy"]:
+        log.warning("sweep skipped: another clock holds the lock")
+    elif any(counts.values()):
         log.info("sweep: %s", counts)
     return counts
+
+
+def _guarded(step, decision_id: int, now: datetime, counts: dict[str, int]) -> bool:
+    """Run one step for one decision; a bug or bad row there must not stop the clock."""
+    try:
+        return step(decision_id, now)
+    except Exception:  # noqa: BLE001 - logged with its traceback, then the sweep goes on
+        log.exception("sweep: %s failed for decision %s", step.__name__, decision_id)
+        counts["errors"] += 1
+        return False
 
 
 def run(app: Flask) -> None:
