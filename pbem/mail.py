@@ -10,6 +10,7 @@ row, so a rare resend after a crash is recognisably the same message.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import smtplib
 import ssl
@@ -33,6 +34,7 @@ from pbem.db import session_scope
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, utcnow
 from pbem.tokens import mint
 
+log = logging.getLogger("pbem.mail")
 LEASE = timedelta(minutes=2)
 MAX_BACKOFF = timedelta(hours=1)
 LINK_PATHS = {"action": "/a/", "page": "/g/", "admin": "/admin/", "invite": "/invite/",
@@ -134,7 +136,12 @@ def deliver_due(limit: int = 100, ids: list[int] | None = None) -> dict[str, int
             query = query.where(Outbox.id.in_(ids))
         due = list(s.exec(query.order_by(Outbox.id).limit(limit)))
     for row_id in due:
-        counts[_deliver_one(row_id)] += 1
+        try:
+            counts[_deliver_one(row_id)] += 1
+        except Exception as exc:  # noqa: BLE001 - one broken email must not block the rest
+            log.exception("delivering outbox row %s failed", row_id)
+            _record_failure(row_id, f"internal error: {type(exc).__name__}: {exc}")
+            counts["failed"] += 1
     return counts
 
 
@@ -184,6 +191,10 @@ def _is_stale(s, row: Outbox) -> str | None:
         decision = s.get(Decision, decision_id)
         if decision is None or decision.closed_at is not None:
             return "the decision closed before this email could be sent"
+    seat = s.get(Seat, row.seat_id) if row.seat_id is not None else None
+    if seat is not None and seat.email.lower() != row.to_addr.lower():
+        # handed over (or re-invited): fresh links for the seat must not reach the old address
+        return "the seat went to someone else before this email could be sent"
     return None
 
 
@@ -205,14 +216,15 @@ def _render(s, row: Outbox) -> tuple[EmailMessage, int | None]:
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
                            "base_url": current_app.config["BASE_URL"]}
     seen = None
+    if game is not None:  # the players, also before the game starts (confirm, invitation)
+        ctx["seats"] = list(s.exec(select(Seat).where(Seat.game_id == game.id)
+                                   .order_by(Seat.position)))
     if game is not None and game.state:
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
         position = seat.position if seat else None
         ctx["view"] = mod.view(state, position)
         ctx["card"] = lambda cid: mod.card_info(state, cid)
-        ctx["seats"] = list(s.exec(select(Seat).where(Seat.game_id == game.id)
-                                   .order_by(Seat.position)))
         since = seat.seen_event_seq if seat else 0
         events = s.exec(select(EventLog).where(EventLog.game_id == game.id,
                                                EventLog.seq > since)
@@ -220,10 +232,27 @@ def _render(s, row: Outbox) -> tuple[EmailMessage, int | None]:
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq
-    if "deadline" in row.context:
-        ctx["deadline"] = format_deadline(row.context["deadline"],
-                                          seat.timezone if seat else "UTC")
+    tz = seat.timezone if seat else "UTC"
+    if game is not None and game.status == "active" and game.paused_at is None:
+        ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
+    if "deadline" in row.context:  # as it is now (extended, paused...), not when queued
+        decision_id = row.context.get("decision_id")
+        decision = s.get(Decision, decision_id) if decision_id is not None else None
+        when = row.context["deadline"]
+        if decision is not None and decision.deadline_at is not None:
+            when = decision.deadline_at.isoformat()
+        ctx["deadline"] = format_deadline(when, tz)
     return build_message(row, game, ctx), seen
+
+
+def open_deadlines(s, game: Game, seats: list[Seat], tz: str) -> list[dict[str, str]]:
+    """Who the game waits for and until when, in zone ``tz`` and UTC, read at sending."""
+    rows = s.exec(select(Decision).where(Decision.game_id == game.id,
+                                         Decision.closed_at.is_(None))
+                  .order_by(Decision.deadline_at, Decision.position)).all()
+    return [{"name": seats[d.position].name, "kind": d.kind,
+             **format_deadline(d.deadline_at.isoformat(), tz)}
+            for d in rows if d.deadline_at is not None]
 
 
 def _mint_link(s, spec: dict, row: Outbox) -> str:

@@ -12,6 +12,7 @@ import json
 import random
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -41,6 +42,10 @@ GAMES_OFFERED = ("cavemen",)
 LANGUAGES = ("en", "de")
 EMAIL_RE = re.compile(r"^[^@\s<>\"',;]+@[^@\s<>\"',;]+\.[^@\s<>\"',;]+$")
 ONE_CLICK_BIDS = 8  # bid links offered in a decision email above the high bid
+# Bot moves played in one transaction after a move. A game of heuristic bots ends well
+# within it; bots that only play the timeout defaults never end a game, so when every seat
+# is on such a bot the rest waits for the deadlines instead of spinning in one sweep.
+BOT_MOVES_PER_PLAY = 1000
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,9 @@ def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn
                            f" not {len(players)}")
     out, seen = [], set()
     for i, p in enumerate(players, 1):
+        if _has_control(p.name) or _has_control(p.email):
+            raise InvalidInput(f"player {i}: names and addresses may not contain line breaks "
+                               "or other control characters")
         name = " ".join((p.name or "").split())
         email = (p.email or "").strip()
         if not name or len(name) > 60 or any(c in name for c in "<>\r\n"):
@@ -91,10 +99,15 @@ def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn
             raise InvalidInput(f"player {i}: language must be one of {', '.join(LANGUAGES)}")
         try:
             ZoneInfo(p.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise InvalidInput(f"player {i}: unknown time zone {p.timezone!r}") from None
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long
+            raise InvalidInput(f"player {i}: unknown time zone {p.timezone[:64]!r}") from None
         out.append(PlayerIn(name, email, p.language, p.timezone))
     return out
+
+
+def _has_control(text: str | None) -> bool:
+    """Control characters (CR, LF, NUL, ...) would break mail headers or the database."""
+    return any(unicodedata.category(c) == "Cc" for c in text or "")
 
 
 def _hours(value: Any) -> float:
@@ -128,7 +141,8 @@ def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: A
     players = validate_players(players, game_mod)
     hours = _hours(hours_per_decision)
     policy = _policy(hours, reminders, absent_after, absent_bot, vacation_days)
-    title = " ".join((title or "").split())[:100]
+    title = " ".join("".join(c if not _has_control(c) else " " for c in title or "")
+                     .split())[:100]
     with session_scope() as s:
         if client is not None:
             _rate_limit(s, f"create:{client}", current_app.config["CREATE_LIMIT_PER_HOUR"])
@@ -203,6 +217,16 @@ def _rate_limit(s: Session, key: str, per_hour: int) -> None:
     if row.count >= per_hour:
         raise RateLimited("too many games created from here in the last hour; try later")
     row.count += 1
+
+
+def describe_host_confirm(raw: str) -> dict[str, Any]:
+    """What a host's confirmation link would confirm, for its page (changes nothing)."""
+    with session_scope() as s:
+        token = lookup(s, raw, "host_confirm")
+        if token is None:
+            raise NotFound("this confirmation link is unknown or no longer valid")
+        game = s.get(Game, token.game_id)
+        return {"game": game, "seats": _seats(s, game.id)}
 
 
 def confirm_host(raw: str) -> str:
@@ -355,26 +379,48 @@ def act_from_page(page_raw: str, decision_id: Any, action: Action) -> Outcome:
         token = lookup(s, page_raw, "page", "action")
         if token is None:
             raise NotFound("this game link is unknown or no longer valid")
-        try:
-            decision_id = int(decision_id)
-        except (TypeError, ValueError):
-            raise InvalidInput("the form is missing its decision; reload the page") from None
-        return _act(s, token.game_id, token.seat_id, decision_id, action, "player")
+        return _act(s, token.game_id, token.seat_id, _decision_id(decision_id), action,
+                    "player")
+
+
+def check_page_decision(page_raw: str, decision_id: Any) -> None:
+    """Raise what acting on ``decision_id`` through this game page would raise about the
+    decision itself (not this seat's, already recorded, turn over); changes nothing."""
+    with session_scope() as s:
+        token = lookup(s, page_raw, "page", "action")
+        if token is None:
+            raise NotFound("this game link is unknown or no longer valid")
+        _open_decision(s, token.game_id, token.seat_id, _decision_id(decision_id))
+
+
+def _decision_id(value: Any) -> int:
+    try:
+        decision_id = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput("the form is missing its decision; reload the page") from None
+    if not 0 < decision_id < 2**31:  # a database integer
+        raise NotFound("this decision does not belong to this link")
+    return decision_id
+
+
+def _open_decision(s: Session, game_id: str, seat_id: int, decision_id: int) -> Decision:
+    decision = s.get(Decision, decision_id)
+    if decision is None or decision.game_id != game_id or decision.seat_id != seat_id:
+        raise NotFound("this decision does not belong to this link")
+    if decision.closed_at is not None:
+        reason = _closed_reason(s, decision, s.get(Seat, seat_id))
+        if reason == "recorded":
+            raise AlreadyRecorded("your choice for this turn is already recorded",
+                                  game_id=game_id, decision_id=decision_id)
+        raise TurnOver("this turn is over", game_id=game_id, reason=reason)
+    return decision
 
 
 def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Action,
          source: str) -> Outcome:
     game = _lock_game(s, game_id)
     seat = s.get(Seat, seat_id)
-    decision = s.get(Decision, decision_id)
-    if decision is None or decision.game_id != game_id or decision.seat_id != seat_id:
-        raise NotFound("this decision does not belong to this link")
-    if decision.closed_at is not None:
-        reason = _closed_reason(s, decision, seat)
-        if reason == "recorded":
-            raise AlreadyRecorded("your choice for this turn is already recorded",
-                                  game_id=game_id, decision_id=decision_id)
-        raise TurnOver("this turn is over", game_id=game_id, reason=reason)
+    decision = _open_decision(s, game_id, seat_id, decision_id)
     if game.paused_at is not None:
         raise WrongState("the host has paused the game; try again when it resumes",
                          game_id=game_id)
@@ -402,7 +448,7 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
     _commit_state(s, game, mod, state, events)
     seats = _seats(s, game.id)
     opened = _sync_decisions(s, game, mod, state, seats)
-    for _ in range(100_000):  # bots play their seats; a game always ends, this is a guard
+    for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
         bot_row = next((d for d in opened if seats[d.position].bot), None)
         if bot_row is None or game.status != "active":
             break
@@ -555,7 +601,10 @@ def game_for_page(raw: str) -> dict[str, Any]:
 
 def game_for_spectator(key: str) -> dict[str, Any]:
     with session_scope() as s:
-        game = s.exec(select(Game).where(Game.spectator_key == str(key)[:32])).first()
+        key = str(key)
+        game = None
+        if re.fullmatch(r"[0-9a-f]{1,32}", key):
+            game = s.exec(select(Game).where(Game.spectator_key == key)).first()
         if game is None:
             raise NotFound("no game at this address")
         return _page_data(s, game, None)
@@ -648,6 +697,9 @@ def send_reminder(decision_id: int, now: datetime) -> bool:
         if (decision.closed_at is not None or due is None or due > now
                 or game.status != "active" or game.paused_at is not None):
             return False
+        if decision.deadline_at <= now:  # overdue: the timeout comes next, not a reminder
+            decision.next_reminder_at = None
+            return False
         seat = s.get(Seat, decision.seat_id)
         decision.reminders_sent += 1
         decision.reminded_at = now
@@ -683,8 +735,9 @@ def time_out(decision_id: int, now: datetime) -> bool:
             _log_notice(s, game, "seat_on_bot", seat.position,
                         {"bot": seat.bot, "timeouts": seat.timeouts_in_row, "by": "absence"})
         opened = _play(s, game, seat, decision, action, "timeout")
-        told = {d.seat_id for d in opened}
-        for other in _seats(s, game.id):
+        seats = _seats(s, game.id)
+        told = {d.seat_id for d in opened if not seats[d.position].bot}  # a turn email
+        for other in seats:
             if other.id not in told and game.status == "active":
                 _queue(s, game, other, "notice", {"headline": "decision_timed_out"},
                        links={"page": {"kind": "page"}})

@@ -120,6 +120,7 @@ def host_confirm(raw: str):
         return render_template("pages/message.html", title="Game confirmed",
                                text="Invitations are on their way to the players.",
                                game_id=game_id)
+    services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
     return render_template("pages/confirm.html", raw=raw, title="Confirm your game",
                            question="Send the invitations to the players now?",
                            button="Send invitations")
@@ -169,6 +170,7 @@ def game_page(raw: str):
 @bp.post("/g/<raw>")
 def game_act(raw: str):
     _require_sig(raw)
+    services.check_page_decision(raw, request.form.get("decision_id"))  # stale form?
     data = services.game_for_page(raw)
     try:
         action = _action_from_form(data, request.form)

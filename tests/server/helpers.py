@@ -1,0 +1,372 @@
+"""Helpers for the server tests: reading emails and forms, DB snapshots, playing a game.
+
+Nothing here is a fixture; conftest.py builds fixtures from these pieces.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import html as html_lib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from email.utils import parseaddr
+from html.parser import HTMLParser
+from typing import Any
+
+from flask import Flask
+from sqlalchemy import select as sa_select
+from sqlmodel import select
+
+from engine.cavemen.bots import heuristic_bot
+from engine.core import Action, format_action, get_game
+from pbem import services
+from pbem.db import get_engine, session_scope
+from pbem.models import Decision, Game, Seat, Token, metadata
+from pbem.tokens import form_signature, hash_token
+
+BASE_URL = "http://pbem.test"
+SECRET = "test-secret-key"
+LINK_RE = re.compile(r"https?://[^\s<>\"']+")
+TOKEN_IN_URL_RE = re.compile(r"/(?:a|g|admin|invite|host/confirm)/([A-Za-z0-9_-]{43})\b")
+
+# --------------------------------------------------------------------------- emails
+
+
+@dataclass
+class Mail:
+    """One email as the recipient's mail program reads it (parsed from its bytes)."""
+
+    msg: EmailMessage
+
+    @classmethod
+    def parse(cls, raw: bytes) -> Mail:
+        return cls(email.message_from_bytes(raw, policy=email.policy.default))
+
+    @property
+    def to_addr(self) -> str:
+        return parseaddr(str(self.msg["To"]))[1]
+
+    @property
+    def subject(self) -> str:
+        return str(self.msg["Subject"])
+
+    @property
+    def message_id(self) -> str:
+        return str(self.msg["Message-ID"])
+
+    @property
+    def template(self) -> str:
+        """The template name, read from the Message-ID (``<pbem.<template>.…@host>``)."""
+        return self.message_id.strip("<>").split(".")[1]
+
+    @property
+    def decision_id(self) -> int | None:
+        m = re.match(r"<pbem\.decision\.(\d+)\.", self.message_id)
+        return int(m.group(1)) if m else None
+
+    @property
+    def text(self) -> str:
+        return self.msg.get_body(("plain",)).get_content()
+
+    @property
+    def html(self) -> str:
+        return self.msg.get_body(("html",)).get_content()
+
+    def text_links(self) -> list[str]:
+        return LINK_RE.findall(self.text)
+
+    def html_links(self) -> list[str]:
+        return [href for href in HrefParser.hrefs(self.html) if href.startswith("http")]
+
+    def link(self, prefix: str) -> str:
+        """The one link in the text part under ``BASE_URL + prefix``."""
+        found = [u for u in self.text_links() if u.startswith(BASE_URL + prefix)]
+        assert len(found) == 1, f"expected one {prefix} link, found {found}\n{self.text}"
+        return found[0]
+
+    def action_links(self) -> list[str]:
+        return [u for u in self.text_links() if "/a/" in u]
+
+
+class Inbox:
+    """The mails the app sent through its memory backend, re-parsed from their bytes."""
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+
+    @property
+    def backend(self):
+        return self.app.extensions["pbem.mail"]
+
+    def all(self) -> list[Mail]:
+        return [Mail.parse(m.as_bytes()) for m in self.backend.sent]
+
+    def to(self, addr: str, template: str | None = None) -> list[Mail]:
+        return [m for m in self.all()
+                if m.to_addr == addr and (template is None or m.template == template)]
+
+    def of(self, template: str) -> list[Mail]:
+        return [m for m in self.all() if m.template == template]
+
+    def for_decision(self, decision_id: int) -> Mail:
+        found = [m for m in self.all() if m.decision_id == decision_id]
+        assert len(found) == 1, f"expected one email for decision {decision_id}: {found}"
+        return found[0]
+
+    def clear(self) -> None:
+        self.backend.sent.clear()
+
+
+def path_of(url: str) -> str:
+    assert url.startswith(BASE_URL), url
+    return url[len(BASE_URL):]
+
+
+def token_of(url: str) -> str:
+    m = TOKEN_IN_URL_RE.search(url)
+    assert m, url
+    return m.group(1)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+class HrefParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a" and dict(attrs).get("href"):
+            self.found.append(dict(attrs)["href"])
+
+    @classmethod
+    def hrefs(cls, html: str) -> list[str]:
+        p = cls()
+        p.feed(html)
+        return p.found
+
+
+@dataclass
+class Form:
+    """A form as a browser sees it: where it posts, its hidden values and its choices."""
+
+    action: str | None
+    method: str
+    attrs: dict[str, str]
+    hidden: dict[str, str] = field(default_factory=dict)
+    radios: dict[str, list[str]] = field(default_factory=dict)
+    checkboxes: dict[str, list[str]] = field(default_factory=dict)
+    inputs: dict[str, str] = field(default_factory=dict)
+    selects: dict[str, list[str]] = field(default_factory=dict)
+
+    def data(self, **extra: Any) -> dict[str, Any]:
+        """What pressing its button sends: hidden fields plus ``extra``."""
+        return {**self.hidden, **extra}
+
+
+class FormParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: list[Form] = []
+        self._select: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form":
+            self.forms.append(Form(a.get("action"), a.get("method", "get").lower(), a))
+        elif not self.forms:
+            return
+        form = self.forms[-1]
+        if tag == "input":
+            kind, name, value = a.get("type", "text"), a.get("name"), a.get("value", "")
+            if kind == "hidden":
+                form.hidden[name] = value
+            elif kind == "radio":
+                form.radios.setdefault(name, []).append(value)
+            elif kind == "checkbox":
+                form.checkboxes.setdefault(name, []).append(value)
+            elif name:
+                form.inputs[name] = value
+        elif tag == "select":
+            self._select = a.get("name")
+            form.selects[self._select] = []
+        elif tag == "option" and self._select:
+            form.selects[self._select].append(a.get("value", ""))
+
+    def handle_endtag(self, tag):
+        if tag == "select":
+            self._select = None
+
+
+def forms(html: str) -> list[Form]:
+    p = FormParser()
+    p.feed(html)
+    return p.forms
+
+
+def only_form(html: str) -> Form:
+    found = forms(html)
+    assert len(found) == 1, f"expected one form, found {len(found)}"
+    return found[0]
+
+
+def text_of(html: str, element_id: str) -> str | None:
+    """The text of the element with ``id`` as a reader sees it: tags stripped, entities
+    decoded, blanks collapsed."""
+    m = re.search(rf'<(\w+)[^>]*\bid="{re.escape(element_id)}"[^>]*>(.*?)</\1>', html, re.S)
+    if not m:
+        return None
+    return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", m.group(2))).split())
+
+
+# --------------------------------------------------------------------------- database
+
+
+def snapshot(app: Flask) -> dict[str, list[tuple]]:
+    """Every row of every table, in primary-key order: equal snapshots, unchanged DB."""
+    out = {}
+    with get_engine(app).connect() as conn:
+        for table in metadata.sorted_tables:
+            query = sa_select(table).order_by(*table.primary_key.columns)
+            out[table.name] = [tuple(row) for row in conn.execute(query)]
+    return out
+
+
+def all_stored_text(app: Flask) -> str:
+    """Every value in the database as one string (to look for leaked secrets)."""
+    return json.dumps(snapshot(app), default=str)
+
+
+def open_decisions(app: Flask, game_id: str) -> list[Decision]:
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(Decision).where(Decision.game_id == game_id,
+                                                  Decision.closed_at.is_(None))
+                           .order_by(Decision.id)))
+
+
+def load(app: Flask, model, key):
+    with app.app_context(), session_scope() as s:
+        return s.get(model, key)
+
+
+def game_state(app: Flask, game_id: str):
+    game = load(app, Game, game_id)
+    mod = get_game(game.engine)
+    return mod, mod.from_json(json.loads(game.state))
+
+
+def seats_of(app: Flask, game_id: str) -> list[Seat]:
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(Seat).where(Seat.game_id == game_id)
+                           .order_by(Seat.position)))
+
+
+def token_row(app: Flask, raw: str) -> Token | None:
+    """The stored row of a link token (found by its hash, the only thing stored)."""
+    return load(app, Token, hash_token(raw))
+
+
+# --------------------------------------------------------------------------- playing
+
+
+PLAYERS = [
+    services.PlayerIn("Ann", "ann@example.com", "en", "Europe/Berlin"),
+    services.PlayerIn("Bob", "bob@example.com", "en", "America/New_York"),
+    services.PlayerIn("Cy", "cy@example.com", "en", "Asia/Tokyo"),
+]
+
+
+def page_form_data(action: Action, decision_kind: str) -> dict[str, Any]:
+    """The fields the full decision form on the game page sends for ``action``."""
+    if decision_kind == "discard":
+        return {"kind": "discard", "cards": list(action.get("cards"))}
+    if action.kind == "bid":
+        return {"choice": "bid", "amount": str(action.get("amount"))}
+    return {"choice": format_action(action)}
+
+
+class Table:
+    """A started game driven through the Flask test client, as its players would."""
+
+    def __init__(self, app: Flask, client, inbox: Inbox, game_id: str, admin: str,
+                 bot_seed: int = 0) -> None:
+        self.app, self.client, self.inbox = app, client, inbox
+        self.game_id, self.admin = game_id, admin
+        self.rng = random.Random(bot_seed)
+        self.seats = seats_of(app, game_id)
+
+    def open(self) -> Decision:
+        (decision,) = open_decisions(self.app, self.game_id)[:1]
+        return decision
+
+    def state(self):
+        return game_state(self.app, self.game_id)[1]
+
+    def bot_choice(self, decision: Decision) -> Action:
+        return heuristic_bot(self.state(), decision.position, self.rng)
+
+    def mail(self, decision: Decision) -> Mail:
+        return self.inbox.for_decision(decision.id)
+
+    def one_click(self, decision: Decision) -> dict[str, Action]:
+        """The decision email's one-click links and the action each is bound to."""
+        out = {}
+        for url in self.mail(decision).action_links():
+            out[url] = Action.from_json(token_row(self.app, token_of(url)).action)
+        return out
+
+    def play_on_page(self, decision: Decision, action: Action):
+        """Submit ``action`` through the game page form (sig computed like the page does)."""
+        page = path_of(self.mail(decision).link("/g/"))
+        raw = page.rsplit("/", 1)[1]
+        data = {"sig": form_signature(SECRET, raw), "decision_id": str(decision.id),
+                **page_form_data(action, decision.kind)}
+        resp = self.client.post(page, data=data)
+        assert resp.status_code == 200, resp.get_data(as_text=True)
+        return resp
+
+    def step(self) -> Decision:
+        decision = self.open()
+        self.play_on_page(decision, self.bot_choice(decision))
+        return decision
+
+    def play_until(self, predicate, limit: int = 80) -> Decision:
+        """Play bot moves until ``predicate(decision, state)`` holds for the open decision."""
+        for _ in range(limit):
+            decision = self.open()
+            if predicate(decision, self.state()):
+                return decision
+            self.step()
+        raise AssertionError(f"no decision matched within {limit} moves")
+
+
+# --------------------------------------------------------------------------- the web form
+
+
+def new_game_form(client) -> Form:
+    """The new-game form of the home page (GET / also sets the session's CSRF token)."""
+    found = [f for f in forms(client.get("/").get_data(as_text=True))
+             if f.attrs.get("id") == "new-game"]
+    assert len(found) == 1
+    return found[0]
+
+
+def new_game_data(form: Form, players=PLAYERS, **extra: str) -> dict[str, str]:
+    data = form.data(hours="48", **extra)
+    for i, p in enumerate(players):
+        data.update({f"name{i}": p.name, f"email{i}": p.email, f"lang{i}": p.language,
+                     f"tz{i}": p.timezone})
+    return data
+
+
+def create_on_web(client, app: Flask, players=PLAYERS, **extra: str) -> Mail:
+    """Fill in and send the home page form as a host would; returns the host's email."""
+    resp = client.post("/new", data=new_game_data(new_game_form(client), players, **extra))
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert "Check your email" in resp.get_data(as_text=True)
+    return Inbox(app).to(players[0].email, "host_confirm")[-1]

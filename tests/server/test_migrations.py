@@ -1,0 +1,83 @@
+"""Alembic: an empty database upgrades to head and then matches the models exactly."""
+
+from __future__ import annotations
+
+import pytest
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import create_engine, inspect, text
+
+from pbem.migrate import alembic_config, check, upgrade
+from pbem.models import metadata
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_url(request, tmp_path) -> str:
+    """A database with no tables at all."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+    cluster = request.getfixturevalue("pg_cluster")
+    return cluster.url(cluster.create_database())
+
+
+def inspect_url(url: str, fn):
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return fn(conn)
+    finally:
+        engine.dispose()
+
+
+def head_revision(conn) -> str:
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+
+
+def test_upgrade_of_an_empty_database_to_head_leaves_nothing_to_autogenerate(empty_url):
+    upgrade(empty_url)
+    check(empty_url)  # raises CommandError if autogenerate would find anything
+    tables = inspect_url(empty_url, lambda c: set(inspect(c).get_table_names()))
+    assert tables == set(metadata.tables) | {"alembic_version"}
+    heads = ScriptDirectory.from_config(alembic_config(empty_url)).get_heads()
+    assert [inspect_url(empty_url, head_revision)] == heads
+
+
+def test_check_notices_a_database_that_differs_from_the_models(empty_url):
+    upgrade(empty_url)
+    inspect_url(empty_url, lambda c: (c.execute(text("DROP INDEX ix_outbox_due")),
+                                      c.commit()))
+    with pytest.raises(CommandError, match="New upgrade operations detected"):
+        check(empty_url)
+
+
+def test_upgrade_is_idempotent(empty_url):
+    upgrade(empty_url)
+    upgrade(empty_url)
+    check(empty_url)
+
+
+def test_a_database_with_games_upgrades_from_the_first_revision(empty_url):
+    """Columns added later need server defaults for the rows already there."""
+    upgrade(empty_url, "0001")
+
+    def add_game(conn):
+        conn.execute(text(
+            "INSERT INTO game (id, engine, title, options, seed, version, status, "
+            "hours_per_decision, created_at, thread_id, event_seq, spectator_key) VALUES "
+            "('g1', 'cavemen', '', '{}', 1, 0, 'inviting', 48, '2030-01-01 00:00:00+00', "
+            "'<t@x>', 0, 'abc')"))
+        conn.execute(text(
+            "INSERT INTO seat (game_id, position, name, email, language, timezone, is_host, "
+            "invite, seen_event_seq) VALUES ('g1', 0, 'Ann', 'ann@example.com', 'en', "
+            "'UTC', true, 'accepted', 0)"))
+        conn.commit()
+
+    inspect_url(empty_url, add_game)
+    upgrade(empty_url)
+    check(empty_url)
+    game = inspect_url(empty_url, lambda c: c.execute(text(
+        "SELECT absent_after, absent_bot, vacation_days FROM game")).one())
+    assert tuple(game) == (2, "heuristic", 7.0)
+    seat = inspect_url(empty_url, lambda c: c.execute(text(
+        "SELECT timeouts_in_row, vacation_used_hours FROM seat")).one())
+    assert tuple(seat) == (0, 0.0)
