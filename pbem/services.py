@@ -357,7 +357,7 @@ def describe_token(raw: str) -> dict[str, Any]:
         decision = s.get(Decision, token.decision_id)
         seat = s.get(Seat, token.seat_id)
         info = {"game": game, "seat": seat, "decision": decision, "action": token.action,
-                "view": _view(game, seat.position), "card": _card_lookup(game)}
+                "card": _card_lookup(game)}
         if decision.closed_at is not None:
             info["closed"] = _closed_reason(s, decision, seat)
         return info
@@ -376,7 +376,7 @@ def act_by_token(raw: str) -> Outcome:
 def act_from_page(page_raw: str, decision_id: Any, action: Action) -> Outcome:
     """The POST of the full decision form on a seat's game page."""
     with session_scope() as s:
-        token = lookup(s, page_raw, "page", "action")
+        token = lookup(s, page_raw, "page")
         if token is None:
             raise NotFound("this game link is unknown or no longer valid")
         return _act(s, token.game_id, token.seat_id, _decision_id(decision_id), action,
@@ -387,7 +387,7 @@ def check_page_decision(page_raw: str, decision_id: Any) -> None:
     """Raise what acting on ``decision_id`` through this game page would raise about the
     decision itself (not this seat's, already recorded, turn over); changes nothing."""
     with session_scope() as s:
-        token = lookup(s, page_raw, "page", "action")
+        token = lookup(s, page_raw, "page")
         if token is None:
             raise NotFound("this game link is unknown or no longer valid")
         _open_decision(s, token.game_id, token.seat_id, _decision_id(decision_id))
@@ -588,15 +588,18 @@ def one_click_actions(kind: str, legal: list[Action], state: Any, mod: EngineGam
 # --------------------------------------------------------------------------- reading
 
 
-def game_for_page(raw: str) -> dict[str, Any]:
-    """Everything a seat's game page shows, from that seat's view."""
+def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
+    """Everything a seat's game page shows, from that seat's view. A one-click (action)
+    link opens the page read-only: only a game-page link offers the decision form."""
     with session_scope() as s:
         token = lookup(s, raw, "page", "action")
         if token is None:
             raise NotFound("this game link is unknown or no longer valid")
         game = s.get(Game, token.game_id)
         seat = s.get(Seat, token.seat_id)
-        return _page_data(s, game, seat)
+        data = _page_data(s, game, seat, with_log)
+        data["readonly"] = token.kind != "page"
+        return data
 
 
 def game_for_spectator(key: str) -> dict[str, Any]:
@@ -610,23 +613,25 @@ def game_for_spectator(key: str) -> dict[str, Any]:
         return _page_data(s, game, None)
 
 
-def _page_data(s: Session, game: Game, seat: Seat | None) -> dict[str, Any]:
+def _page_data(s: Session, game: Game, seat: Seat | None,
+               with_log: bool = True) -> dict[str, Any]:
     seats = _seats(s, game.id)
     position = seat.position if seat else None
     decisions = s.exec(select(Decision).where(Decision.game_id == game.id,
                                               Decision.closed_at.is_(None))).all()
     mine = next((d for d in decisions if seat and d.seat_id == seat.id), None)
-    legal = []
-    if mine is not None:
-        mod = get_game(game.engine)
-        legal = mod.legal_actions(mod.from_json(json.loads(game.state)), seat.position)
-    events = s.exec(select(EventLog).where(EventLog.game_id == game.id)
-                    .order_by(EventLog.seq)).all()
+    mod = get_game(game.engine)
+    state = mod.from_json(json.loads(game.state)) if game.state else None
+    legal = mod.legal_actions(state, seat.position) if mine is not None else []
+    log = []
+    if with_log:
+        events = s.exec(select(EventLog).where(EventLog.game_id == game.id)
+                        .order_by(EventLog.seq)).all()
+        log = [e for e in events if e.visible_to is None or position in (e.visible_to or [])]
     return {
-        "game": game, "seat": seat, "seats": seats, "card": _card_lookup(game),
-        "view": _view(game, position) if game.state else None,
-        "open": decisions, "decision": mine, "legal": legal,
-        "log": [e for e in events if e.visible_to is None or position in (e.visible_to or [])],
+        "game": game, "seat": seat, "seats": seats, "card": _card_lookup(game, mod, state),
+        "view": mod.view(state, position) if state is not None else None,
+        "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
     }
 
 
@@ -637,12 +642,13 @@ def _view(game: Game, position: int | None) -> dict[str, Any] | None:
     return mod.view(mod.from_json(json.loads(game.state)), position)
 
 
-def _card_lookup(game: Game):
+def _card_lookup(game: Game, mod: EngineGame | None = None, state: Any = None):
     """A function from card id to printed card data, for narration."""
-    mod = get_game(game.engine)
-    if not game.state or not hasattr(mod, "card_info"):
+    mod = mod or get_game(game.engine)
+    if state is None and game.state:
+        state = mod.from_json(json.loads(game.state))
+    if state is None or not hasattr(mod, "card_info"):
         return lambda cid: {"id": cid, "name": cid}
-    state = mod.from_json(json.loads(game.state))
     return lambda cid: mod.card_info(state, cid)
 
 
@@ -886,7 +892,7 @@ def abandon_game(admin_raw: str) -> None:
 def take_vacation(page_raw: str, days: Any) -> float:
     """Pause my deadlines for some days (up to the game's allowance); returns days left."""
     with session_scope() as s:
-        token = lookup(s, page_raw, "page", "action")
+        token = lookup(s, page_raw, "page")
         if token is None:
             raise NotFound("this game link is unknown or no longer valid")
         game = _lock_game(s, token.game_id)

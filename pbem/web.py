@@ -18,7 +18,7 @@ from flask import Blueprint, Flask, abort, current_app, g, render_template, requ
 
 from engine.core import Action, EngineError, parse_action
 from pbem import mail, services
-from pbem.errors import NotFound, ServiceError
+from pbem.errors import AlreadyRecorded, NotFound, ServiceError, TurnOver
 from pbem.narrate import register_filters
 from pbem.tokens import check_signature, form_signature
 
@@ -142,20 +142,30 @@ def invitation(raw: str):
 
 @bp.route("/a/<raw>", methods=["GET", "POST"])
 def one_click(raw: str):
-    info = services.describe_token(raw)
-    if request.method != "POST" or info.get("closed"):  # GET and HEAD never act
+    if request.method != "POST":  # GET and HEAD never act
+        info = services.describe_token(raw)
         status = 409 if info.get("closed") else 200
         return render_template("pages/action.html", info=info, raw=raw), status
-    _require_sig(raw)
-    outcome = services.act_by_token(raw)
+    if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
+        info = services.describe_token(raw)  # a closed turn says so before a bad form does
+        if info.get("closed"):
+            return render_template("pages/action.html", info=info, raw=raw), 409
+        _require_sig(raw)
+    try:
+        outcome = services.act_by_token(raw)
+    except (AlreadyRecorded, TurnOver) as exc:
+        closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
+        return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
     _deliver_after_commit()
     return _after_move(outcome)
 
 
 def _after_move(outcome: services.Outcome):
-    data = services.game_for_page(outcome.page_token)
+    """A short page: what was recorded, who acts next, and this seat's next decision at
+    once if it has one (no board or log: the game page has those)."""
+    data = services.game_for_page(outcome.page_token, with_log=False)
     g.language = data["seat"].language
-    return render_template("pages/game.html", data=data, raw=outcome.page_token,
+    return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
                            recorded=outcome.action)
 
 
