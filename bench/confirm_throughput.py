@@ -240,9 +240,13 @@ def client_thread(kind: str, port: int, tokens: list[str] | None, start_at: floa
         while time.monotonic() < deadline:
             call("POST", "/write", b"x=1")
     else:
-        for raw in tokens:
+        for item in tokens:
             if time.monotonic() >= deadline:
                 break
+            raw, _, known_sig = item.partition(":")
+            if known_sig:  # --post-only: the confirm page's sig was worked out beforehand
+                call("POST", f"/a/{raw}", b"sig=" + known_sig.encode())
+                continue
             status, page = call("GET", f"/a/{raw}", None)
             sig = SIG_RE.search(page) if status == 200 else None
             if sig is not None:
@@ -509,6 +513,10 @@ def main() -> None:
                         help="PBEM_DELIVER_INLINE configurations to measure")
     parser.add_argument("--baseline-runs", type=int, default=2,
                         help="baseline runs (the second after the pbem runs)")
+    parser.add_argument("--post-only", action="store_true",
+                        help="clients send only the confirm POSTs, with the form's sig worked "
+                             "out beforehand (as if each confirm page had been fetched before "
+                             "the window): the rate of confirm POSTs alone")
     parser.add_argument("--max-games", type=int, default=8000,
                         help="cap on games prepared per pbem run")
     args = parser.parse_args()
@@ -620,6 +628,10 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
         need = min(args.max_games, math.ceil(estimate * args.duration * 2.0) + 4 * args.clients)
         t0 = time.monotonic()
         tokens = games.tokens(need)
+        if args.post_only:
+            from pbem.tokens import form_signature
+
+            tokens = [f"{t}:{form_signature(secret, t)}" for t in tokens]
         prep_seconds += time.monotonic() - t0
         moves0, outbox0 = games.counts()
         run = drive(server.name, "pbem", server.port, split(tokens, args.clients),

@@ -19,7 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from flask import current_app
-from sqlalchemy import update
+from sqlalchemy import insert, update
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
@@ -345,6 +345,13 @@ class Outcome:
     page_token: str  # a fresh game-page link for the response page
     again: bool  # the same seat must decide again at once
     finished: bool
+    names: tuple[str, ...] = ()  # players by seat
+    waiting: tuple[tuple[int, str], ...] = ()  # (seat, decision kind) now open
+    winners: tuple[int, ...] = ()
+    cards: dict | None = None  # printed data of the cards the action names
+
+    def card(self, cid: str) -> dict[str, Any]:
+        return (self.cards or {}).get(cid, {"id": cid, "name": cid})
 
 
 def describe_token(raw: str) -> dict[str, Any]:
@@ -428,8 +435,17 @@ def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Actio
         seat.timeouts_in_row = 0
     opened = _play(s, game, seat, decision, action, source)
     again = any(d.seat_id == seat_id for d in opened)
+    mod, state = get_game(game.engine), s.info["pbem.state"]
+    result = mod.result(state)
+    named = [v for k, v in action.args if k in ("card", "replace")]
+    named += [c for k, v in action.args if k == "cards" for c in v]
     return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
-                   again, game.status == "finished")
+                   again, game.status == "finished",
+                   names=tuple(x.name for x in _seats(s, game_id)),
+                   waiting=tuple((d.seat, d.kind) for d in mod.pending(state)),
+                   winners=tuple(result.winners) if result else (),
+                   cards={c: mod.card_info(state, c) for c in named
+                          if hasattr(mod, "card_info")})
 
 
 def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
@@ -442,8 +458,7 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
         state, events = mod.apply(state, seat.position, action)
     except EngineError as exc:
         raise InvalidInput(_engine_message(exc), code=exc.code) from None
-    s.add(Move(game_id=game.id, decision_id=decision.id, position=seat.position,
-               action=action.to_json(), source=source))
+    _insert_move(s, game.id, decision.id, seat.position, action, source)
     decision.closed_at, decision.closed_by = utcnow(), source
     _commit_state(s, game, mod, state, events)
     seats = _seats(s, game.id)
@@ -455,13 +470,19 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
         bot_seat = seats[bot_row.position]
         choice = _bot_choice(game, mod, state, bot_seat)
         state, events = mod.apply(state, bot_seat.position, choice)
-        s.add(Move(game_id=game.id, decision_id=bot_row.id, position=bot_seat.position,
-                   action=choice.to_json(), source="bot"))
+        _insert_move(s, game.id, bot_row.id, bot_seat.position, choice, "bot")
         bot_row.closed_at, bot_row.closed_by = utcnow(), "bot"
         _commit_state(s, game, mod, state, events)
         opened = [d for d in opened if d.closed_at is None]
         opened += _sync_decisions(s, game, mod, state, seats)
+    s.info["pbem.state"] = state  # the new state, for the caller's response
     return [d for d in opened if d.closed_at is None]
+
+
+def _insert_move(s: Session, game_id: str, decision_id: int, position: int, action: Action,
+                 source: str) -> None:
+    s.execute(insert(Move).values(game_id=game_id, decision_id=decision_id, position=position,
+                                  action=action.to_json(), source=source, created_at=utcnow()))
 
 
 def _bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
@@ -492,15 +513,18 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
                   events: list[Event]) -> None:
     """Store the new state with an optimistic version check (the row is also locked)."""
     new_version = game.version + 1
+    first_seq = game.event_seq
     done = s.execute(update(Game).where(Game.id == game.id, Game.version == game.version)
-                     .values(version=new_version, state=_dump(mod.to_json(state))))
+                     .values(version=new_version, state=_dump(mod.to_json(state)),
+                             event_seq=first_seq + len(events)))
     if done.rowcount != 1:
         raise Conflict("the game changed at the same moment; please try again")
     set_committed_value(game, "version", new_version)
+    set_committed_value(game, "event_seq", first_seq + len(events))
     set_committed_value(game, "state", None)
     s.expire(game, ["state"])  # read back only if someone needs it
     result = mod.result(state)
-    _log(s, game, events)
+    _insert_events(s, game.id, first_seq, events)
     if result is not None and game.status == "active":
         game.status = "finished" if result.reason != "abandoned" else "abandoned"
         game.ended_at = utcnow()
@@ -963,24 +987,35 @@ def _seats(s: Session, game_id: str) -> list[Seat]:
 
 
 def _log(s: Session, game: Game, events: list[Event]) -> None:
-    for ev in events:
-        game.event_seq += 1
-        s.add(EventLog(game_id=game.id, seq=game.event_seq, kind=ev.kind, actor=ev.actor,
-                       data=dict(ev.data),
-                       visible_to=None if ev.visible_to is None else list(ev.visible_to)))
+    first = game.event_seq
+    game.event_seq = first + len(events)
+    _insert_events(s, game.id, first, events)
+
+
+def _insert_events(s: Session, game_id: str, first_seq: int, events: list[Event]) -> None:
+    """Append events to the log in one statement (Core: many small rows, no ORM cost)."""
+    if not events:
+        return
+    now = utcnow()
+    s.execute(insert(EventLog), [
+        {"game_id": game_id, "seq": first_seq + i, "kind": ev.kind, "actor": ev.actor,
+         "data": dict(ev.data), "created_at": now,
+         "visible_to": None if ev.visible_to is None else list(ev.visible_to)}
+        for i, ev in enumerate(events, 1)])
 
 
 def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str, Any],
-           links: dict[str, dict] | None = None, key: str | None = None) -> Outbox:
+           links: dict[str, dict] | None = None, key: str | None = None) -> None:
     """Write one email to the outbox; links are minted as tokens only when it is sent."""
     key = key or f"{template}:{game.id}:{seat.id}:{game.version}:{game.event_seq}"
-    row = Outbox(game_id=game.id, seat_id=seat.id, to_addr=seat.email, to_name=seat.name,
-                 language=seat.language, template=template,
-                 context={**context, "links": links or {}, "event_seq": game.event_seq,
-                          "version": game.version},
-                 idempotency_key=key, message_id=_message_id(key.replace(":", ".")))
-    s.add(row)
-    return row
+    now = utcnow()
+    s.execute(insert(Outbox).values(
+        game_id=game.id, seat_id=seat.id, to_addr=seat.email, to_name=seat.name,
+        language=seat.language, template=template,
+        context={**context, "links": links or {}, "event_seq": game.event_seq,
+                 "version": game.version},
+        idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
+        status="pending", attempts=0, next_attempt_at=now, created_at=now))
 
 
 def _message_id(local: str) -> str:

@@ -7,6 +7,7 @@ import hmac
 import re
 import secrets
 
+from sqlalchemy import insert
 from sqlmodel import Session, select
 
 from pbem.models import Token, utcnow
@@ -26,8 +27,9 @@ def mint(session: Session, kind: str, game_id: str, seat_id: int | None = None,
          decision_id: int | None = None, action: dict | None = None) -> str:
     """Create a token row and return the raw token (shown once, never stored)."""
     raw = new_token()
-    session.add(Token(hash=hash_token(raw), kind=kind, game_id=game_id, seat_id=seat_id,
-                      decision_id=decision_id, action=action))
+    session.execute(insert(Token).values(hash=hash_token(raw), kind=kind, game_id=game_id,
+                                         seat_id=seat_id, decision_id=decision_id,
+                                         action=action, created_at=utcnow()))
     return raw
 
 

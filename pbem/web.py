@@ -163,10 +163,11 @@ def one_click(raw: str):
 def _after_move(outcome: services.Outcome):
     """A short page: what was recorded, who acts next, and this seat's next decision at
     once if it has one (no board or log: the game page has those)."""
-    data = services.game_for_page(outcome.page_token, with_log=False)
-    g.language = data["seat"].language
+    data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
+    if data is not None:
+        g.language = data["seat"].language
     return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
-                           recorded=outcome.action)
+                           outcome=outcome)
 
 
 @bp.get("/g/<raw>")
