@@ -1,0 +1,267 @@
+"""The issue's acceptance, in a real browser: a game created on the home page is played to
+its end through the dev mailbox.
+
+Everything the test does goes through Chromium: it fills the home form, reads emails on the
+/dev/mail pages, follows their links (in the HTML part's sandboxed frame or the plain
+text's links) and presses the buttons of the confirmation pages. Its players choose their
+moves from what the emails say (tests/browser/player.py), the way a person would.
+
+The one thing fixed behind the browser's back is the game's random seed, so the game (and
+the runtime) is the same on every run. Set PBEM_BROWSER_SCREENSHOT=/path.png to keep a
+screenshot of the game page in mid-game.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+
+from playwright.sync_api import BrowserContext, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+from pbem import services
+from tests.browser.player import Board, cards_to_discard
+
+PLAYERS = [("Ann", "ann@example.test"), ("Bob", "bob@example.test"), ("Cy", "cy@example.test")]
+ADDRESSES = sorted(f"{name} <{addr}>" for name, addr in PLAYERS)
+TITLE = "Browser game"
+SEED = 173  # players of tests/browser/player.py end this game in 72 moves (median: 131)
+MAX_MOVES = 400
+SCREENSHOT_AT = 30  # moves
+
+
+@dataclass
+class Mail:
+    name: str
+    to: str
+    subject: str
+
+
+class Mailbox:
+    """The /dev/mail pages, as a person uses them: open the list, click a subject."""
+
+    def __init__(self, page: Page, base: str) -> None:
+        self.page, self.base = page, base
+
+    def list(self) -> list[Mail]:
+        """Every email so far, newest first."""
+        resp = self.page.goto(self.base + "/dev/mail", wait_until="domcontentloaded")
+        assert resp is not None and resp.status == 200, resp
+        rows = self.page.eval_on_selector_all(
+            "#mails a", "els => els.map(a => [a.getAttribute('href'), "
+                        "a.closest('tr').cells[1].innerText, a.innerText])")
+        return [Mail(href.rsplit("/", 1)[-1], to, subject) for href, to, subject in rows]
+
+    def open(self, mail: Mail) -> str:
+        """Click the email in the list on screen; returns its plain-text part."""
+        with self.page.expect_navigation(url=f"**/dev/mail/{mail.name}",
+                                         wait_until="domcontentloaded"):
+            self.page.locator(f'#mails a[href="/dev/mail/{mail.name}"]').click()
+        return self.page.locator("pre").inner_text()
+
+    def find(self, pred) -> list[Mail]:
+        return [m for m in self.list() if pred(m)]
+
+
+def mail_count(context: BrowserContext, base: str) -> int:
+    """How many emails the dev mailbox lists, looked up in a second tab."""
+    other = context.new_page()
+    try:
+        return len(Mailbox(other, base).list())
+    finally:
+        other.close()
+
+
+def text_link(page: Page, path_part: str):
+    """The one link in the plain-text part whose address contains ``path_part``."""
+    link = page.locator("pre a", has_text=path_part)
+    expect(link).to_have_count(1)
+    return link
+
+
+def html_link(page: Page, name: str):
+    """A link in the HTML part, shown in the sandboxed frame, by its words."""
+    return page.frame_locator("iframe").get_by_role("link", name=name, exact=True).first
+
+
+def follow(page: Page, link, url: str) -> int:
+    """Click ``link`` and wait until the page it opens (matching ``url``) has loaded;
+    returns how many clicks were lost on the way.
+
+    Links in the email frame are in a sandboxed, out-of-process frame, and Chromium sends a
+    click there by the hit-test data it last painted: a click right after Playwright
+    scrolled the link into view (or while the frame is still painting) can land on the
+    old picture and nothing happens. A person clicks again; so does this. A lost click
+    starts no navigation, so clicking again never acts twice (and the links only open
+    confirmation pages)."""
+    for lost in range(3):
+        link.scroll_into_view_if_needed()
+        page.evaluate("() => new Promise(r => requestAnimationFrame("
+                      "() => requestAnimationFrame(r)))")
+        try:
+            with page.expect_navigation(url=url, wait_until="domcontentloaded",
+                                        timeout=3_000):
+                link.click()
+            return lost
+        except PlaywrightTimeoutError:
+            continue
+    raise AssertionError(f"three clicks on {link} did not open {url}")
+
+
+def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context, page,
+                                                            console, monkeypatch):
+    monkeypatch.setattr(services, "_seed", lambda seed: SEED if seed is None else seed)
+    base = live_server.url
+    box = Mailbox(page, base)
+    started = time.monotonic()
+
+    # ---------------------------------------------------------------- create the game
+    page.goto(base + "/")
+    page.fill("input[name=title]", TITLE)
+    for i, (name, addr) in enumerate(PLAYERS):
+        page.fill(f"input[name=name{i}]", name)
+        page.fill(f"input[name=email{i}]", addr)
+    page.get_by_role("button", name="Create the game").click()
+    expect(page.locator("h1")).to_have_text("Check your email")
+
+    # ---------------------------------------------------------------- the host confirms
+    mails = box.list()
+    assert [(m.to, m.subject) for m in mails] == [
+        (f"{PLAYERS[0][0]} <{PLAYERS[0][1]}>", f"Confirm your new Cavemen game: {TITLE}")]
+    box.open(mails[0])
+    lost = follow(page, text_link(page, "/host/confirm/"), "**/host/confirm/**")
+    expect(page.locator("h1")).to_have_text("Confirm your game")
+    assert mail_count(context, base) == 1, "opening the confirmation link sent something"
+    page.get_by_role("button", name="Send invitations").click()
+    expect(page.locator("h1")).to_have_text("Game confirmed")
+
+    # ---------------------------------------------------------------- the others accept
+    invitations = box.find(lambda m: "invites you to play Cavemen" in m.subject)
+    assert sorted(m.to for m in invitations) == ADDRESSES[1:]
+    for mail in invitations:
+        box.list()
+        box.open(mail)
+        lost += follow(page, html_link(page, "Accept:"), "**/invite/**")
+        button = page.get_by_role("button", name="Accept the invitation")
+        expect(button).to_be_visible()
+        button.click()
+        expect(page.locator("#done h1")).to_have_text("Thank you")
+    # Everyone hears that the game started; whoever decides first gets that email instead.
+    first = box.find(lambda m: m.subject.endswith(("The game has started", "for the conch")))
+    assert sorted(m.to for m in first) == ADDRESSES
+    setup_seconds = time.monotonic() - started
+
+    # ---------------------------------------------------------------- play to the end
+    handled: set[str] = set()
+    moves = discards = 0
+    while True:
+        mails = box.list()
+        result = [m for m in mails if " wins!" in m.subject or "has ended" in m.subject]
+        if result:
+            break
+        turns = [m for m in mails if "Your turn" in m.subject and m.name not in handled]
+        assert turns, ("the game stalled: no result and no unanswered 'Your turn' email; "
+                       f"newest emails: {[m.subject for m in mails[:5]]}")
+        assert moves < MAX_MOVES, (f"no result after {MAX_MOVES} moves "
+                                   f"({time.monotonic() - started:.0f} s)")
+        mail = turns[0]  # the newest
+        handled.add(mail.name)
+        text = box.open(mail)
+        board = Board.parse(text)
+        if board.choices:
+            label = board.choose()
+            lost += follow(page, html_link(page, label), "**/a/**")
+            expect(page.locator("#action")).to_have_text(label)
+            if moves == 0:
+                check_confirm_page(context, page, len(mails), text, label)
+            else:
+                page.locator("#confirm").click()
+                expect(page.locator("#recorded")).to_have_text(f"Recorded: {label}")
+        else:  # discarding has no one-click links: the full form on the game page
+            assert "discard from the pool" in mail.subject, mail.subject
+            lost += follow(page, html_link(page, "All choices, and the full board:"), "**/g/**")
+            form = page.locator("form#decision[data-kind=discard]")
+            expect(form).to_be_visible()
+            page.wait_for_load_state("domcontentloaded")  # the pool is further down
+            pool = page.locator("#pool li").all_inner_texts()
+            boxes = dict(form.locator("input[name=cards]").evaluate_all(
+                "els => els.map(e => [e.value, e.parentElement.innerText.trim()])"))
+            for value in cards_to_discard(pool, boxes):
+                form.locator(f'input[name=cards][value="{value}"]').check()
+            form.get_by_role("button", name="Confirm").click()
+            expect(page.locator("#recorded")).to_contain_text("Recorded: Discard ")
+            discards += 1
+        moves += 1
+        if moves == SCREENSHOT_AT and os.environ.get("PBEM_BROWSER_SCREENSHOT"):
+            page.locator("#game-link").click()  # from the answer to the full game page
+            expect(page.locator("#board")).to_be_visible()
+            page.wait_for_load_state("load")
+            page.screenshot(path=os.environ["PBEM_BROWSER_SCREENSHOT"], full_page=True)
+    play_seconds = time.monotonic() - started - setup_seconds
+
+    # ---------------------------------------------------------------- the result
+    assert sorted(m.to for m in result) == ADDRESSES, [m.subject for m in result]
+    winner = re.search(r"\] (\w+) wins!", result[0].subject)
+    assert winner and winner[1] in [n for n, _ in PLAYERS], result[0].subject
+    text = box.open(result[0])
+    assert f"{winner[1]} invented Fire and wins the game." in text
+    lost += follow(page, html_link(
+        page, "Thank you for playing. The final board and the whole log:"), "**/g/**")
+    expect(page.locator("#result")).to_have_text(
+        f"{winner[1]} invented Fire and wins the game.")
+    expect(page.locator("#decision")).to_have_count(0)
+    expect(page.locator("#log li").first).to_have_text(
+        f"{winner[1]} invents FIRE and wins the game!")
+    print(f"\nbrowser game: {moves} moves ({discards} discards) in {play_seconds:.1f} s "
+          f"({play_seconds / moves:.2f} s/move); setup {setup_seconds:.1f} s; "
+          f"total {time.monotonic() - started:.1f} s; {lost} lost clicks on email links")
+
+    # Allowed on the console: the deliberate 409 of a second press (Chromium reports every
+    # response >= 400), the /favicon.ico the pages do not have (404), and the refusals to
+    # run the script Playwright injects into the sandboxed email frame when it clicks there.
+    unexpected = [e for e in console.errors
+                  if not ("status of 409" in e.text and "/a/" in e.about)
+                  and not e.about.endswith("/favicon.ico")
+                  and not (e.about == "about:srcdoc"
+                           and e.text.startswith("Blocked script execution in 'about:srcdoc'"))]
+    assert unexpected == [], "\n".join(map(str, unexpected))
+
+
+def check_confirm_page(context: BrowserContext, page: Page, mails_before: int, text: str,
+                       label: str) -> None:
+    """On the first move: the page a one-click link opens changes nothing until its button
+    is pressed, and pressing again (after Back, or in a second tab that still shows the
+    button) only says 'Already recorded'."""
+    base = page.url.split("/a/")[0]
+    assert mail_count(context, base) == mails_before, "opening a move's link sent email"
+    game_link = re.search(r"http://\S+/g/\S+", text)
+    assert game_link, text
+    other = context.new_page()
+    try:
+        other.goto(game_link[0])  # the email's game page: the decision is still open
+        expect(other.locator("form#decision")).to_be_visible()
+        log_before = other.locator("#log li").count()
+        other.goto(page.url)  # the same link in a second tab, its button not yet pressed
+        expect(other.locator("#action")).to_have_text(label)
+
+        page.locator("#confirm").click()
+        expect(page.locator("#recorded")).to_have_text(f"Recorded: {label}")
+        assert mail_count(context, base) > mails_before  # the next player's turn
+
+        other.locator("#confirm").click()  # the stale button in the second tab
+        expect(other.locator("#closed h1")).to_have_text("Already recorded")
+        other.goto(game_link[0])
+        expect(other.locator("#log li").first).to_be_visible()
+        assert other.locator("#log li").count() > log_before
+        expect(other.locator("form#decision")).to_have_count(0)
+
+        page.go_back()  # Back from the answer to the confirmation page
+        expect(page.locator("#confirm, #closed").first).to_be_visible()
+        if page.locator("#confirm").count():  # restored from the back/forward cache
+            page.locator("#confirm").click()
+        expect(page.locator("#closed h1")).to_have_text("Already recorded")
+        expect(page.locator("#game-link")).to_be_visible()
+    finally:
+        other.close()
