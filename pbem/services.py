@@ -865,6 +865,13 @@ def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
         _switch_bot(s, game, seat, bot, by="host")
 
 
+def is_on_bot(raw: str) -> bool:
+    """Whether the seat behind a page or one-click link is being played by a bot."""
+    with session_scope() as s:
+        token = lookup(s, raw, "page", "action")
+        return token is not None and bool(s.get(Seat, token.seat_id).bot)
+
+
 def come_back(page_raw: str) -> str:
     """An absent player takes the seat back from the bot (the POST behind 'I'm back')."""
     with session_scope() as s:

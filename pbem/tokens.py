@@ -44,9 +44,11 @@ def lookup(session: Session, raw: str, *kinds: str) -> Token | None:
 
 
 def revoke_seat(session: Session, seat_id: int) -> None:
-    """Kill every link of a seat at once (hand-over)."""
+    """Kill every player link of a seat at once (hand-over). The host's admin link stays:
+    it belongs to the host, who keeps hosting after handing over their own seat."""
     for token in session.exec(select(Token).where(Token.seat_id == seat_id,
-                                                  Token.revoked_at.is_(None))):
+                                                  Token.revoked_at.is_(None),
+                                                  Token.kind != "admin")):
         token.revoked_at = utcnow()
 
 

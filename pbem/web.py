@@ -154,6 +154,13 @@ def one_click(raw: str):
     try:
         outcome = services.act_by_token(raw)
     except (AlreadyRecorded, TurnOver) as exc:
+        if isinstance(exc, TurnOver) and services.is_on_bot(raw):
+            services.come_back(raw)  # a player on a bot who acts through any link is back
+            _deliver_after_commit()
+            return render_template("pages/message.html", title="Welcome back",
+                                   text="A bot played your seat while you were away. You "
+                                        "play it again from your next decision on; watch "
+                                        "for the next email.")
         closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
         return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
     _deliver_after_commit()

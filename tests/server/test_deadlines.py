@@ -19,9 +19,11 @@ from engine.core import Action
 from pbem import clock, services
 from pbem.errors import InvalidInput
 from pbem.models import Decision, Game, Outbox
+from pbem.tokens import form_signature
 from tests.server.conftest import GAME_SEED
 from tests.server.helpers import (
     PLAYERS,
+    SECRET,
     Inbox,
     Table,
     create_on_web,
@@ -30,6 +32,7 @@ from tests.server.helpers import (
     path_of,
     seats_of,
     text_of,
+    token_of,
 )
 from tests.server.timekit import (
     ANN,
@@ -611,3 +614,25 @@ def test_a_player_acting_in_time_resets_the_count(app, client, frozen):
     table.play_on_page(d, Action.of("forage"))  # Cy acts in time
     assert seat(app, g.game_id, 2).timeouts_in_row == 0
     assert seat(app, g.game_id, 2).bot is None
+
+
+def test_the_absent_player_comes_back_by_confirming_any_old_one_click_link(app, client,
+                                                                         frozen):
+    inbox = Inbox(app)
+    g = new_game(app)
+    cy_times_out_twice(app, frozen, g)
+    assert seat(app, g.game_id, 2).bot == "heuristic"
+    old_turn = inbox.to(CY.email, "decision")[0]  # its decision timed out long ago
+    link = path_of(old_turn.action_links()[0])
+    page = client.get(link)
+    assert page.status_code == 409 and "This turn is over" in page.get_data(as_text=True)
+    assert seat(app, g.game_id, 2).bot == "heuristic"  # a GET changes nothing
+    data = {"sig": form_signature(SECRET, token_of(link))}  # as the confirm page had it
+    resp = client.post(link, data=data)
+    assert resp.status_code == 200 and "Welcome back" in resp.get_data(as_text=True)
+    cy = seat(app, g.game_id, 2)
+    assert (cy.bot, cy.timeouts_in_row) == (None, 0)
+    (back,) = events(app, g.game_id, "seat_returned")
+    assert (back.actor, back.data) == (2, {"bot": None, "by": "player"})
+    again = client.post(link, data=data)  # already back: just "this turn is over"
+    assert again.status_code == 409 and "This turn is over" in again.get_data(as_text=True)

@@ -540,3 +540,14 @@ def test_every_control_is_in_the_game_log(app, client, frozen, game, inbox):
                          "seat_on_bot": everyone, "seat_returned": everyone,
                          "seat_handed_over": handed,
                          "game_abandoned_by_host": handed | {"dee@example.com"}}
+
+
+def test_a_host_who_hands_over_their_own_seat_keeps_the_host_page(app, client, game, inbox):
+    name, addr, lang, tz = DEE
+    resp = admin_post(client, game.admin_token, "handover", position="0", name=name,
+                      email=addr, lang=lang, tz=tz)
+    assert resp.status_code == 200
+    assert seat(app, game.game_id, 0).email == addr
+    host_page = client.get(f"/admin/{game.admin_token}")
+    assert host_page.status_code == 200 and "Dee" in host_page.get_data(as_text=True)
+    assert admin_post(client, game.admin_token, "pause").status_code == 200
