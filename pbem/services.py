@@ -697,22 +697,23 @@ def _admin_game(s: Session, raw: str) -> Game:
 
 def due_reminders(now: datetime, limit: int = 500) -> list[int]:
     """Open decisions of running games whose next reminder is due."""
-    with session_scope() as s:
-        return list(s.exec(
-            select(Decision.id).join(Game, Game.id == Decision.game_id)
-            .where(Decision.closed_at.is_(None), Decision.next_reminder_at <= now,
-                   Game.status == "active", Game.paused_at.is_(None))
-            .order_by(Decision.next_reminder_at).limit(limit)))
+    return _due(Decision.next_reminder_at, now, limit)
 
 
 def due_timeouts(now: datetime, limit: int = 500) -> list[int]:
     """Open decisions of running games whose deadline has passed."""
+    return _due(Decision.deadline_at, now, limit)
+
+
+def _due(column: Any, now: datetime, limit: int) -> list[int]:
+    """Ids of open decisions of running, unpaused games whose ``column`` time has come,
+    earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at))."""
     with session_scope() as s:
         return list(s.exec(
             select(Decision.id).join(Game, Game.id == Decision.game_id)
-            .where(Decision.closed_at.is_(None), Decision.deadline_at <= now,
+            .where(Decision.closed_at.is_(None), column <= now,
                    Game.status == "active", Game.paused_at.is_(None))
-            .order_by(Decision.deadline_at).limit(limit)))
+            .order_by(column).limit(limit)))
 
 
 def send_reminder(decision_id: int, now: datetime) -> bool:
