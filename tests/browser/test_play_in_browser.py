@@ -156,6 +156,7 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
     # ---------------------------------------------------------------- play to the end
     handled: set[str] = set()
     moves = discards = 0
+    back = ""
     while True:
         mails = box.list()
         result = [m for m in mails if " wins!" in m.subject or "has ended" in m.subject]
@@ -175,7 +176,7 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
             lost += follow(page, html_link(page, label), "**/a/**")
             expect(page.locator("#action")).to_have_text(label)
             if moves == 0:
-                check_confirm_page(context, page, len(mails), text, label)
+                back = check_confirm_page(context, page, len(mails), text, label)
             else:
                 page.locator("#confirm").click()
                 expect(page.locator("#recorded")).to_have_text(f"Recorded: {label}")
@@ -216,7 +217,8 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
         f"{winner[1]} invents FIRE and wins the game!")
     print(f"\nbrowser game: {moves} moves ({discards} discards) in {play_seconds:.1f} s "
           f"({play_seconds / moves:.2f} s/move); setup {setup_seconds:.1f} s; "
-          f"total {time.monotonic() - started:.1f} s; {lost} lost clicks on email links")
+          f"total {time.monotonic() - started:.1f} s; {lost} lost clicks on email links; "
+          f"Back after a move {back}")
 
     # Allowed on the console: the deliberate 409 of a second press (Chromium reports every
     # response >= 400), the /favicon.ico the pages do not have (404), and the refusals to
@@ -230,7 +232,7 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
 
 
 def check_confirm_page(context: BrowserContext, page: Page, mails_before: int, text: str,
-                       label: str) -> None:
+                       label: str) -> str:
     """On the first move: the page a one-click link opens changes nothing until its button
     is pressed, and pressing again (after Back, or in a second tab that still shows the
     button) only says 'Already recorded'."""
@@ -259,9 +261,12 @@ def check_confirm_page(context: BrowserContext, page: Page, mails_before: int, t
 
         page.go_back()  # Back from the answer to the confirmation page
         expect(page.locator("#confirm, #closed").first).to_be_visible()
+        back = "asked the server again"
         if page.locator("#confirm").count():  # restored from the back/forward cache
+            back = "showed the old form"
             page.locator("#confirm").click()
         expect(page.locator("#closed h1")).to_have_text("Already recorded")
         expect(page.locator("#game-link")).to_be_visible()
+        return back
     finally:
         other.close()
