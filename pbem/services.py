@@ -716,17 +716,29 @@ def _due(column: Any, now: datetime, limit: int) -> list[int]:
             .order_by(column).limit(limit)))
 
 
+def _running_decision(s: Session, decision_id: int) -> tuple[Decision, Game] | None:
+    """The decision and its game (row locked, decision re-read under the lock), if the
+    decision is still open in a running, unpaused game; the check that makes every sweep
+    step idempotent."""
+    decision = s.get(Decision, decision_id)
+    if decision is None:
+        return None
+    game = _lock_game(s, decision.game_id)
+    s.refresh(decision)
+    if decision.closed_at is not None or game.status != "active" or game.paused_at is not None:
+        return None
+    return decision, game
+
+
 def send_reminder(decision_id: int, now: datetime) -> bool:
     """Queue the reminder that is due for a decision; False if nothing was due (any more)."""
     with session_scope() as s:
-        decision = s.get(Decision, decision_id)
-        if decision is None:
+        found = _running_decision(s, decision_id)
+        if found is None:
             return False
-        game = _lock_game(s, decision.game_id)
-        s.refresh(decision)
+        decision, game = found
         due = decision.next_reminder_at
-        if (decision.closed_at is not None or due is None or due > now
-                or game.status != "active" or game.paused_at is not None):
+        if due is None or due > now:
             return False
         if decision.deadline_at <= now:  # overdue: the timeout comes next, not a reminder
             decision.next_reminder_at = None
@@ -745,14 +757,10 @@ def send_reminder(decision_id: int, now: datetime) -> bool:
 def time_out(decision_id: int, now: datetime) -> bool:
     """Play the default action of an expired decision, exactly once; tell everyone."""
     with session_scope() as s:
-        decision = s.get(Decision, decision_id)
-        if decision is None:
+        found = _running_decision(s, decision_id)
+        if found is None or found[0].deadline_at > now:
             return False
-        game = _lock_game(s, decision.game_id)
-        s.refresh(decision)
-        if (decision.closed_at is not None or decision.deadline_at > now
-                or game.status != "active" or game.paused_at is not None):
-            return False
+        decision, game = found
         seat = s.get(Seat, decision.seat_id)
         mod = get_game(game.engine)
         action = mod.default_action(mod.from_json(json.loads(game.state)), seat.position)
