@@ -290,11 +290,3 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any]) -> EmailM
     msg.add_alternative(html, subtype="html")
     return msg
 
-
-def outbox_rows(game_id: str) -> list[Outbox]:
-    with session_scope() as s:
-        return list(s.exec(select(Outbox).where(Outbox.game_id == game_id)
-                           .order_by(Outbox.id)))
-
-
-

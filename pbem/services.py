@@ -659,13 +659,6 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
     }
 
 
-def _view(game: Game, position: int | None) -> dict[str, Any] | None:
-    if not game.state:
-        return None
-    mod = get_game(game.engine)
-    return mod.view(mod.from_json(json.loads(game.state)), position)
-
-
 def _card_lookup(game: Game, mod: EngineGame | None = None, state: Any = None):
     """A function from card id to printed card data, for narration."""
     mod = mod or get_game(game.engine)
@@ -1041,7 +1034,3 @@ def _message_id(local: str) -> str:
 
 def _dump(data: dict) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
-
-
-def parse_when(value: str) -> datetime:
-    return datetime.fromisoformat(value)
