@@ -222,9 +222,7 @@ def _rate_limit(s: Session, key: str, per_hour: int) -> None:
 def describe_host_confirm(raw: str) -> dict[str, Any]:
     """What a host's confirmation link would confirm, for its page (changes nothing)."""
     with session_scope() as s:
-        token = lookup(s, raw, "host_confirm")
-        if token is None:
-            raise NotFound("this confirmation link is unknown or no longer valid")
+        token = _token(s, raw, "host_confirm")
         game = s.get(Game, token.game_id)
         return {"game": game, "seats": _seats(s, game.id)}
 
@@ -232,9 +230,7 @@ def describe_host_confirm(raw: str) -> dict[str, Any]:
 def confirm_host(raw: str) -> str:
     """The host confirms a game made on the web: invitations go out. Returns the game id."""
     with session_scope() as s:
-        token = lookup(s, raw, "host_confirm")
-        if token is None:
-            raise NotFound("this confirmation link is unknown or no longer valid")
+        token = _token(s, raw, "host_confirm")
         game = _lock_game(s, token.game_id)
         if game.status != "awaiting_host":
             raise WrongState("this game is already confirmed", game_id=game.id)
@@ -257,9 +253,7 @@ def _send_invitations(s: Session, game: Game, seats: list[Seat]) -> None:
 def describe_invitation(raw: str) -> dict[str, Any]:
     """What an invitation link answers, for its confirmation page (changes nothing)."""
     with session_scope() as s:
-        token = lookup(s, raw, "invite")
-        if token is None:
-            raise NotFound("this invitation link is unknown or no longer valid")
+        token = _token(s, raw, "invite")
         game = s.get(Game, token.game_id)
         seats = _seats(s, game.id)
         seat = next(x for x in seats if x.id == token.seat_id)
@@ -270,9 +264,7 @@ def describe_invitation(raw: str) -> dict[str, Any]:
 def answer_invitation(raw: str, accept: bool) -> tuple[str, str]:
     """Accept or decline; returns (game id, new invite status). Starts when all accepted."""
     with session_scope() as s:
-        token = lookup(s, raw, "invite")
-        if token is None:
-            raise NotFound("this invitation link is unknown or no longer valid")
+        token = _token(s, raw, "invite")
         game = _lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
         if seat.invite != "invited" or game.status != "inviting":
@@ -357,9 +349,7 @@ class Outcome:
 def describe_token(raw: str) -> dict[str, Any]:
     """What a one-click link would do, for its confirmation page (changes nothing)."""
     with session_scope() as s:
-        token = lookup(s, raw, "action")
-        if token is None:
-            raise NotFound("this link is unknown or no longer valid")
+        token = _token(s, raw, "action")
         game = s.get(Game, token.game_id)
         decision = s.get(Decision, token.decision_id)
         seat = s.get(Seat, token.seat_id)
@@ -373,9 +363,7 @@ def describe_token(raw: str) -> dict[str, Any]:
 def act_by_token(raw: str) -> Outcome:
     """The POST behind a one-click link: play the action bound to the token."""
     with session_scope() as s:
-        token = lookup(s, raw, "action")
-        if token is None:
-            raise NotFound("this link is unknown or no longer valid")
+        token = _token(s, raw, "action")
         return _act(s, token.game_id, token.seat_id, token.decision_id,
                     Action.from_json(token.action), "player")
 
@@ -383,9 +371,7 @@ def act_by_token(raw: str) -> Outcome:
 def act_from_page(page_raw: str, decision_id: Any, action: Action) -> Outcome:
     """The POST of the full decision form on a seat's game page."""
     with session_scope() as s:
-        token = lookup(s, page_raw, "page")
-        if token is None:
-            raise NotFound("this game link is unknown or no longer valid")
+        token = _token(s, page_raw, "page")
         return _act(s, token.game_id, token.seat_id, _decision_id(decision_id), action,
                     "player")
 
@@ -394,9 +380,7 @@ def check_page_decision(page_raw: str, decision_id: Any) -> None:
     """Raise what acting on ``decision_id`` through this game page would raise about the
     decision itself (not this seat's, already recorded, turn over); changes nothing."""
     with session_scope() as s:
-        token = lookup(s, page_raw, "page")
-        if token is None:
-            raise NotFound("this game link is unknown or no longer valid")
+        token = _token(s, page_raw, "page")
         _open_decision(s, token.game_id, token.seat_id, _decision_id(decision_id))
 
 
@@ -616,9 +600,7 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
     """Everything a seat's game page shows, from that seat's view. A one-click (action)
     link opens the page read-only: only a game-page link offers the decision form."""
     with session_scope() as s:
-        token = lookup(s, raw, "page", "action")
-        if token is None:
-            raise NotFound("this game link is unknown or no longer valid")
+        token = _token(s, raw, "page", "action")
         game = s.get(Game, token.game_id)
         seat = s.get(Seat, token.seat_id)
         data = _page_data(s, game, seat, with_log)
@@ -679,9 +661,7 @@ def admin_data(raw: str) -> dict[str, Any]:
 
 
 def _admin_game(s: Session, raw: str) -> Game:
-    token = lookup(s, raw, "admin")
-    if token is None:
-        raise NotFound("this admin link is unknown or no longer valid")
+    token = _token(s, raw, "admin")
     return _lock_game(s, token.game_id)
 
 
@@ -877,9 +857,7 @@ def is_on_bot(raw: str) -> bool:
 def come_back(page_raw: str) -> str:
     """An absent player takes the seat back from the bot (the POST behind 'I'm back')."""
     with session_scope() as s:
-        token = lookup(s, page_raw, "page", "action")
-        if token is None:
-            raise NotFound("this game link is unknown or no longer valid")
+        token = _token(s, page_raw, "page", "action")
         game = _lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
         if seat.bot is None:
@@ -925,9 +903,7 @@ def abandon_game(admin_raw: str) -> None:
 def take_vacation(page_raw: str, days: Any) -> float:
     """Pause my deadlines for some days (up to the game's allowance); returns days left."""
     with session_scope() as s:
-        token = lookup(s, page_raw, "page")
-        if token is None:
-            raise NotFound("this game link is unknown or no longer valid")
+        token = _token(s, page_raw, "page")
         game = _lock_game(s, token.game_id)
         _require_active(game)
         seat = s.get(Seat, token.seat_id)
@@ -977,6 +953,18 @@ def _notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict
 
 
 # --------------------------------------------------------------------------- plumbing
+
+
+_LINK_NAMES = {"host_confirm": "confirmation link", "invite": "invitation link",
+               "action": "link", "page": "game link", "admin": "admin link"}
+
+
+def _token(s: Session, raw: str, *kinds: str) -> Token:
+    """The live token of one of ``kinds`` behind ``raw``, or a friendly NotFound."""
+    token = lookup(s, raw, *kinds)
+    if token is None:
+        raise NotFound(f"this {_LINK_NAMES[kinds[0]]} is unknown or no longer valid")
+    return token
 
 
 def _lock_game(s: Session, game_id: str) -> Game:
