@@ -43,14 +43,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import os
-import pwd
 import random
-import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -60,11 +55,14 @@ from pathlib import Path
 
 from sqlalchemy import event, func, insert, select, text, update
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for tests.pgcluster
+
 from pbem import create_app, mail, services
 from pbem.clock import sweep
 from pbem.db import get_engine, session_scope
 from pbem.migrate import upgrade
 from pbem.models import Decision, Game, Outbox, Seat, utcnow
+from tests.pgcluster import PostgresCluster
 
 BASE_URL = "http://bench.invalid"
 CHUNK = 5000
@@ -74,88 +72,15 @@ TEMPLATE_PLAYERS = (3, 4, 5)
 # --------------------------------------------------------------------------- databases
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class PostgresCluster:
-    """A throwaway cluster in a temporary directory; ``stop`` removes everything."""
-
-    def __init__(self) -> None:
-        bindirs = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-        if not bindirs:
-            raise RuntimeError("no PostgreSQL binaries in /usr/lib/postgresql/*/bin")
-        self.bin = bindirs[-1]
-        self.port = free_port()
-        self.root = Path(tempfile.mkdtemp(prefix="pbem-bench-pg-"))
-        self.data, self.sock = self.root / "data", self.root / "sock"
-        self.log = self.root / "postgres.log"
-        self.proc: subprocess.Popen | None = None
-        self.as_user: list[str] = []
-        if os.geteuid() == 0:
-            pw = pwd.getpwnam("postgres")
-            os.chown(self.root, pw.pw_uid, pw.pw_gid)
-            self.as_user = ["runuser", "-u", "postgres", "--"]
-
-    def _run(self, *cmd: str) -> None:
-        done = subprocess.run([*self.as_user, *cmd], capture_output=True, text=True,
-                              timeout=120)
-        if done.returncode != 0:
-            raise RuntimeError(f"{cmd[0]} failed: {done.stderr or done.stdout}")
-
-    def start(self) -> None:
-        self._run(f"{self.bin}/initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres",
-                  "-E", "UTF8", "--locale=C", "--no-sync")
-        self._run("mkdir", "-p", str(self.sock))
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(
-                [*self.as_user, f"{self.bin}/postgres", "-D", str(self.data),
-                 "-p", str(self.port), "-k", str(self.sock),
-                 "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"],
-                stdout=log, stderr=subprocess.STDOUT)
-        import psycopg
-
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres "
-                                     "dbname=postgres", connect_timeout=2):
-                    return
-            except psycopg.OperationalError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    tail = self.log.read_text()[-2000:]
-                    self.stop()
-                    raise RuntimeError(f"postgres did not start:\n{tail}") from None
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
-                self._run(f"{self.bin}/pg_ctl", "-D", str(self.data), "-m", "fast", "-w",
-                          "stop")
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    @property
-    def url(self) -> str:
-        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
-
-
 @contextlib.contextmanager
 def database(kind: str, workdir: Path) -> Iterator[str]:
     if kind == "sqlite":
         yield f"sqlite:///{workdir / 'bench.sqlite3'}"
         return
-    cluster = PostgresCluster()
+    cluster = PostgresCluster()  # the tests' throwaway cluster (tests/pgcluster.py)
     cluster.start()
     try:
-        yield cluster.url
+        yield cluster.url("postgres")
     finally:
         cluster.stop()
 

@@ -28,7 +28,7 @@ from engine.core import Action
 from pbem import services
 from pbem.db import session_scope
 from pbem.models import Decision, Game, Move
-from tests.server.conftest import free_port
+from tests.pgcluster import free_port
 from tests.server.helpers import (
     PLAYERS,
     forms,

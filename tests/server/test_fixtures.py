@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests import pgcluster
 from tests.server import conftest
 
 
@@ -20,6 +21,6 @@ def test_outside_ci_a_missing_postgres_skips_with_the_reason(monkeypatch):
 
 
 def test_missing_server_binaries_are_reported(monkeypatch):
-    monkeypatch.setattr(conftest.glob, "glob", lambda pattern: [])
-    with pytest.raises(conftest.PostgresUnavailable, match="no PostgreSQL server binaries"):
-        conftest.PostgresCluster()
+    monkeypatch.setattr(pgcluster.glob, "glob", lambda pattern: [])
+    with pytest.raises(pgcluster.PostgresUnavailable, match="no PostgreSQL server binaries"):
+        pgcluster.PostgresCluster()
