@@ -227,19 +227,19 @@ _REQUIRED = {
 def load_deck(path: str | Path | None = None) -> Deck:
     """Load and validate a deck file (the standard deck when ``path`` is None).
 
-    The file is read every time, so a changed file is never mistaken for the old one;
-    parsing is cached by the content's digest."""
+    The file is looked at every time (one ``stat``), so a changed file is never mistaken
+    for the old one; it is read and parsed again only when its size or mtime changed."""
     source = str(Path(path or STANDARD_DECK).resolve())
     try:
-        raw = Path(source).read_bytes()
+        st = Path(source).stat()
+        return _load_cached(source, st.st_mtime_ns, st.st_size)
     except OSError as exc:
         raise DeckError(f"cannot read deck file {source}: {exc.strerror}", path=source) from None
-    return _parse_cached(raw, source)
 
 
 @lru_cache(maxsize=16)
-def _parse_cached(raw: bytes, source: str) -> Deck:
-    return parse_deck(raw, source=source)
+def _load_cached(source: str, mtime_ns: int, size: int) -> Deck:
+    return parse_deck(Path(source).read_bytes(), source=source)
 
 
 def parse_deck(raw: bytes, source: str = "<memory>") -> Deck:
