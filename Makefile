@@ -22,7 +22,10 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest
 
-# Web server and clock on SQLite + the dev mailbox; Ctrl-C stops both.
+# Web server and clock on SQLite + the dev mailbox; Ctrl-C stops both. The dev mailbox
+# shows everyone's secret links, so it is opt-in (PBEM_MAIL_BACKEND=dev) and answers only
+# to this machine; a server started without mail configuration refuses to run.
+run: export PBEM_MAIL_BACKEND ?= dev
 run: $(STAMP)
 	$(BIN)/flask --app pbem pbem migrate
 	@echo ""
@@ -32,7 +35,8 @@ run: $(STAMP)
 	@PBEM_BASE_URL=$${PBEM_BASE_URL:-http://$(HOST):$(PORT)} bash -c '\
 	  $(BIN)/flask --app pbem pbem clock & clock=$$!; \
 	  trap "kill $$clock 2>/dev/null" EXIT INT TERM; \
-	  $(BIN)/gunicorn --workers 2 --bind $(HOST):$(PORT) --access-logfile - "pbem:create_app()"'
+	  $(BIN)/gunicorn --workers 2 --bind $(HOST):$(PORT) --config python:pbem.gunicorn_conf \
+	    "pbem:create_app()"'
 
 simulate: $(STAMP)
 	$(BIN)/python -m engine simulate cavemen --players 4 --games 200 --bot heuristic --seed 1

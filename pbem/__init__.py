@@ -13,22 +13,36 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class DefaultConfig:
-    """Embedded defaults: SQLite in instance/, the dev mailbox, a local base URL."""
+    """Embedded defaults: SQLite in instance/ and a local base URL. Mail has no default:
+    ``make run`` opts into the dev mailbox; anything else must configure SMTP."""
 
     DATABASE_URL = None  # default: sqlite:///<instance>/pbem.sqlite3
     BASE_URL = "http://127.0.0.1:5000"
-    MAIL_BACKEND = "dev"  # smtp | dev | memory
-    MAIL_FROM = "pbem <pbem@localhost>"
-    MAIL_DOMAIN = None  # default: host of BASE_URL
-    SMTP_HOST = "localhost"
+    MAIL_BACKEND = None  # smtp | dev | memory; unset: smtp if SMTP_HOST is set, else refuse
+    MAIL_FROM = None  # required for smtp, e.g. "Friday games <games@example.org>"
+    MAIL_DOMAIN = None  # Message-ID domain; default: the domain of MAIL_FROM
+    MAIL_MAX_ATTEMPTS = 25  # sending attempts before an email is undeliverable (~19 h)
+    MAIL_POLL_INTERVAL = 0.5  # seconds between outbox polls of the clock (SQLite)
+    SMTP_HOST = None
     SMTP_PORT = 25
     SMTP_USER = None
     SMTP_PASSWORD = None
     SMTP_STARTTLS = False
     SMTP_TIMEOUT = 10
     MAILBOX_DIR = None  # default: <instance>/mailbox
-    DELIVER_INLINE = True  # deliver right after the commit of a web request
     CREATE_LIMIT_PER_HOUR = 10
+    # Emails that are not turn emails: at most this many per address and per game in
+    # an hour; the rest is held and summarised in the recipient's next turn email.
+    NOTICE_LIMIT_PER_ADDRESS = 6
+    NOTICE_LIMIT_PER_GAME = 30
+    # Invitations (to join, to take over a seat, to confirm a new game): at most this
+    # many per address in a day, and hand-over invitations per game in a day.
+    INVITE_LIMIT_PER_ADDRESS = 3
+    HANDOVER_LIMIT_PER_GAME = 5
+    PROXY_HOPS = 0  # reverse proxies in front of the app whose X-Forwarded-For to trust
+    SESSION_COOKIE_HTTPONLY = True
+    SESSION_COOKIE_SAMESITE = "Lax"
+    SESSION_COOKIE_SECURE = None  # default: True when BASE_URL is https
     CLOCK_INTERVAL = 5.0
     BABEL_DEFAULT_LOCALE = "en"
     BABEL_TRANSLATION_DIRECTORIES = str(ROOT / "translations")
@@ -45,6 +59,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     _fill_defaults(app)
     from pbem import cli, db, mail, web
 
+    if int(app.config["PROXY_HOPS"]) > 0:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        hops = int(app.config["PROXY_HOPS"])
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)  # type: ignore
+
     db.init_app(app)
     mail.init_app(app)
     Babel(app, locale_selector=_locale)
@@ -59,9 +79,8 @@ def _fill_defaults(app: Flask) -> None:
         app.config["DATABASE_URL"] = f"sqlite:///{inst / 'pbem.sqlite3'}"
     if not app.config.get("MAILBOX_DIR"):
         app.config["MAILBOX_DIR"] = str(inst / "mailbox")
-    if not app.config.get("MAIL_DOMAIN"):
-        host = app.config["BASE_URL"].split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-        app.config["MAIL_DOMAIN"] = host or "localhost"
+    if app.config.get("SESSION_COOKIE_SECURE") is None:
+        app.config["SESSION_COOKIE_SECURE"] = app.config["BASE_URL"].startswith("https:")
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = _local_secret(inst)
 

@@ -1,8 +1,14 @@
-"""The clock process: one in-memory APScheduler interval job that sweeps the database.
+"""The clock process: deadlines swept by an APScheduler interval job, and mail delivered
+by a loop of its own.
 
 The database holds every deadline, reminder and undelivered email, so the clock keeps no
-state: each sweep sends due reminders (once each), plays the default action of every
-expired decision (through the same service as a player's click), and delivers due mail.
+state. Each sweep (every ``CLOCK_INTERVAL`` seconds) queues due reminders (once each) and
+plays the default action of every expired decision (through the same service as a
+player's click). The mail loop delivers the outbox as soon as something is queued: web
+requests never talk to the mail server, so a slow or hung one slows no page; on
+PostgreSQL a NOTIFY from the queueing transaction wakes the loop at once, on SQLite it
+polls every ``MAIL_POLL_INTERVAL`` seconds. A hung mail server stalls only this loop,
+never the deadlines.
 Sweeps are guarded so that a second clock does no harm: an exclusive file lock on SQLite,
 a PostgreSQL advisory lock otherwise; and each step re-checks its decision inside its own
 locked transaction, so even an unguarded race plays every expired decision exactly once.
@@ -14,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
+import signal
+import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -70,8 +78,7 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     """One idempotent pass over what is due; returns what it did.
 
     A failure on one decision is logged and does not stop the others or the mail."""
-    counts = {"reminders": 0, "timeouts": 0, "sent": 0, "failed": 0, "skipped": 0,
-              "busy": 0, "errors": 0}
+    counts = {"reminders": 0, "timeouts": 0, "busy": 0, "errors": 0}
     with app.app_context(), sweep_guard(app) as mine:
         if mine:
             now = now or utcnow()
@@ -80,9 +87,6 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
                                                 counts)
             for decision_id in services.due_timeouts(now):
                 counts["timeouts"] += _guarded(services.time_out, decision_id, now, counts)
-            delivered = mail.deliver_due(limit=500)
-            for key in ("sent", "failed", "skipped"):
-                counts[key] = delivered[key]
         else:
             counts["busy"] = 1
     if counts["busy"]:
@@ -102,13 +106,94 @@ def _guarded(step, decision_id: int, now: datetime, counts: dict[str, int]) -> b
         return False
 
 
+# --------------------------------------------------------------------------- mail
+
+
+class Wakeup:
+    """Waits until mail may have been queued: a PostgreSQL NOTIFY, or a short poll."""
+
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+        self.poll = float(app.config["MAIL_POLL_INTERVAL"])
+        self.conn = None
+
+    def wait(self, stop: threading.Event) -> None:
+        if not is_postgres(self.app):
+            stop.wait(self.poll)
+            return
+        try:
+            conn = self._listen()
+            for _ in conn.notifies(timeout=max(self.poll, 5.0), stop_after=1):
+                pass
+        except Exception:  # noqa: BLE001 - a lost connection: poll, then listen again
+            log.exception("mail loop: LISTEN failed; polling instead")
+            self.close()
+            stop.wait(self.poll)
+
+    def _listen(self):
+        if self.conn is None:
+            import psycopg
+
+            url = get_engine(self.app).url.set(drivername="postgresql")
+            self.conn = psycopg.connect(url.render_as_string(hide_password=False),
+                                        autocommit=True)
+            self.conn.execute(f"LISTEN {services.OUTBOX_CHANNEL}")
+        return self.conn
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            self.conn = None
+
+
+def mail_loop(app: Flask, stop: threading.Event, batch: int = 100) -> None:
+    """Deliver the outbox until ``stop`` is set: at once when woken, again at once while
+    full batches keep coming, and after a failure no sooner than the next wake-up."""
+    wakeup = Wakeup(app)
+    try:
+        with app.app_context():
+            while not stop.is_set():
+                try:
+                    counts = mail.deliver_due(limit=batch)
+                except Exception:  # noqa: BLE001 - e.g. the database is away for a moment
+                    log.exception("mail loop: delivery pass failed")
+                    counts = {}
+                if any(counts.values()):
+                    log.info("mail: %s", counts)
+                if sum(counts.values()) < batch:
+                    wakeup.wait(stop)
+    finally:
+        wakeup.close()
+
+
+def start_mail_thread(app: Flask) -> tuple[threading.Thread, threading.Event]:
+    """The mail loop in a daemon thread; set the returned event to stop it."""
+    stop = threading.Event()
+    thread = threading.Thread(target=mail_loop, args=(app, stop), name="pbem-mail",
+                              daemon=True)
+    thread.start()
+    return thread, stop
+
+
 def run(app: Flask) -> None:
-    """Run sweeps forever every ``CLOCK_INTERVAL`` seconds (Ctrl-C stops)."""
+    """Run the mail loop and the deadline sweeps until Ctrl-C (or SIGTERM)."""
     interval = float(app.config["CLOCK_INTERVAL"])
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)  # stop cleanly under a supervisor
+    thread, stop = start_mail_thread(app)
     scheduler = BlockingScheduler()
     scheduler.add_job(sweep, "interval", seconds=interval, args=[app], id="sweep",
                       max_instances=1, coalesce=True, misfire_grace_time=None)
     sweep(app)  # at once: whatever fell due while no clock ran
-    log.info("clock running, sweeping every %.1f s", interval)
-    with contextlib.suppress(KeyboardInterrupt, SystemExit):
-        scheduler.start()
+    log.info("clock running: deadlines every %.1f s, mail as soon as it is queued", interval)
+    try:
+        with contextlib.suppress(KeyboardInterrupt, SystemExit):
+            scheduler.start()
+    finally:
+        stop.set()
+        thread.join(timeout=float(app.config.get("SMTP_TIMEOUT", 10)) + 5)
+
+
+def _exit_on_sigterm(*_args) -> None:
+    raise SystemExit(0)

@@ -27,6 +27,18 @@ class InvalidInput(ServiceError):
     status = 400
 
 
+class IllegalMove(InvalidInput):
+    """The engine refused a move. ``reason`` is the engine's error code and ``kind`` the
+    decision's kind; pages say what to do in the player's words from these two (never
+    the engine's own text, which names internal ids)."""
+
+    code = "action/refused"
+
+    def __init__(self, reason: str, kind: str) -> None:
+        super().__init__("that move is not allowed now", reason=reason, kind=kind)
+        self.reason, self.kind = reason, kind
+
+
 class AlreadyRecorded(ServiceError):
     """A second submission for a decision this seat already took."""
 

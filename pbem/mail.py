@@ -1,10 +1,19 @@
 """Email: rendering the .txt/.html twins, the Outbox delivery loop, and the backends.
 
-Delivery is at-least-once and never loses mail: a row is claimed with a lease, its links
-are minted as tokens and the message rendered in one transaction, then it is sent, then
-marked sent. A failure records the error and schedules a retry with backoff; a crashed
-sender's lease runs out and another sweep picks the row up. The Message-ID is fixed per
-row, so a rare resend after a crash is recognisably the same message.
+Web requests only queue email (Outbox rows written in the move's transaction); the
+clock process delivers them (``deliver_due``), woken as soon as a row is queued.
+
+Delivery is at-least-once and never loses mail silently: a row is claimed with a lease,
+its links are minted as tokens and the message rendered in one transaction, then it is
+sent, then marked sent. A failure records the error and schedules a retry with backoff;
+after ``MAIL_MAX_ATTEMPTS`` failures (3 for a message that cannot even be rendered), or
+at once when the mail server refuses the message for good (a 5xx reply), the row becomes
+``undeliverable`` and the host page says why. A crashed sender's lease runs out and
+another pass picks the row up. The Message-ID is fixed per row.
+
+Every email of a game to one address carries the same Subject (the game's name), starts
+with one line that says what is asked (mail clients show it as the preview), and
+threads on the first email that address received from the game.
 """
 
 from __future__ import annotations
@@ -15,50 +24,93 @@ import os
 import smtplib
 import ssl
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from email.headerregistry import Address
-from email.message import EmailMessage
-from email.utils import formatdate
+from email.charset import QP, Charset
+from email.mime.multipart import MIMEMultipart
+from email.mime.text import MIMEText
+from email.parser import BytesHeaderParser
+from email.policy import compat32
+from email.utils import format_datetime, parseaddr
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from babel.lists import format_list
 from flask import Flask, current_app, render_template
-from flask_babel import force_locale
+from flask_babel import force_locale, get_locale, gettext, lazy_gettext
 from sqlalchemy import update
 from sqlmodel import select
 
 from engine.core import get_game
+from pbem import headers
 from pbem.db import session_scope
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, utcnow
+from pbem.models import Decision, EventLog, Game, Outbox, Seat, Suppression, utcnow
 from pbem.tokens import mint
 
 log = logging.getLogger("pbem.mail")
 LEASE = timedelta(minutes=2)
 MAX_BACKOFF = timedelta(hours=1)
+RENDER_ATTEMPTS = 3  # a message that cannot be rendered is given up after this many tries
 LINK_PATHS = {"action": "/a/", "page": "/g/", "admin": "/admin/", "invite": "/invite/",
-              "host_confirm": "/host/confirm/"}
+              "host_confirm": "/host/confirm/", "handover": "/handover/",
+              "unsubscribe": "/u/"}
+# Turn emails are never held back by the caps; the player asked for them by playing.
+TURN_TEMPLATES = frozenset({"decision", "result"})
+# Emails to people who have not (yet) joined a game.
+INVITE_TEMPLATES = frozenset({"host_confirm", "invitation", "handover_invite"})
+# What a player who chose "only my turns" no longer gets.
+MUTABLE_TEMPLATES = frozenset({"notice", "game_started"})
+GAME_TITLES = {"cavemen": lazy_gettext("Cavemen")}
+CHARSET = Charset("utf-8")
+CHARSET.body_encoding = QP  # readable in any mail program's source view
+WIRE = compat32.clone(linesep="\r\n", max_line_length=78)
+HEADER_NAMES = {"content-type", "mime-version", "subject", "from", "to", "date", "message-id",
+                "list-id", "list-unsubscribe", "list-unsubscribe-post", "auto-submitted",
+                "x-auto-response-suppress", "content-language"}
+THREAD_HEADERS = {"in-reply-to", "references"}
 
 
 # --------------------------------------------------------------------------- backends
 
 
 class MailError(Exception):
-    """A message could not be handed to the mail server."""
+    """A message could not be handed to the mail server. ``permanent``: the server
+    refused this message for good; ``server``: the server itself is unreachable or hung,
+    so the rest of this pass would fail the same way."""
+
+    def __init__(self, message: str, permanent: bool = False, server: bool = False) -> None:
+        super().__init__(message)
+        self.permanent, self.server = permanent, server
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message as it goes on the wire: envelope and bytes."""
+
+    sender: str
+    recipient: str
+    data: bytes
 
 
 class MemoryBackend:
     """Keeps messages in a list (unit tests)."""
 
     def __init__(self) -> None:
-        self.sent: list[EmailMessage] = []
+        self.sent: list[Outgoing] = []
         self.fail: Exception | None = None
 
-    def send(self, msg: EmailMessage) -> None:
+    def send(self, out: Outgoing) -> None:
+        """Keep ``out``; or fail as told: a MailError as it is, any other exception as a
+        mail server that is down."""
+        if isinstance(self.fail, MailError):
+            raise self.fail
         if self.fail is not None:
-            raise MailError(str(self.fail))
-        self.sent.append(msg)
+            raise MailError(str(self.fail), server=True)
+        self.sent.append(out)
+
+    def close(self) -> None:
+        pass
 
 
 class DevMailbox:
@@ -67,12 +119,12 @@ class DevMailbox:
     def __init__(self, directory: str) -> None:
         self.dir = Path(directory)
 
-    def send(self, msg: EmailMessage) -> None:
+    def send(self, out: Outgoing) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
         name = f"{stamp}-{os.getpid()}-{threading.get_ident() % 10000}.eml"
         tmp = self.dir / (name + ".tmp")
-        tmp.write_bytes(msg.as_bytes())
+        tmp.write_bytes(out.data)
         tmp.replace(self.dir / name)
 
     def messages(self) -> list[Path]:
@@ -80,29 +132,113 @@ class DevMailbox:
             return []
         return sorted(self.dir.glob("*.eml"), reverse=True)
 
+    def close(self) -> None:
+        pass
+
 
 @dataclass
 class SMTPBackend:
+    """SMTP with one connection per thread, reused for a whole delivery pass."""
+
     host: str
     port: int
     user: str | None = None
     password: str | None = None
     starttls: bool = False
     timeout: float = 10.0
+    _local: threading.local = field(default_factory=threading.local, repr=False)
 
-    def send(self, msg: EmailMessage) -> None:
-        try:
-            with smtplib.SMTP(self.host, self.port, timeout=self.timeout) as smtp:
+    def _connection(self) -> smtplib.SMTP:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+            try:
                 if self.starttls:
-                    smtp.starttls(context=ssl.create_default_context())
+                    conn.starttls(context=ssl.create_default_context())
                 if self.user:
-                    smtp.login(self.user, self.password or "")
-                smtp.send_message(msg)
-        except (OSError, smtplib.SMTPException) as exc:
-            raise MailError(f"{type(exc).__name__}: {exc}") from exc
+                    conn.login(self.user, self.password or "")
+            except BaseException:
+                conn.close()
+                raise
+            self._local.conn = conn
+        return conn
+
+    def send(self, out: Outgoing) -> None:
+        try:
+            self._connection().sendmail(out.sender, [out.recipient], out.data)
+        except smtplib.SMTPRecipientsRefused as exc:
+            self.close()
+            code, reply = next(iter(exc.recipients.values()), (450, b""))
+            raise MailError(f"recipient refused: {code} {_reply(reply)}",
+                            permanent=code >= 500) from exc
+        except smtplib.SMTPSenderRefused as exc:  # our configuration: every message fails
+            self.close()
+            raise MailError(f"sender refused: {exc.smtp_code} {_reply(exc.smtp_error)}",
+                            server=True) from exc
+        except smtplib.SMTPResponseException as exc:
+            self.close()
+            raise MailError(f"refused: {exc.smtp_code} {_reply(exc.smtp_error)}",
+                            permanent=exc.smtp_code >= 500) from exc
+        except (OSError, smtplib.SMTPException) as exc:  # down, hung, disconnected
+            self.close()
+            raise MailError(f"{type(exc).__name__}: {exc}", server=True) from exc
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            try:
+                conn.quit()
+            except (OSError, smtplib.SMTPException):
+                conn.close()
+
+
+def _reply(text: bytes | str) -> str:
+    return text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+
+
+class ConfigError(RuntimeError):
+    """The server cannot start with this configuration; the message says what to set."""
+
+
+def configure(app: Flask) -> None:
+    """Pick the mail backend, failing closed: with no mail configuration the server
+    refuses to start instead of showing every secret link in a public dev mailbox."""
+    kind = app.config.get("MAIL_BACKEND")
+    if not kind:
+        if not app.config.get("SMTP_HOST"):
+            raise ConfigError(
+                "no mail server is configured. Set PBEM_SMTP_HOST (with PBEM_MAIL_FROM) to "
+                "send real email, or PBEM_MAIL_BACKEND=dev to keep every email in the dev "
+                "mailbox at /dev/mail (for trying pbem on your own machine only: it shows "
+                "everyone's secret links).")
+        kind = "smtp"
+    if kind not in ("smtp", "dev", "memory"):
+        raise ConfigError(f"PBEM_MAIL_BACKEND must be smtp, dev or memory, not {kind!r}")
+    if kind == "smtp" and not app.config.get("MAIL_FROM"):
+        raise ConfigError("PBEM_MAIL_FROM must be set to send email by SMTP, e.g. "
+                          "'Friday games <games@example.org>'")
+    app.config["MAIL_BACKEND"] = kind
+    app.config["MAIL_FROM"] = app.config.get("MAIL_FROM") or "pbem <pbem@pbem.localhost>"
+    name, addr = parseaddr(app.config["MAIL_FROM"])
+    try:
+        addr = headers.parse_address(addr)
+    except headers.BadAddress as exc:
+        raise ConfigError(f"PBEM_MAIL_FROM {app.config['MAIL_FROM']!r}: {exc}") from None
+    if headers.bad_characters(name):
+        raise ConfigError("PBEM_MAIL_FROM has control characters in its name")
+    app.config["MAIL_FROM_PAIR"] = (name, addr)
+    domain = (app.config.get("MAIL_DOMAIN") or addr.split("@", 1)[1]).lower()
+    try:
+        headers.parse_address(f"x@{domain}")
+    except headers.BadAddress:
+        raise ConfigError(f"PBEM_MAIL_DOMAIN {domain!r} must be a domain name "
+                          "(it ends every Message-ID), not an address or IP") from None
+    app.config["MAIL_DOMAIN"] = domain
 
 
 def init_app(app: Flask) -> None:
+    configure(app)
     kind = app.config["MAIL_BACKEND"]
     if kind == "memory":
         backend: Any = MemoryBackend()
@@ -111,10 +247,8 @@ def init_app(app: Flask) -> None:
                               app.config.get("SMTP_USER"), app.config.get("SMTP_PASSWORD"),
                               bool(app.config.get("SMTP_STARTTLS")),
                               float(app.config.get("SMTP_TIMEOUT", 10)))
-    elif kind == "dev":
-        backend = DevMailbox(app.config["MAILBOX_DIR"])
     else:
-        raise RuntimeError(f"PBEM_MAIL_BACKEND must be smtp, dev or memory, not {kind!r}")
+        backend = DevMailbox(app.config["MAILBOX_DIR"])
     app.extensions["pbem.mail"] = backend
 
 
@@ -126,7 +260,10 @@ def backend(app: Flask | None = None) -> Any:
 
 
 def deliver_due(limit: int = 100, ids: list[int] | None = None) -> dict[str, int]:
-    """Send what is due (or just ``ids``); returns counts of sent, failed and skipped."""
+    """Send what is due (or just ``ids``); returns counts of sent, failed and skipped.
+
+    A mail server that is down or hung ends the pass at its first failure (the other
+    rows would only wait for the same timeout); a broken row never blocks the others."""
     counts = {"sent": 0, "failed": 0, "skipped": 0}
     now = utcnow()
     with session_scope() as s:
@@ -135,36 +272,51 @@ def deliver_due(limit: int = 100, ids: list[int] | None = None) -> dict[str, int
         if ids is not None:
             query = query.where(Outbox.id.in_(ids))
         due = list(s.exec(query.order_by(Outbox.id).limit(limit)))
-    for row_id in due:
-        try:
-            counts[_deliver_one(row_id)] += 1
-        except Exception as exc:  # noqa: BLE001 - one broken email must not block the rest
-            log.exception("delivering outbox row %s failed", row_id)
-            _record_failure(row_id, f"internal error: {type(exc).__name__}: {exc}")
-            counts["failed"] += 1
+    try:
+        for row_id in due:
+            outcome = _deliver_guarded(row_id)
+            counts["failed" if outcome == "down" else outcome] += 1
+            if outcome == "down":
+                break
+    finally:
+        backend().close()
     return counts
+
+
+def _deliver_guarded(row_id: int) -> str:
+    try:
+        return _deliver_one(row_id)
+    except Exception as exc:  # noqa: BLE001 - one broken email must not block the rest
+        log.exception("rendering outbox row %s failed", row_id)
+        _record_failure(row_id, f"could not be rendered: {type(exc).__name__}: {exc}",
+                        limit=RENDER_ATTEMPTS)
+        return "failed"
 
 
 def _deliver_one(row_id: int) -> str:
     claimed = _claim_and_render(row_id)
     if claimed is None:
         return "skipped"
-    msg, seat_id, seen = claimed
+    out, seat_id, seen, merged = claimed
     try:
-        backend().send(msg)
+        backend().send(out)
     except MailError as exc:
-        _record_failure(row_id, str(exc))
-        return "failed"
+        _record_failure(row_id, str(exc), permanent=exc.permanent)
+        return "down" if exc.server else "failed"
     with session_scope() as s:
         row = s.get(Outbox, row_id)
         row.status, row.sent_at, row.last_error = "sent", utcnow(), None
         seat = s.get(Seat, seat_id) if seat_id else None
         if seat is not None and seen is not None and seen > seat.seen_event_seq:
             seat.seen_event_seq = seen
+        if merged:
+            s.execute(update(Outbox).where(Outbox.id.in_(merged), Outbox.status == "held")
+                      .values(status="merged"))
     return "sent"
 
 
-def _claim_and_render(row_id: int) -> tuple[EmailMessage, int | None, int | None] | None:
+def _claim_and_render(row_id: int) -> tuple[Outgoing, int | None, int | None,
+                                            list[int]] | None:
     now = utcnow()
     with session_scope() as s:
         claimed = s.execute(
@@ -176,45 +328,68 @@ def _claim_and_render(row_id: int) -> tuple[EmailMessage, int | None, int | None
         if claimed.rowcount != 1:
             return None  # someone else has it, or it is done
         row = s.get(Outbox, row_id)
-        stale = _is_stale(s, row)
+        stale = _why_not_send(s, row)
         if stale:
             row.status, row.last_error = "skipped", stale
             return None
-        msg, seen = _render(s, row)
-        return msg, row.seat_id, seen
+        out, seen, merged = _render(s, row)
+        return out, row.seat_id, seen, merged
 
 
-def _is_stale(s, row: Outbox) -> str | None:
-    """A decision email whose decision closed before it could be sent is not sent."""
+def _why_not_send(s, row: Outbox) -> str | None:
+    """Why this email must not go out now (checked at sending, not only at queueing)."""
+    if s.get(Suppression, row.rcpt) is not None:
+        return "the address asked not to get email from this server"
     decision_id = row.context.get("decision_id")
     if row.template == "decision" and decision_id is not None:
         decision = s.get(Decision, decision_id)
         if decision is None or decision.closed_at is not None:
             return "the decision closed before this email could be sent"
     seat = s.get(Seat, row.seat_id) if row.seat_id is not None else None
-    if seat is not None and seat.email.lower() != row.to_addr.lower():
+    if seat is None:
+        return None
+    if row.template == "handover_invite":
+        pending = seat.pending_handover or {}
+        if str(pending.get("email", "")).lower() != row.rcpt:
+            return "the host withdrew or changed this hand-over"
+        return None
+    if seat.email.lower() != row.rcpt:
         # handed over (or re-invited): fresh links for the seat must not reach the old address
         return "the seat went to someone else before this email could be sent"
+    if seat.left_at is not None:
+        return "the player left the game"
+    if seat.mute_notices and row.template in MUTABLE_TEMPLATES:
+        return "the player asked for turn emails only"
     return None
 
 
-def _record_failure(row_id: int, error: str) -> None:
+def _record_failure(row_id: int, error: str, permanent: bool = False,
+                    limit: int | None = None) -> None:
+    limit = limit or int(current_app.config["MAIL_MAX_ATTEMPTS"])
     with session_scope() as s:
         row = s.get(Outbox, row_id)
+        row.last_error = error[:2000]
+        if permanent or row.attempts >= limit:
+            row.status = "undeliverable"
+            log.warning("outbox row %s is undeliverable after %s attempts: %s", row_id,
+                        row.attempts, error)
+            return
         delay = min(MAX_BACKOFF, timedelta(seconds=30 * 2 ** min(row.attempts - 1, 10)))
-        row.status, row.last_error = "pending", error[:2000]
+        row.status = "pending"
         row.next_attempt_at = utcnow() + delay
 
 
 # --------------------------------------------------------------------------- rendering
 
 
-def _render(s, row: Outbox) -> tuple[EmailMessage, int | None]:
+def _render(s, row: Outbox) -> tuple[Outgoing, int | None, list[int]]:
     game = s.get(Game, row.game_id) if row.game_id else None
     seat = s.get(Seat, row.seat_id) if row.seat_id else None
     links = {name: _mint_link(s, spec, row) for name, spec in row.context["links"].items()}
+    unsubscribe = _mint_link(s, {"kind": "unsubscribe", "action": {"address": row.rcpt}}, row)
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
-                           "base_url": current_app.config["BASE_URL"]}
+                           "base_url": current_app.config["BASE_URL"],
+                           "unsubscribe": unsubscribe, "seats": []}
     seen = None
     if game is not None:  # the players, also before the game starts (confirm, invitation)
         ctx["seats"] = list(s.exec(select(Seat).where(Seat.game_id == game.id)
@@ -232,7 +407,7 @@ def _render(s, row: Outbox) -> tuple[EmailMessage, int | None]:
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq
-    tz = seat.timezone if seat else "UTC"
+    tz = seat.timezone if seat and row.template != "handover_invite" else "UTC"
     if game is not None and game.status == "active" and game.paused_at is None:
         ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
     if "deadline" in row.context:  # as it is now (extended, paused...), not when queued
@@ -242,7 +417,26 @@ def _render(s, row: Outbox) -> tuple[EmailMessage, int | None]:
         if decision is not None and decision.deadline_at is not None:
             when = decision.deadline_at.isoformat()
         ctx["deadline"] = format_deadline(when, tz)
-    return build_message(row, game, ctx), seen
+    merged: list[int] = []
+    if row.template == "decision" and row.seat_id is not None:
+        merged = list(s.exec(select(Outbox.id).where(Outbox.seat_id == row.seat_id,
+                                                     Outbox.rcpt == row.rcpt,
+                                                     Outbox.status == "held")))
+    ctx["held"] = len(merged)
+    return build_message(row, game, ctx, thread_of(s, row)), seen, merged
+
+
+def thread_of(s, row: Outbox) -> list[str]:
+    """Message-IDs this email answers: the first and the latest email this address got
+    from the game (both really received, so every mail program can join the thread)."""
+    if row.game_id is None:
+        return []
+    sent = list(s.exec(select(Outbox.message_id).where(Outbox.game_id == row.game_id,
+                                                       Outbox.rcpt == row.rcpt,
+                                                       Outbox.status == "sent",
+                                                       Outbox.id != row.id)
+                       .order_by(Outbox.id)))
+    return list(dict.fromkeys([sent[0], sent[-1]])) if sent else []
 
 
 def open_deadlines(s, game: Game, seats: list[Seat], tz: str) -> list[dict[str, str]]:
@@ -270,23 +464,57 @@ def format_deadline(iso: str, tz: str) -> dict[str, str]:
             "iso": when.isoformat()}
 
 
-def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any]) -> EmailMessage:
-    """Render the .txt and .html twins of ``row.template`` in the recipient's language."""
-    with force_locale(row.language):
-        text = render_template(f"emails/{row.template}.txt", **ctx)
-        html = render_template(f"emails/{row.template}.html", **ctx)
-    subject, _, body = text.partition("\n")
-    msg = EmailMessage()
-    msg["Subject"] = " ".join(subject.removeprefix("Subject:").split())
-    msg["From"] = current_app.config["MAIL_FROM"]
-    msg["To"] = Address(display_name=row.to_name, addr_spec=row.to_addr)
-    msg["Date"] = formatdate(localtime=False)
-    msg["Message-ID"] = row.message_id
-    if game is not None:
-        msg["In-Reply-To"] = game.thread_id
-        msg["References"] = game.thread_id
-    msg["Auto-Submitted"] = "auto-generated"
-    msg.set_content(body.lstrip("\n"))
-    msg.add_alternative(html, subtype="html")
-    return msg
+def game_name(game: Game | None, seats: list[Seat]) -> str:
+    """What every email of a game is called: its title, or the game and its players
+    ("Cavemen: Ann, Bob and Cy"), in the current language."""
+    if game is None:
+        return "pbem"
+    if game.title:
+        return game.title
+    title = str(GAME_TITLES.get(game.engine, game.engine))
+    names = [x.name for x in seats]
+    return f"{title}: {format_list(names, locale=get_locale())}" if names else title
 
+
+def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
+                  thread: list[str] | None = None) -> Outgoing:
+    """Render the .txt and .html twins of ``row.template`` in the recipient's language and
+    put them in a message whose every header is safe (see ``pbem.headers``)."""
+    with force_locale(row.language):
+        text = render_template(f"emails/{row.template}.txt", **ctx).lstrip("\n")
+        headline = text.split("\n", 1)[0].strip()
+        html = render_template(f"emails/{row.template}.html", headline=headline,
+                               ctx_language=row.language, **ctx)
+        subject = game_name(game, ctx.get("seats") or [])
+        list_name = gettext("pbem games")
+    name, sender = current_app.config["MAIL_FROM_PAIR"]
+    domain = current_app.config["MAIL_DOMAIN"]
+    msg = MIMEMultipart("alternative")
+    msg["Subject"] = headers.unstructured(subject)
+    msg["From"] = headers.mailbox(name, sender)
+    msg["To"] = headers.mailbox(row.to_name, row.to_addr)
+    msg["Date"] = format_datetime(utcnow())
+    msg["Message-ID"] = row.message_id
+    if thread:
+        msg["In-Reply-To"] = thread[-1]
+        msg["References"] = " ".join(thread)
+    list_id = f"{game.id}.games.{domain}" if game is not None else f"mail.{domain}"
+    msg["List-Id"] = f"{headers.phrase(subject if game else list_name)} <{list_id}>"
+    msg["List-Unsubscribe"] = f"<{ctx['unsubscribe']}>"
+    msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    msg["Auto-Submitted"] = "auto-generated"
+    msg["X-Auto-Response-Suppress"] = "All"
+    msg["Content-Language"] = row.language
+    msg.attach(MIMEText(text, "plain", CHARSET))
+    msg.attach(MIMEText(html, "html", CHARSET))
+    data = msg.as_bytes(policy=WIRE)
+    _check_header_block(data, HEADER_NAMES | (THREAD_HEADERS if thread else set()))
+    return Outgoing(sender, row.to_addr, data)
+
+
+def _check_header_block(data: bytes, expected: set[str]) -> None:
+    """Refuse to send a message whose top-level headers are not exactly the expected ones
+    (a last line of defence against header injection)."""
+    found = [k.lower() for k in BytesHeaderParser(policy=compat32).parsebytes(data)]
+    if sorted(found) != sorted(expected):
+        raise ValueError(f"unexpected mail headers {sorted(set(found) ^ expected)}")

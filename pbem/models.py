@@ -75,6 +75,14 @@ class Seat(SQLModel, table=True):
     timeouts_in_row: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     vacation_used_hours: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
     vacation_until: datetime | None = None
+    # Notification settings: only turn emails (and the result); or the player left the
+    # game (a bot plays the seat and nothing more is sent to them).
+    mute_notices: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
+    left_at: datetime | None = None
+    # A hand-over the host asked for and the new person has not accepted yet:
+    # {"name", "email", "language", "timezone", "at"}. Nothing but the one invitation
+    # goes to that address until they accept.
+    pending_handover: dict | None = Field(default=None, sa_column=Column(JSON))
 
 
 class Decision(SQLModel, table=True):
@@ -143,26 +151,43 @@ class EventLog(SQLModel, table=True):
 
 
 class Outbox(SQLModel, table=True):
-    """One row per email, written in the same transaction as the move that causes it."""
+    """One row per email, written in the same transaction as the move that causes it.
 
-    __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),)
+    Status: ``pending`` (due at ``next_attempt_at``), ``sending`` (claimed, leased until
+    ``next_attempt_at``), ``sent``; or it ended without being sent: ``skipped`` (stale,
+    suppressed, muted), ``held`` (over a sending cap; summarised in the recipient's next
+    turn email, then ``merged``), ``undeliverable`` (failed for good; ``last_error``).
+    """
+
+    __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),
+                      Index("ix_outbox_rcpt", "rcpt", "created_at"))
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: str | None = Field(default=None, foreign_key="game.id", index=True, max_length=16)
     seat_id: int | None = Field(default=None, foreign_key="seat.id")
     to_addr: str = Field(max_length=254)
+    rcpt: str = Field(default="", max_length=254,  # to_addr in lower case, for the caps
+                      sa_column_kwargs={"server_default": ""})
     to_name: str = Field(default="", max_length=100)
     language: str = Field(default="en", max_length=8)
     template: str = Field(max_length=64)
     context: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     idempotency_key: str = Field(unique=True, max_length=200)
-    status: str = Field(default="pending", max_length=12)  # pending | sent | failed
+    status: str = Field(default="pending", max_length=16)
     attempts: int = 0
     next_attempt_at: datetime = Field(default_factory=utcnow)
     last_error: str | None = Field(default=None, sa_column=Column(Text))
     message_id: str = Field(max_length=200)
     created_at: datetime = Field(default_factory=utcnow)
     sent_at: datetime | None = None
+
+
+class Suppression(SQLModel, table=True):
+    """An address that asked never to get email from this server (one-click unsubscribe
+    by someone who is not a player)."""
+
+    address: str = Field(primary_key=True, max_length=254)  # lower case
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class RateLimit(SQLModel, table=True):

@@ -12,14 +12,15 @@ import json
 import random
 import re
 import secrets
-import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from flask import current_app
-from sqlalchemy import insert, update
+from sqlalchemy import func, insert, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
@@ -29,18 +30,32 @@ from pbem.db import is_postgres, session_scope
 from pbem.errors import (
     AlreadyRecorded,
     Conflict,
+    IllegalMove,
     InvalidInput,
     NotFound,
     RateLimited,
     TurnOver,
     WrongState,
 )
-from pbem.models import Decision, EventLog, Game, Move, Outbox, RateLimit, Seat, Token, utcnow
+from pbem.headers import BadAddress, bad_characters, parse_address
+from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES
+from pbem.models import (
+    Decision,
+    EventLog,
+    Game,
+    Move,
+    Outbox,
+    RateLimit,
+    Seat,
+    Suppression,
+    Token,
+    utcnow,
+)
 from pbem.tokens import lookup, mint, revoke_seat
 
 GAMES_OFFERED = ("cavemen",)
+OUTBOX_CHANNEL = "pbem_outbox"  # PostgreSQL NOTIFY channel: new mail to deliver
 LANGUAGES = ("en", "de")
-EMAIL_RE = re.compile(r"^[^@\s<>\"',;]+@[^@\s<>\"',;]+\.[^@\s<>\"',;]+$")
 ONE_CLICK_BIDS = 8  # bid links offered in a decision email above the high bid
 # Bot moves played in one transaction after a move. A game of heuristic bots ends well
 # within it; bots that only play the timeout defaults never end a game, so when every seat
@@ -83,15 +98,12 @@ def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn
                            f" not {len(players)}")
     out, seen = [], set()
     for i, p in enumerate(players, 1):
-        if _has_control(p.name) or _has_control(p.email):
-            raise InvalidInput(f"player {i}: names and addresses may not contain line breaks "
-                               "or other control characters")
-        name = " ".join((p.name or "").split())
-        email = (p.email or "").strip()
-        if not name or len(name) > 60 or any(c in name for c in "<>\r\n"):
-            raise InvalidInput(f"player {i}: a name of 1 to 60 characters, without < or >")
-        if len(email) > 254 or not EMAIL_RE.match(email):
-            raise InvalidInput(f"player {i}: {email!r} is not an email address")
+        name = check_name(p.name, f"player {i}")
+        try:
+            email = parse_address(p.email)
+        except BadAddress as exc:
+            raise InvalidInput(f"player {i}: {str(p.email or '')[:80]!r} is not an email "
+                               f"address we can write to ({exc})") from None
         if email.lower() in seen:
             raise InvalidInput(f"player {i}: {email} appears twice")
         seen.add(email.lower())
@@ -105,9 +117,34 @@ def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn
     return out
 
 
-def _has_control(text: str | None) -> bool:
-    """Control characters (CR, LF, NUL, ...) would break mail headers or the database."""
-    return any(unicodedata.category(c) == "Cc" for c in text or "")
+def check_name(text: str | None, who: str) -> str:
+    """A player's name: 1 to 60 visible characters on one line, blanks collapsed."""
+    if bad_characters(text or ""):
+        raise InvalidInput(f"{who}: names may not contain line breaks, control characters "
+                           "or invisible formatting characters (such as text-direction "
+                           "overrides)")
+    name = " ".join((text or "").split())
+    if not name or len(name) > 60 or any(c in name for c in "<>"):
+        raise InvalidInput(f"{who}: a name of 1 to 60 characters, without < or >")
+    return name
+
+
+def check_title(text: str | None) -> str:
+    """A game title: up to 100 visible characters on one line, blanks collapsed."""
+    if bad_characters(text or ""):
+        raise InvalidInput("the title may not contain line breaks, control characters or "
+                           "invisible formatting characters")
+    title = " ".join((text or "").split())
+    if len(title) > 100:
+        raise InvalidInput("the title is longer than 100 characters")
+    return title
+
+
+def default_title(game: EngineGame, names: list[str]) -> str:
+    """The name of a game without a title: the game and its players, fixed at creation
+    so that every email of the game keeps one subject (mail programs thread on it)."""
+    title = f"{game.NAME.capitalize()}: {', '.join(names)}"
+    return title if len(title) <= 100 else title[:99].rsplit(" ", 1)[0] + "…"
 
 
 def _hours(value: Any) -> float:
@@ -141,11 +178,12 @@ def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: A
     players = validate_players(players, game_mod)
     hours = _hours(hours_per_decision)
     policy = _policy(hours, reminders, absent_after, absent_bot, vacation_days)
-    title = " ".join("".join(c if not _has_control(c) else " " for c in title or "")
-                     .split())[:100]
+    title = check_title(title) or default_title(game_mod, [p.name for p in players])
     with session_scope() as s:
         if client is not None:
             _rate_limit(s, f"create:{client}", current_app.config["CREATE_LIMIT_PER_HOUR"])
+        for p in players if confirm_by_email or not start else []:
+            _check_may_invite(s, p.email)
         gid = secrets.token_hex(5)
         game = Game(id=gid, engine=engine_name, title=title, seed=_seed(seed), options={},
                     hours_per_decision=hours, thread_id=_message_id(f"thread.{gid}"),
@@ -208,15 +246,43 @@ def _seed(seed: int | None) -> int:
 
 
 def _rate_limit(s: Session, key: str, per_hour: int) -> None:
-    now = utcnow()
-    window = now.replace(minute=0, second=0, microsecond=0)
-    row = s.get(RateLimit, (key[:120], window))
-    if row is None:
-        row = RateLimit(key=key[:120], window_start=window, count=0)
-        s.add(row)
-    if row.count >= per_hour:
+    """Count one more use of ``key`` in this hour, atomically (one INSERT .. ON CONFLICT
+    DO UPDATE .. RETURNING), and refuse beyond ``per_hour``. The count is part of the
+    caller's transaction: a refused or failed request does not use up the allowance."""
+    window = utcnow().replace(minute=0, second=0, microsecond=0)
+    dialect = postgresql if is_postgres() else sqlite
+    stmt = dialect.insert(RateLimit).values(key=key[:120], window_start=window, count=1)
+    stmt = stmt.on_conflict_do_update(index_elements=["key", "window_start"],
+                                      set_={"count": RateLimit.count + 1})
+    count = s.execute(stmt.returning(RateLimit.count)).scalar_one()
+    if count > per_hour:
         raise RateLimited("too many games created from here in the last hour; try later")
-    row.count += 1
+
+
+def _check_may_invite(s: Session, address: str) -> None:
+    """Refuse to invite an address that asked for no email, or that got the most
+    invitations a day allows (so nobody can use the server to mail a stranger)."""
+    rcpt = address.lower()
+    if s.get(Suppression, rcpt) is not None:
+        raise InvalidInput(f"{address} cannot be invited: that address asked not to get "
+                           "email from this server")
+    if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
+            int(current_app.config["INVITE_LIMIT_PER_ADDRESS"]):
+        raise RateLimited(f"{address} has had as many invitations as one day allows; "
+                          "try again tomorrow")
+
+
+def _recent(s: Session, where: Any, templates: frozenset[str] | None,
+            within: timedelta, exclude: frozenset[str] = frozenset()) -> int:
+    """Emails matching ``where`` queued within ``within`` that went or will go out."""
+    query = select(func.count()).select_from(Outbox).where(
+        where, Outbox.created_at >= utcnow() - within,
+        Outbox.status.in_(("pending", "sending", "sent")))
+    if templates is not None:
+        query = query.where(Outbox.template.in_(templates))
+    if exclude:
+        query = query.where(Outbox.template.not_in(exclude))
+    return s.exec(query).one()
 
 
 def describe_host_confirm(raw: str) -> dict[str, Any]:
@@ -224,20 +290,22 @@ def describe_host_confirm(raw: str) -> dict[str, Any]:
     with session_scope() as s:
         token = _token(s, raw, "host_confirm")
         game = s.get(Game, token.game_id)
-        return {"game": game, "seats": _seats(s, game.id)}
+        return {"game": game, "seats": _seats(s, game.id),
+                "confirmed": game.status != "awaiting_host"}
 
 
-def confirm_host(raw: str) -> str:
-    """The host confirms a game made on the web: invitations go out. Returns the game id."""
+def confirm_host(raw: str) -> tuple[str, bool]:
+    """The host confirms a game made on the web: invitations go out. Returns the game id
+    and whether this call confirmed it (False: it was confirmed before; the link keeps
+    saying so instead of turning into an unknown link)."""
     with session_scope() as s:
         token = _token(s, raw, "host_confirm")
         game = _lock_game(s, token.game_id)
         if game.status != "awaiting_host":
-            raise WrongState("this game is already confirmed", game_id=game.id)
+            return game.id, False
         game.status = "inviting"
-        token.revoked_at = utcnow()
         _send_invitations(s, game, _seats(s, game.id))
-        return game.id
+        return game.id, True
 
 
 def _send_invitations(s: Session, game: Game, seats: list[Seat]) -> None:
@@ -258,7 +326,8 @@ def describe_invitation(raw: str) -> dict[str, Any]:
         seats = _seats(s, game.id)
         seat = next(x for x in seats if x.id == token.seat_id)
         return {"game": game, "seat": seat, "seats": seats,
-                "answer": (token.action or {}).get("answer", "accept")}
+                "answer": (token.action or {}).get("answer", "accept"),
+                "answered": seat.invite if seat.invite != "invited" else None}
 
 
 def answer_invitation(raw: str, accept: bool) -> tuple[str, str]:
@@ -272,9 +341,7 @@ def answer_invitation(raw: str, accept: bool) -> tuple[str, str]:
                                   game_id=game.id, answer=seat.invite)
         seat.invite = "accepted" if accept else "declined"
         if not accept:
-            host = _seats(s, game.id)[0]
-            _queue(s, game, host, "declined", {"who": seat.name, "email": seat.email},
-                   links={"admin": {"kind": "admin"}})
+            _tell_host_declined(s, game, seat)
         _start_if_ready(s, game, _seats(s, game.id))
         return game.id, seat.invite
 
@@ -291,10 +358,11 @@ def replace_player(admin_raw: str, position: int, player: PlayerIn) -> None:
         others = [PlayerIn(x.name, x.email, x.language, x.timezone)
                   for x in seats if x.position != position]
         (new,) = validate_players([*others, player], get_game(game.engine))[-1:]
+        _check_may_invite(s, new.email)
         seat = seats[position]
-        for token in s.exec(select(Token).where(Token.seat_id == seat.id)):
-            token.revoked_at = utcnow()
+        revoke_seat(s, seat.id)
         seat.name, seat.email, seat.invite = new.name, new.email, "invited"
+        seat.left_at, seat.mute_notices = None, False
         seat.language, seat.timezone = new.language, new.timezone
         _queue(s, game, seat, "invitation", {"host": seats[0].name}, links={
             "accept": {"kind": "invite", "action": {"answer": "accept"}},
@@ -368,20 +436,25 @@ def act_by_token(raw: str) -> Outcome:
                     Action.from_json(token.action), "player")
 
 
-def act_from_page(page_raw: str, decision_id: Any, action: Action) -> Outcome:
-    """The POST of the full decision form on a seat's game page."""
+def act_from_page(page_raw: str, decision_id: Any,
+                  read_action: Callable[[dict[str, Any], list[Action]], Action]) -> Outcome:
+    """The POST of the full decision form on a seat's game page, in one transaction:
+    the decision is checked under the game's lock (a second submission says "already
+    recorded"), then ``read_action(view, legal)`` turns the form into an action."""
     with session_scope() as s:
         token = _token(s, page_raw, "page")
-        return _act(s, token.game_id, token.seat_id, _decision_id(decision_id), action,
-                    "player")
-
-
-def check_page_decision(page_raw: str, decision_id: Any) -> None:
-    """Raise what acting on ``decision_id`` through this game page would raise about the
-    decision itself (not this seat's, already recorded, turn over); changes nothing."""
-    with session_scope() as s:
-        token = _token(s, page_raw, "page")
-        _open_decision(s, token.game_id, token.seat_id, _decision_id(decision_id))
+        game = _lock_game(s, token.game_id)
+        decision = _open_decision(s, token.game_id, token.seat_id, _decision_id(decision_id))
+        mod = get_game(game.engine)
+        state = mod.from_json(json.loads(game.state))
+        legal = mod.legal_actions(state, decision.position)
+        try:
+            action = read_action(mod.view(state, decision.position), legal)
+        except EngineError as exc:
+            raise IllegalMove(exc.code, decision.kind) from None
+        except ValueError:
+            raise IllegalMove("action/missing", decision.kind) from None
+        return _act(s, token.game_id, token.seat_id, decision.id, action, "player")
 
 
 def _decision_id(value: Any) -> int:
@@ -441,7 +514,7 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
     try:
         state, events = mod.apply(state, seat.position, action)
     except EngineError as exc:
-        raise InvalidInput(_engine_message(exc), code=exc.code) from None
+        raise IllegalMove(exc.code, decision.kind) from None
     _insert_move(s, game.id, decision.id, seat.position, action, source)
     decision.closed_at, decision.closed_by = utcnow(), source
     _commit_state(s, game, mod, state, events)
@@ -477,14 +550,6 @@ def _bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
         rng = random.Random(f"{game.id}:{game.version}")
         return BOTS["heuristic"](state, seat.position, rng)
     return mod.default_action(state, seat.position)
-
-
-def _engine_message(exc: EngineError) -> str:
-    if exc.code == "turn/not_yours":
-        return "it is not your turn"
-    if exc.code == "game/over":
-        return "the game is over"
-    return f"that move is not allowed now ({exc.message})"
 
 
 def _closed_reason(s: Session, decision: Decision, seat: Seat) -> str:
@@ -805,35 +870,135 @@ def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = 
     return len(rows)
 
 
-def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> None:
-    """Give a seat to another person: the old links die at once; the new player is welcomed
-    with the state (and gets the seat's open decision, if any)."""
+def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> str:
+    """The host gives a seat to another person. A new address first gets one invitation
+    to take the seat over, and nothing else until that person accepts
+    (``answer_handover``); until then the seat stays as it is. A newer hand-over of the
+    same seat replaces one not yet accepted (to correct a mistyped address). The same
+    address with another name, language or time zone is updated at once. Returns
+    ``"invited"`` or ``"updated"``."""
     with session_scope() as s:
         game = _admin_game(s, admin_raw)
         _require_active(game)
         seat = _seat_at(s, game, position)
-        others = [PlayerIn(x.name, x.email, x.language, x.timezone)
-                  for x in _seats(s, game.id) if x.id != seat.id]
-        new = validate_players([*others, player], get_game(game.engine))[-1]
-        old_name = seat.name
-        revoke_seat(s, seat.id)
-        seat.name, seat.email, seat.language, seat.timezone = (
-            new.name, new.email, new.language, new.timezone)
-        seat.timeouts_in_row, seat.bot = 0, None
-        seat.seen_event_seq = 0
-        _log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
-                                                                "new": new.name})
-        _queue(s, game, seat, "welcome", {"old": old_name}, links={"page": {"kind": "page"}},
-               key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
-        mod = get_game(game.engine)
-        state = mod.from_json(json.loads(game.state))
-        for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
-                                               Decision.closed_at.is_(None))):
-            _queue_decision(s, game, mod, state, seat, d, key=f"handover:{d.id}:{seat.id}")
-        for other in _seats(s, game.id):
-            if other.id != seat.id:
-                _queue(s, game, other, "notice", {"headline": "seat_handed_over"},
-                       links={"page": {"kind": "page"}})
+        new = _validate_newcomer(s, game, seat, player)
+        if new.email.lower() == seat.email.lower():
+            seat.name, seat.language, seat.timezone = new.name, new.language, new.timezone
+            return "updated"
+        _check_may_invite(s, new.email)
+        if _recent(s, Outbox.game_id == game.id, frozenset({"handover_invite"}),
+                   timedelta(days=1)) >= int(current_app.config["HANDOVER_LIMIT_PER_GAME"]):
+            raise RateLimited("this game has sent as many hand-over invitations as one day "
+                              "allows; try again tomorrow")
+        _revoke_handover(s, seat)
+        seat.pending_handover = {"name": new.name, "email": new.email,
+                                 "language": new.language, "timezone": new.timezone,
+                                 "at": utcnow().isoformat()}
+        answer = {"kind": "handover"}
+        _queue(s, game, seat, "handover_invite",
+               {"host": _seats(s, game.id)[0].name, "old": seat.name, "new": new.name},
+               links={"accept": {**answer, "action": {"answer": "accept",
+                                                      "email": new.email}},
+                      "decline": {**answer, "action": {"answer": "decline",
+                                                       "email": new.email}}},
+               key=f"handover_invite:{seat.id}:{secrets.token_hex(4)}",
+               to=(new.name, new.email, new.language))
+        return "invited"
+
+
+def _validate_newcomer(s: Session, game: Game, seat: Seat, player: PlayerIn) -> PlayerIn:
+    others = [PlayerIn(x.name, x.email, x.language, x.timezone)
+              for x in _seats(s, game.id) if x.id != seat.id]
+    return validate_players([*others, player], get_game(game.engine))[-1]
+
+
+def _revoke_handover(s: Session, seat: Seat) -> None:
+    seat.pending_handover = None
+    for token in s.exec(select(Token).where(Token.seat_id == seat.id, Token.kind == "handover",
+                                            Token.revoked_at.is_(None))):
+        token.revoked_at = utcnow()
+
+
+def withdraw_handover(admin_raw: str, position: Any) -> None:
+    """The host takes back a hand-over that was not accepted yet."""
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        seat = _seat_at(s, game, position)
+        if seat.pending_handover is None:
+            raise WrongState("no hand-over of that seat is waiting")
+        _revoke_handover(s, seat)
+
+
+def describe_handover(raw: str) -> dict[str, Any]:
+    """What a hand-over invitation offers, for its page (changes nothing)."""
+    with session_scope() as s:
+        token = _token(s, raw, "handover")
+        game = s.get(Game, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        return {"game": game, "seat": seat, "seats": _seats(s, game.id),
+                "answer": (token.action or {}).get("answer", "accept"),
+                "state": _handover_state(game, seat, token)}
+
+
+def _handover_state(game: Game, seat: Seat, token: Token) -> str:
+    email = str((token.action or {}).get("email", "")).lower()
+    if seat.email.lower() == email:
+        return "accepted"
+    if game.status != "active":
+        return "ended"
+    if (seat.pending_handover or {}).get("email", "").lower() != email:
+        return "withdrawn"
+    return "open"
+
+
+def answer_handover(raw: str, accept: bool) -> str:
+    """The invited person takes the seat over (or declines; the host is told)."""
+    with session_scope() as s:
+        token = _token(s, raw, "handover")
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        state = _handover_state(game, seat, token)
+        if state == "accepted":
+            raise AlreadyRecorded("you already took over this seat", game_id=game.id)
+        if state != "open":
+            raise WrongState("this offer is no longer open: the host withdrew it or the "
+                             "game has ended", game_id=game.id)
+        pending = seat.pending_handover
+        _revoke_handover(s, seat)
+        if not accept:
+            _queue(s, game, _seats(s, game.id)[0], "declined",
+                   {"who": pending["name"], "email": pending["email"], "handover": True},
+                   links={"admin": {"kind": "admin"}})
+            return "declined"
+        new = _validate_newcomer(s, game, seat, PlayerIn(
+            pending["name"], pending["email"], pending["language"], pending["timezone"]))
+        _give_seat(s, game, seat, new)
+        return "accepted"
+
+
+def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:
+    """The seat now belongs to ``new``: the old links die at once; the new player is
+    welcomed with the state (and gets the seat's open decision, if any)."""
+    old_name = seat.name
+    revoke_seat(s, seat.id)
+    seat.name, seat.email, seat.language, seat.timezone = (
+        new.name, new.email, new.language, new.timezone)
+    seat.timeouts_in_row, seat.bot, seat.left_at, seat.mute_notices = 0, None, None, False
+    seat.seen_event_seq = 0
+    _log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
+                                                            "new": new.name})
+    _queue(s, game, seat, "welcome", {"old": old_name}, links={"page": {"kind": "page"}},
+           key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
+    mod = get_game(game.engine)
+    state = mod.from_json(json.loads(game.state))
+    for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
+                                           Decision.closed_at.is_(None))):
+        _queue_decision(s, game, mod, state, seat, d,
+                        key=f"handover:{d.id}:{seat.id}:{secrets.token_hex(4)}")
+    for other in _seats(s, game.id):
+        if other.id != seat.id:
+            _queue(s, game, other, "notice", {"headline": "seat_handed_over"},
+                   links={"page": {"kind": "page"}})
 
 
 def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
@@ -862,6 +1027,7 @@ def come_back(page_raw: str) -> str:
         seat = s.get(Seat, token.seat_id)
         if seat.bot is None:
             raise WrongState("no bot is playing for you; you are already in charge")
+        seat.left_at = None
         _switch_bot(s, game, seat, None, by="player")
         return game.id
 
@@ -873,13 +1039,129 @@ def _switch_bot(s: Session, game: Game, seat: Seat, bot: str | None, by: str) ->
     seat.timeouts_in_row = 0
     _notice_all(s, game, "seat_on_bot" if bot else "seat_returned", seat.position,
                 {"bot": bot, "by": by})
-    if bot:  # play the seat's open decisions now
-        open_rows = s.exec(select(Decision).where(Decision.seat_id == seat.id,
-                                                  Decision.closed_at.is_(None))).all()
-        if open_rows and game.paused_at is None:
-            mod = get_game(game.engine)
-            state = mod.from_json(json.loads(game.state))
-            _play(s, game, seat, open_rows[0], _bot_choice(game, mod, state, seat), "bot")
+    if bot:
+        _play_open_for_bot(s, game, seat)
+
+
+def _play_open_for_bot(s: Session, game: Game, seat: Seat) -> None:
+    """A seat just put on a bot plays its open decision now (unless paused)."""
+    open_rows = s.exec(select(Decision).where(Decision.seat_id == seat.id,
+                                              Decision.closed_at.is_(None))).all()
+    if open_rows and game.paused_at is None:
+        mod = get_game(game.engine)
+        state = mod.from_json(json.loads(game.state))
+        _play(s, game, seat, open_rows[0], _bot_choice(game, mod, state, seat), "bot")
+
+
+# --------------------------------------------------------------------------- unsubscribing
+
+NOTIFY_CHOICES = ("one-click", "mute", "unmute", "leave", "suppress")
+
+
+def describe_unsubscribe(raw: str) -> dict[str, Any]:
+    """What the unsubscribe link of an email offers (changes nothing): a player gets
+    their notification settings, anyone else "never email me again"."""
+    with session_scope() as s:
+        token = _token(s, raw, "unsubscribe")
+        address = str((token.action or {}).get("address", ""))
+        game = s.get(Game, token.game_id)
+        seat = s.get(Seat, token.seat_id) if token.seat_id else None
+        return {"address": address, "game": game, "seat": seat,
+                "player": _is_player(game, seat, address),
+                "suppressed": s.get(Suppression, address) is not None}
+
+
+def unsubscribe(raw: str, how: str) -> str:
+    """Carry out an unsubscribe link. ``one-click`` (RFC 8058, what a mail program's
+    button sends) stops the player's notices but not their turns, and stops every email
+    to anyone else; ``mute``, ``unmute`` and ``leave`` are a player's settings;
+    ``suppress`` is "never email me again". Returns what was done."""
+    if how not in NOTIFY_CHOICES:
+        raise InvalidInput("choose what to stop")
+    with session_scope() as s:
+        token = _token(s, raw, "unsubscribe")
+        address = str((token.action or {}).get("address", "")).lower()
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id) if token.seat_id else None
+        if _is_player(game, seat, address) and how != "suppress":
+            return _notification_choice(s, game, seat, "mute" if how == "one-click" else how)
+        if how not in ("one-click", "suppress"):
+            raise WrongState("this address is not playing in this game")
+        _suppress(s, game, seat, address)
+        return "suppressed"
+
+
+def set_notifications(page_raw: str, how: str) -> str:
+    """A player's notification settings from their game page."""
+    if how not in ("mute", "unmute", "leave"):
+        raise InvalidInput("choose a setting")
+    with session_scope() as s:
+        token = _token(s, page_raw, "page")
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        if not _is_player(game, seat, seat.email.lower()):
+            raise WrongState("the game is not running")
+        return _notification_choice(s, game, seat, how)
+
+
+def _is_player(game: Game | None, seat: Seat | None, address: str) -> bool:
+    """A person playing (or about to play) this game, as opposed to someone who was only
+    invited, or whose game has ended."""
+    return (game is not None and seat is not None and game.status in ("inviting", "active")
+            and seat.invite == "accepted" and seat.left_at is None
+            and seat.email.lower() == address.lower())
+
+
+def _notification_choice(s: Session, game: Game, seat: Seat, how: str) -> str:
+    if how == "leave":
+        _leave(s, game, seat)
+        return "left"
+    seat.mute_notices = how == "mute"
+    return "muted" if seat.mute_notices else "unmuted"
+
+
+def _leave(s: Session, game: Game, seat: Seat) -> None:
+    """The player leaves: a bot plays the seat, nothing more is sent to them, and the
+    host is told (and can hand the seat to someone else)."""
+    if game.status != "active":
+        seat.invite, seat.left_at = "declined", utcnow()
+        _tell_host_declined(s, game, seat)
+        return
+    seat.left_at = utcnow()
+    _log_notice(s, game, "seat_left", seat.position, {"bot": game.absent_bot})
+    host = _seats(s, game.id)[0]
+    if host.id != seat.id:
+        _queue(s, game, host, "notice", {"headline": "seat_left"},
+               links={"admin": {"kind": "admin"}, "page": {"kind": "page"}})
+    if seat.bot is None:
+        seat.bot = game.absent_bot
+        _play_open_for_bot(s, game, seat)
+
+
+def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
+    """Never email ``address`` again; an open invitation of theirs in this game counts as
+    declined, and a hand-over offered to them is withdrawn (the host is told)."""
+    if s.get(Suppression, address) is None:
+        s.add(Suppression(address=address))
+    if seat is None:
+        return
+    if seat.email.lower() == address and seat.invite == "invited":
+        seat.invite = "declined"
+        _tell_host_declined(s, game, seat)
+        _start_if_ready(s, game, _seats(s, game.id))
+    pending = seat.pending_handover or {}
+    if str(pending.get("email", "")).lower() == address:
+        _revoke_handover(s, seat)
+        _queue(s, game, _seats(s, game.id)[0], "declined",
+               {"who": pending.get("name", ""), "email": pending.get("email", ""),
+                "handover": True}, links={"admin": {"kind": "admin"}})
+
+
+def _tell_host_declined(s: Session, game: Game, seat: Seat) -> None:
+    host = _seats(s, game.id)[0]
+    if host.id != seat.id:
+        _queue(s, game, host, "declined", {"who": seat.name, "email": seat.email},
+               links={"admin": {"kind": "admin"}})
 
 
 def abandon_game(admin_raw: str) -> None:
@@ -956,7 +1238,8 @@ def _notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict
 
 
 _LINK_NAMES = {"host_confirm": "confirmation link", "invite": "invitation link",
-               "action": "link", "page": "game link", "admin": "admin link"}
+               "action": "link", "page": "game link", "admin": "admin link",
+               "handover": "invitation link", "unsubscribe": "unsubscribe link"}
 
 
 def _token(s: Session, raw: str, *kinds: str) -> Token:
@@ -1002,17 +1285,58 @@ def _insert_events(s: Session, game_id: str, first_seq: int, events: list[Event]
 
 
 def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str, Any],
-           links: dict[str, dict] | None = None, key: str | None = None) -> None:
-    """Write one email to the outbox; links are minted as tokens only when it is sent."""
+           links: dict[str, dict] | None = None, key: str | None = None,
+           to: tuple[str, str, str] | None = None) -> None:
+    """Write one email to the outbox; links are minted as tokens only when it is sent.
+    ``to`` (name, address, language) sends it somewhere other than the seat's player.
+    An email over the sending caps is written as ``held`` instead (see ``_hold_reason``).
+    """
+    name, addr, language = to or (seat.name, seat.email, seat.language)
     key = key or f"{template}:{game.id}:{seat.id}:{game.version}:{game.event_seq}"
+    held = _hold_reason(s, game.id, addr.lower(), template)
     now = utcnow()
     s.execute(insert(Outbox).values(
-        game_id=game.id, seat_id=seat.id, to_addr=seat.email, to_name=seat.name,
-        language=seat.language, template=template,
+        game_id=game.id, seat_id=seat.id, to_addr=addr, rcpt=addr.lower(), to_name=name,
+        language=language, template=template,
         context={**context, "links": links or {}, "event_seq": game.event_seq,
                  "version": game.version},
         idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
-        status="pending", attempts=0, next_attempt_at=now, created_at=now))
+        status="held" if held else "pending", last_error=held, attempts=0,
+        next_attempt_at=now, created_at=now))
+    if not held:
+        _wake_deliverer(s)
+
+
+def _hold_reason(s: Session, game_id: str, rcpt: str, template: str) -> str | None:
+    """Why an email must wait instead of going out: nobody can use the server to flood
+    an address (turn emails are never held; they come from the player's own game).
+    A held notice is summarised in the recipient's next turn email."""
+    config = current_app.config
+    if template in TURN_TEMPLATES:
+        return None
+    if template in INVITE_TEMPLATES:
+        if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
+                int(config["INVITE_LIMIT_PER_ADDRESS"]):
+            return "not sent: this address had as many invitations as one day allows"
+        return None
+    hour = timedelta(hours=1)
+    if _recent(s, Outbox.rcpt == rcpt, None, hour, exclude=TURN_TEMPLATES) >= \
+            int(config["NOTICE_LIMIT_PER_ADDRESS"]):
+        return "held: this address had as many notices as one hour allows; " \
+               "summarised in the next turn email"
+    if _recent(s, Outbox.game_id == game_id, None, hour, exclude=TURN_TEMPLATES) >= \
+            int(config["NOTICE_LIMIT_PER_GAME"]):
+        return "held: this game sent as many notices as one hour allows; " \
+               "summarised in the next turn email"
+    return None
+
+
+def _wake_deliverer(s: Session) -> None:
+    """Wake the clock's mail loop when this transaction commits (PostgreSQL NOTIFY is
+    transactional; on SQLite the loop polls every ``MAIL_POLL_INTERVAL`` seconds)."""
+    if not s.info.get("pbem.woke") and is_postgres():
+        s.execute(text(f"NOTIFY {OUTBOX_CHANNEL}"))
+        s.info["pbem.woke"] = True
 
 
 def _message_id(local: str) -> str:

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from typing import Any
 
 from sqlalchemy import insert
 from sqlmodel import Session, select
@@ -45,10 +46,11 @@ def lookup(session: Session, raw: str, *kinds: str) -> Token | None:
 
 def revoke_seat(session: Session, seat_id: int) -> None:
     """Kill every player link of a seat at once (hand-over). The host's admin link stays:
-    it belongs to the host, who keeps hosting after handing over their own seat."""
+    it belongs to the host, who keeps hosting after handing over their own seat; and so
+    do unsubscribe links, which belong to an address and must work for good."""
     for token in session.exec(select(Token).where(Token.seat_id == seat_id,
                                                   Token.revoked_at.is_(None),
-                                                  Token.kind != "admin")):
+                                                  Token.kind.not_in(("admin", "unsubscribe")))):
         token.revoked_at = utcnow()
 
 
@@ -58,4 +60,15 @@ def form_signature(secret: str, raw: str) -> str:
 
 
 def check_signature(secret: str, raw: str, signature: str | None) -> bool:
-    return bool(signature) and hmac.compare_digest(form_signature(secret, raw), signature)
+    """Whether ``signature`` is the form signature of ``raw``; any text (non-ASCII
+    included) is compared as bytes, in constant time."""
+    return bool(signature) and same_secret(form_signature(secret, raw), signature)
+
+
+def same_secret(expected: str, given: Any) -> bool:
+    """Constant-time comparison of two secrets as UTF-8 bytes (``hmac.compare_digest``
+    refuses str with non-ASCII characters, which any form field may contain)."""
+    if not isinstance(given, str) or not expected:
+        return False
+    return hmac.compare_digest(expected.encode("utf-8"),
+                               given.encode("utf-8", "surrogatepass"))

@@ -2,27 +2,42 @@
 
 GET and HEAD never change anything (mail scanners open every link); only the POST from a
 confirmation page acts. Forms that act through a link carry ``sig`` = HMAC(secret, token);
-the new-game form, which has no link, is protected by a session CSRF token.
+the new-game form, which has no link, is protected by a session CSRF token. Requests only
+queue email; the clock process sends it.
 """
 
 from __future__ import annotations
 
 import email
 import email.policy
-import hmac
+import ipaddress
+import re
 import secrets
 from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Flask, abort, current_app, g, render_template, request, session
 
-from engine.core import Action, EngineError, parse_action
+from engine.core import Action, parse_action
 from pbem import mail, services
-from pbem.errors import AlreadyRecorded, NotFound, ServiceError, TurnOver
+from pbem.errors import (
+    AlreadyRecorded,
+    IllegalMove,
+    InvalidInput,
+    NotFound,
+    ServiceError,
+    TurnOver,
+)
 from pbem.narrate import register_filters
-from pbem.tokens import check_signature, form_signature
+from pbem.tokens import check_signature, form_signature, same_secret
 
 bp = Blueprint("web", __name__)
+MAX_PLAYERS_ON_FORM = 5
+PLAYER_FIELD_RE = re.compile(r"^(?:name|email)(\d{1,4})$")
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'")
+# The dev mailbox shows other people's HTML emails, whose styles are inline.
+CSP_MAILBOX = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 
 
 def init_app(app: Flask) -> None:
@@ -38,6 +53,7 @@ def init_app(app: Flask) -> None:
 
 
 def _security_headers(resp):
+    resp.headers.setdefault("Content-Security-Policy", CSP)
     resp.headers.setdefault("X-Content-Type-Options", "nosniff")
     resp.headers.setdefault("Referrer-Policy", "no-referrer")  # links carry secrets
     resp.headers.setdefault("X-Frame-Options", "DENY")
@@ -70,9 +86,9 @@ def _require_sig(raw: str) -> None:
                            "open the link again")
 
 
-def _deliver_after_commit() -> None:
-    if current_app.config["DELIVER_INLINE"]:
-        mail.deliver_due(limit=50)
+def _message(title: str, text: str, status: int = 200, element: str = "message"):
+    return render_template("pages/message.html", title=title, text=text,
+                           element=element), status
 
 
 # --------------------------------------------------------------------------- new games
@@ -88,16 +104,11 @@ def home():
 @bp.post("/new")
 def new_game():
     expected = session.get("csrf")
-    if not expected or not hmac.compare_digest(expected, request.form.get("csrf", "")):
+    if not expected or not same_secret(expected, request.form.get("csrf", "")):
         raise ServiceError("the form expired; please fill it in again")
     form = request.form
-    players = []
-    for i in range(5):
-        name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()
-        if name or addr:
-            players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
-                                             form.get(f"tz{i}", "UTC") or "UTC"))
     try:
+        players = _players_from_form(form)
         created = services.create_game(
             form.get("game", "cavemen"), players, form.get("hours", "48"),
             title=form.get("title", ""), client=request.remote_addr or "unknown",
@@ -107,20 +118,39 @@ def new_game():
     except ServiceError as exc:
         return render_template("pages/home.html", games=sorted(services.GAMES_OFFERED),
                                form=form, csrf=expected, error=exc), exc.status
-    _deliver_after_commit()
     return render_template("pages/created.html", host=players[0], game_id=created.game_id)
+
+
+def _players_from_form(form) -> list[services.PlayerIn]:
+    """The filled-in player rows; a row beyond the form's five is refused, not dropped."""
+    beyond = [key for key in form if (m := PLAYER_FIELD_RE.match(key))
+              and int(m.group(1)) >= MAX_PLAYERS_ON_FORM and form.get(key, "").strip()]
+    if beyond:
+        raise InvalidInput(f"a game has at most {MAX_PLAYERS_ON_FORM} players; this form "
+                           f"has more: remove the extra ones")
+    players = []
+    for i in range(MAX_PLAYERS_ON_FORM):
+        name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()
+        if name or addr:
+            players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
+                                             form.get(f"tz{i}", "UTC") or "UTC"))
+    return players
 
 
 @bp.route("/host/confirm/<raw>", methods=["GET", "POST"])
 def host_confirm(raw: str):
     if request.method == "POST":
         _require_sig(raw)
-        game_id = services.confirm_host(raw)
-        _deliver_after_commit()
-        return render_template("pages/message.html", title="Game confirmed",
-                               text="Invitations are on their way to the players.",
-                               game_id=game_id)
-    services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
+        _, fresh = services.confirm_host(raw)
+        return _message("Game confirmed" if fresh else "Already confirmed",
+                        "Invitations are on their way to the players." if fresh else
+                        "This game is confirmed and the invitations are out. The game "
+                        "starts when everyone has accepted.", element="confirmed")
+    info = services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
+    if info["confirmed"]:
+        return _message("Already confirmed", "This game is confirmed and the invitations "
+                        "are out. The game starts when everyone has accepted.",
+                        element="confirmed")
     return render_template("pages/confirm.html", raw=raw, title="Confirm your game",
                            question="Send the invitations to the players now?",
                            button="Send invitations")
@@ -129,12 +159,25 @@ def host_confirm(raw: str):
 @bp.route("/invite/<raw>", methods=["GET", "POST"])
 def invitation(raw: str):
     info = services.describe_invitation(raw)
-    if request.method == "POST":
+    if request.method == "POST" and not info["answered"]:
         _require_sig(raw)
         services.answer_invitation(raw, info["answer"] == "accept")
-        _deliver_after_commit()
         return render_template("pages/invited.html", info=info, done=True)
+    if info["answered"]:
+        return render_template("pages/invited.html", info=info, done=False), 409
     return render_template("pages/invited.html", info=info, raw=raw, done=False)
+
+
+@bp.route("/handover/<raw>", methods=["GET", "POST"])
+def handover(raw: str):
+    """An invitation to take over a seat: a page, and only its POST answers."""
+    info = services.describe_handover(raw)
+    if request.method == "POST" and info["state"] == "open":
+        _require_sig(raw)
+        info["done"] = services.answer_handover(raw, info["answer"] == "accept")
+        return render_template("pages/handover.html", info=info, raw=raw)
+    status = 200 if info["state"] == "open" else 409
+    return render_template("pages/handover.html", info=info, raw=raw), status
 
 
 # --------------------------------------------------------------------------- playing
@@ -156,14 +199,11 @@ def one_click(raw: str):
     except (AlreadyRecorded, TurnOver) as exc:
         if isinstance(exc, TurnOver) and services.is_on_bot(raw):
             services.come_back(raw)  # a player on a bot who acts through any link is back
-            _deliver_after_commit()
-            return render_template("pages/message.html", title="Welcome back",
-                                   text="A bot played your seat while you were away. You "
-                                        "play it again from your next decision on; watch "
-                                        "for the next email.")
+            return _message("Welcome back", "A bot played your seat while you were away. "
+                            "You play it again from your next decision on; watch for the "
+                            "next email.")
         closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
         return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
-    _deliver_after_commit()
     return _after_move(outcome)
 
 
@@ -179,37 +219,42 @@ def _after_move(outcome: services.Outcome):
 
 @bp.get("/g/<raw>")
 def game_page(raw: str):
+    return _game_page(raw)
+
+
+def _game_page(raw: str, status: int = 200, **extra: Any):
     data = services.game_for_page(raw)
     if data["seat"] is not None:
         g.language = data["seat"].language
-    return render_template("pages/game.html", data=data, raw=raw)
+    return render_template("pages/game.html", data=data, raw=raw, **extra), status
 
 
 @bp.post("/g/<raw>")
 def game_act(raw: str):
     _require_sig(raw)
-    services.check_page_decision(raw, request.form.get("decision_id"))  # stale form?
-    data = services.game_for_page(raw)
+    form = request.form
     try:
-        action = _action_from_form(data, request.form)
-    except (EngineError, ValueError) as exc:
-        msg = getattr(exc, "message", str(exc))
-        return render_template("pages/game.html", data=data, raw=raw, error=msg), 400
-    outcome = services.act_from_page(raw, request.form.get("decision_id"), action)
-    _deliver_after_commit()
+        outcome = services.act_from_page(
+            raw, form.get("decision_id"), lambda view, legal: _action_from_form(view, legal,
+                                                                                form))
+    except IllegalMove as exc:  # the page again, the form still there, and what to do
+        return _game_page(raw, 400, refusal=exc)
     return _after_move(outcome)
 
 
-def _action_from_form(data: dict[str, Any], form) -> Action:
+def _action_from_form(view: dict[str, Any], legal: list[Action], form) -> Action:
     """Read the full decision form: a choice in the game's notation, a bid amount, or the
     pool cards to discard. The engine then checks legality with its own code."""
-    legal = data["legal"]
     if "cards" in form or form.get("kind") == "discard":
-        pool = [c["id"] for c in data["view"]["pool"]]
+        pool = [c["id"] for c in view["pool"]]
         chosen = set(form.getlist("cards"))
         return Action.of("discard", cards=tuple(c for c in pool if c in chosen))
     if form.get("amount"):
-        return parse_action(f"bid {int(form['amount'])}", legal)
+        try:
+            amount = int(form["amount"])
+        except ValueError:
+            raise ValueError("the bid is not a whole number") from None
+        return parse_action(f"bid {amount}", legal)
     choice = form.get("choice", "")
     if not choice:
         raise ValueError("choose one of the options first")
@@ -221,9 +266,66 @@ def spectator(key: str):
     return render_template("pages/game.html", data=services.game_for_spectator(key), raw=None)
 
 
+@bp.post("/g/<raw>/vacation")
+def vacation(raw: str):
+    _require_sig(raw)
+    left = services.take_vacation(raw, request.form.get("days"))
+    return _game_page(raw, notice=f"Your deadlines moved. Vacation left: {left:g} days.")
+
+
+@bp.post("/g/<raw>/back")
+def come_back(raw: str):
+    _require_sig(raw)
+    services.come_back(raw)
+    return _game_page(raw, notice="Welcome back: you play your seat again.")
+
+
+NOTIFY_DONE = {
+    "muted": "From now on you get an email only when it is your turn (and the result).",
+    "unmuted": "You get every email of this game again.",
+    "left": "You left the game. A bot plays your seat, and the host has been told.",
+    "suppressed": "This address will get no more email from this server.",
+}
+
+
+@bp.post("/g/<raw>/notifications")
+def notifications(raw: str):
+    _require_sig(raw)
+    done = services.set_notifications(raw, request.form.get("how", ""))
+    return _game_page(raw, notice=NOTIFY_DONE[done])
+
+
+# --------------------------------------------------------------------------- unsubscribe
+
+
+@bp.route("/u/<raw>", methods=["GET", "POST"])
+def unsubscribe(raw: str):
+    """One-click unsubscribe (RFC 8058): a mail program POSTs ``List-Unsubscribe=
+    One-Click`` without any form of ours; a person gets a page with the choices."""
+    info = services.describe_unsubscribe(raw)
+    if request.method != "POST":
+        return render_template("pages/unsubscribe.html", info=info, raw=raw)
+    if request.form.get("List-Unsubscribe") == "One-Click":
+        how = "one-click"
+    else:
+        _require_sig(raw)
+        how = request.form.get("how", "")
+    done = services.unsubscribe(raw, how)
+    return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
+                           raw=raw, done=NOTIFY_DONE[done])
+
+
+# --------------------------------------------------------------------------- the host
+
+
 @bp.get("/admin/<raw>")
 def admin(raw: str):
     return render_template("pages/admin.html", data=services.admin_data(raw), raw=raw)
+
+
+def _admin_page(raw: str, notice: str):
+    return render_template("pages/admin.html", data=services.admin_data(raw), raw=raw,
+                           notice=notice)
 
 
 @bp.post("/admin/<raw>/replace")
@@ -233,55 +335,51 @@ def admin_replace(raw: str):
         position = int(request.form.get("position", ""))
     except ValueError:
         raise ServiceError("choose the seat to re-invite") from None
-    services.replace_player(raw, position, services.PlayerIn(
-        request.form.get("name", ""), request.form.get("email", ""),
-        request.form.get("lang", "en"), request.form.get("tz", "UTC") or "UTC"))
-    _deliver_after_commit()
-    return render_template("pages/admin.html", data=services.admin_data(raw), raw=raw,
-                           notice="Invitation sent.")
+    services.replace_player(raw, position, _player_fields(request.form))
+    return _admin_page(raw, "Invitation sent.")
+
+
+def _player_fields(f) -> services.PlayerIn:
+    return services.PlayerIn(f.get("name", ""), f.get("email", ""), f.get("lang", "en"),
+                             f.get("tz", "UTC") or "UTC")
+
+
+def _hand_over(raw: str, f) -> str:
+    done = services.hand_over(raw, f.get("position"), _player_fields(f))
+    if done == "updated":
+        return "Done: the seat's name, language and time zone are updated."
+    return ("Invitation sent: the seat changes hands when they accept. Until then the "
+            "seat stays as it is, and nothing else is sent to that address.")
+
+
+def _abandon(raw: str, f) -> str:
+    if f.get("sure") != "yes":
+        raise ServiceError("tick the box to confirm that the game ends for everyone")
+    services.abandon_game(raw)
+    return "Done: the game is over for everyone."
 
 
 ADMIN_ACTIONS = {
     "pause": lambda raw, f: services.pause_game(raw),
     "resume": lambda raw, f: services.resume_game(raw),
     "extend": lambda raw, f: services.extend_deadline(raw, f.get("hours")),
-    "abandon": lambda raw, f: services.abandon_game(raw),
+    "abandon": _abandon,
     "bot": lambda raw, f: services.set_bot(raw, f.get("position"), f.get("bot") or None),
-    "handover": lambda raw, f: services.hand_over(raw, f.get("position"), services.PlayerIn(
-        f.get("name", ""), f.get("email", ""), f.get("lang", "en"), f.get("tz", "UTC") or "UTC")),
+    "handover": _hand_over,
+    "withdraw": lambda raw, f: services.withdraw_handover(raw, f.get("position")),
 }
 
 
 @bp.post("/admin/<raw>/<control>")
 def admin_control(raw: str, control: str):
-    """The host's controls: pause, resume, extend, abandon, bot on/off, hand a seat over."""
+    """The host's controls: pause, resume, extend, abandon, bot on/off, hand a seat over
+    (or withdraw a hand-over not yet accepted)."""
     handler = ADMIN_ACTIONS.get(control)
     if handler is None:
         abort(404)
     _require_sig(raw)
-    handler(raw, request.form)
-    _deliver_after_commit()
-    return render_template("pages/admin.html", data=services.admin_data(raw), raw=raw,
-                           notice=f"Done: {control}.")
-
-
-@bp.post("/g/<raw>/vacation")
-def vacation(raw: str):
-    _require_sig(raw)
-    left = services.take_vacation(raw, request.form.get("days"))
-    _deliver_after_commit()
-    data = services.game_for_page(raw)
-    return render_template("pages/game.html", data=data, raw=raw,
-                           notice=f"Your deadlines moved. Vacation left: {left:g} days.")
-
-
-@bp.post("/g/<raw>/back")
-def come_back(raw: str):
-    _require_sig(raw)
-    services.come_back(raw)
-    _deliver_after_commit()
-    return render_template("pages/game.html", data=services.game_for_page(raw), raw=raw,
-                           notice="Welcome back: you play your seat again.")
+    notice = handler(raw, request.form)
+    return _admin_page(raw, notice if isinstance(notice, str) else f"Done: {control}.")
 
 
 @bp.get("/healthz")
@@ -293,10 +391,18 @@ def healthz():
 
 
 def _mailbox() -> mail.DevMailbox:
+    """The dev mailbox, only with the dev backend and only for this machine's browser."""
     box = mail.backend()
-    if not isinstance(box, mail.DevMailbox):
+    if not isinstance(box, mail.DevMailbox) or not _from_loopback():
         abort(404)
     return box
+
+
+def _from_loopback() -> bool:
+    try:
+        return ipaddress.ip_address(request.remote_addr or "").is_loopback
+    except ValueError:
+        return False
 
 
 @bp.get("/dev/mail")
@@ -306,8 +412,13 @@ def dev_mailbox():
     for path in box.messages()[:500]:
         msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
         items.append({"name": path.name, "to": msg["To"], "subject": msg["Subject"],
-                      "date": msg["Date"]})
+                      "date": msg["Date"], "preview": _preview(msg)})
     return render_template("pages/mailbox.html", items=items)
+
+
+def _preview(msg) -> str:
+    text = msg.get_body(("plain",))
+    return text.get_content().strip().split("\n", 1)[0] if text else ""
 
 
 @bp.get("/dev/mail/<name>")
@@ -319,7 +430,8 @@ def dev_message(name: str):
     msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
     html = msg.get_body(("html",))
     text = msg.get_body(("plain",))
-    return render_template("pages/mail_message.html", msg=msg,
-                           html=html.get_content() if html else None,
-                           text=text.get_content() if text else "")
-
+    resp = current_app.make_response(render_template(
+        "pages/mail_message.html", msg=msg, html=html.get_content() if html else None,
+        text=text.get_content() if text else ""))
+    resp.headers["Content-Security-Policy"] = CSP_MAILBOX
+    return resp

@@ -20,7 +20,7 @@ import pytest
 from flask import Flask
 from werkzeug.serving import make_server
 
-from pbem import create_app
+from pbem import clock, create_app
 from pbem.db import get_engine
 from pbem.migrate import upgrade
 
@@ -59,7 +59,7 @@ def live_server(tmp_path) -> Iterator[LiveServer]:
     mailbox = tmp_path / "mailbox"
     app = create_app({"DATABASE_URL": db_url, "SECRET_KEY": secrets.token_hex(16),
                       "BASE_URL": url, "MAIL_BACKEND": "dev", "MAILBOX_DIR": str(mailbox),
-                      "DELIVER_INLINE": True})
+                      "MAIL_POLL_INTERVAL": 0.02})
     holder["app"] = app
     werkzeug_log = logging.getLogger("werkzeug")
     level = werkzeug_log.level
@@ -67,9 +67,12 @@ def live_server(tmp_path) -> Iterator[LiveServer]:
     thread = threading.Thread(target=server.serve_forever, name="pbem-live-server",
                               daemon=True)
     thread.start()
+    mailer, stop = clock.start_mail_thread(app)  # the clock's mail loop delivers
     try:
         yield LiveServer(url, app, mailbox)
     finally:
+        stop.set()
+        mailer.join(timeout=10)
         server.shutdown()
         thread.join(timeout=10)
         server.server_close()

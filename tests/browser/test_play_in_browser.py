@@ -37,6 +37,7 @@ class Mail:
     name: str
     to: str
     subject: str
+    preview: str  # the first line, which mail programs show under the subject
 
 
 class Mailbox:
@@ -51,8 +52,21 @@ class Mailbox:
         assert resp is not None and resp.status == 200, resp
         rows = self.page.eval_on_selector_all(
             "#mails a", "els => els.map(a => [a.getAttribute('href'), "
-                        "a.closest('tr').cells[1].innerText, a.innerText])")
-        return [Mail(href.rsplit("/", 1)[-1], to, subject) for href, to, subject in rows]
+                        "a.closest('tr').cells[1].innerText, a.innerText, "
+                        "a.closest('td').querySelector('.preview').innerText])")
+        return [Mail(href.rsplit("/", 1)[-1], to, subject, preview)
+                for href, to, subject, preview in rows]
+
+    def wait(self, done, what: str, seconds: float = 10) -> list[Mail]:
+        """The whole list, reloaded until ``done(list)`` holds (the clock's mail loop
+        delivers a moment after the click that queued the emails)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            mails = self.list()
+            if done(mails):
+                return mails
+            assert time.monotonic() < deadline, f"no email {what} within {seconds} s"
+            time.sleep(0.05)
 
     def open(self, mail: Mail) -> str:
         """Click the email in the list on screen; returns its plain-text part."""
@@ -65,8 +79,14 @@ class Mailbox:
         return [m for m in self.list() if pred(m)]
 
 
-def mail_count(context: BrowserContext, base: str) -> int:
-    """How many emails the dev mailbox lists, looked up in a second tab."""
+def is_result(mail: Mail) -> bool:
+    return " wins the game." in mail.preview or "has ended" in mail.preview
+
+
+def mail_count(context: BrowserContext, base: str, settle: float = 0.3) -> int:
+    """How many emails the dev mailbox lists, looked up in a second tab once the clock's
+    mail loop had time to deliver anything just queued."""
+    time.sleep(settle)
     other = context.new_page()
     try:
         return len(Mailbox(other, base).list())
@@ -127,9 +147,10 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
     expect(page.locator("h1")).to_have_text("Check your email")
 
     # ---------------------------------------------------------------- the host confirms
-    mails = box.list()
-    assert [(m.to, m.subject) for m in mails] == [
-        (f"{PLAYERS[0][0]} <{PLAYERS[0][1]}>", f"Confirm your new Cavemen game: {TITLE}")]
+    mails = box.wait(lambda ms: ms, "for the host")
+    assert [(m.to, m.subject, m.preview) for m in mails] == [
+        (f"{PLAYERS[0][0]} <{PLAYERS[0][1]}>", TITLE,
+         "Please confirm your new game of Cavemen: nothing has been sent to the players yet.")]
     box.open(mails[0])
     lost = follow(page, text_link(page, "/host/confirm/"), "**/host/confirm/**")
     expect(page.locator("h1")).to_have_text("Confirm your game")
@@ -138,8 +159,11 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
     expect(page.locator("h1")).to_have_text("Game confirmed")
 
     # ---------------------------------------------------------------- the others accept
-    invitations = box.find(lambda m: "invites you to play Cavemen" in m.subject)
+    invitations = [m for m in box.wait(lambda ms: len(ms) == 3, "of invitation")
+                   if "invites you to play Cavemen" in m.preview]
     assert sorted(m.to for m in invitations) == ADDRESSES[1:]
+    assert {m.subject for m in box.list()} == {TITLE}  # one conversation per player
+    assert len(box.list()) == 3
     for mail in invitations:
         box.list()
         box.open(mail)
@@ -149,7 +173,8 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
         button.click()
         expect(page.locator("#done h1")).to_have_text("Thank you")
     # Everyone hears that the game started; whoever decides first gets that email instead.
-    first = box.find(lambda m: m.subject.endswith(("The game has started", "for the conch")))
+    first = [m for m in box.wait(lambda ms: len(ms) == 6, "that the game started")
+             if m.preview.startswith(("The game has started", "Your turn"))]
     assert sorted(m.to for m in first) == ADDRESSES
     setup_seconds = time.monotonic() - started
 
@@ -158,17 +183,21 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
     moves = discards = 0
     back = ""
     while True:
-        mails = box.list()
-        result = [m for m in mails if " wins!" in m.subject or "has ended" in m.subject]
-        if result:
+        mails = box.wait(lambda ms: any(is_result(m) or (
+            m.name not in handled and m.preview.startswith("Your turn")) for m in ms),
+            "with a turn or the result")
+        if any(is_result(m) for m in mails):
+            mails = box.wait(lambda ms: len([m for m in ms if is_result(m)]) == len(PLAYERS),
+                             "of the result for everyone")
+            result = [m for m in mails if is_result(m)]
             break
-        turns = [m for m in mails if "Your turn" in m.subject and m.name not in handled]
-        assert turns, ("the game stalled: no result and no unanswered 'Your turn' email; "
-                       f"newest emails: {[m.subject for m in mails[:5]]}")
+        turns = [m for m in mails if m.name not in handled
+                 and m.preview.startswith("Your turn")]
         assert moves < MAX_MOVES, (f"no result after {MAX_MOVES} moves "
                                    f"({time.monotonic() - started:.0f} s)")
         mail = turns[0]  # the newest
         handled.add(mail.name)
+        total = len(box.list())
         text = box.open(mail)
         board = Board.parse(text)
         if board.choices:
@@ -176,12 +205,12 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
             lost += follow(page, html_link(page, label), "**/a/**")
             expect(page.locator("#action")).to_have_text(label)
             if moves == 0:
-                back = check_confirm_page(context, page, len(mails), text, label)
+                back = check_confirm_page(context, page, total, text, label)
             else:
                 page.locator("#confirm").click()
                 expect(page.locator("#recorded")).to_have_text(f"Recorded: {label}")
         else:  # discarding has no one-click links: the full form on the game page
-            assert "discard from the pool" in mail.subject, mail.subject
+            assert "discard from the pool" in mail.preview, mail.preview
             lost += follow(page, html_link(page, "All choices, and the full board:"), "**/g/**")
             form = page.locator("form#decision[data-kind=discard]")
             expect(form).to_be_visible()
@@ -203,9 +232,9 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
     play_seconds = time.monotonic() - started - setup_seconds
 
     # ---------------------------------------------------------------- the result
-    assert sorted(m.to for m in result) == ADDRESSES, [m.subject for m in result]
-    winner = re.search(r"\] (\w+) wins!", result[0].subject)
-    assert winner and winner[1] in [n for n, _ in PLAYERS], result[0].subject
+    assert sorted(m.to for m in result) == ADDRESSES, [m.preview for m in result]
+    winner = re.search(r"^(\w+) invented Fire and wins the game.", result[0].preview)
+    assert winner and winner[1] in [n for n, _ in PLAYERS], result[0].preview
     text = box.open(result[0])
     assert f"{winner[1]} invented Fire and wins the game." in text
     lost += follow(page, html_link(

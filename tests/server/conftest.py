@@ -24,7 +24,7 @@ from pbem import create_app, mail, services
 from pbem.db import get_engine
 from pbem.migrate import upgrade
 from tests.pgcluster import PostgresCluster, PostgresUnavailable, free_port
-from tests.server.helpers import BASE_URL, PLAYERS, SECRET, Inbox, Mail, Table
+from tests.server.helpers import BASE_URL, MAIL_FROM, PLAYERS, SECRET, Inbox, Mail, Table
 
 # --------------------------------------------------------------------------- PostgreSQL
 
@@ -134,9 +134,13 @@ def db_url(request, tmp_path) -> str:
 
 
 def app_config(db_url: str, tmp_path: Path, **overrides) -> dict:
+    """The tests' configuration: memory mail, and sending caps out of the way (the tests
+    of the caps set their own)."""
     return {"TESTING": True, "DATABASE_URL": db_url, "SECRET_KEY": SECRET,
-            "BASE_URL": BASE_URL, "MAIL_BACKEND": "memory", "DELIVER_INLINE": True,
+            "BASE_URL": BASE_URL, "MAIL_BACKEND": "memory", "MAIL_FROM": MAIL_FROM,
             "MAILBOX_DIR": str(tmp_path / "mailbox"), "CREATE_LIMIT_PER_HOUR": 1000,
+            "NOTICE_LIMIT_PER_ADDRESS": 1000, "NOTICE_LIMIT_PER_GAME": 1000,
+            "INVITE_LIMIT_PER_ADDRESS": 1000, "HANDOVER_LIMIT_PER_GAME": 1000,
             **overrides}
 
 

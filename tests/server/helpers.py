@@ -23,15 +23,16 @@ from sqlmodel import select
 
 from engine.cavemen.bots import heuristic_bot
 from engine.core import Action, format_action, get_game
-from pbem import services
+from pbem import mail, services
 from pbem.db import get_engine, session_scope
 from pbem.models import Decision, Game, Seat, Token, metadata
 from pbem.tokens import form_signature, hash_token
 
 BASE_URL = "http://pbem.test"
+MAIL_FROM = "pbem <games@pbem.test>"
 SECRET = "test-secret-key"
 LINK_RE = re.compile(r"https?://[^\s<>\"']+")
-TOKEN_IN_URL_RE = re.compile(r"/(?:a|g|admin|invite|host/confirm)/([A-Za-z0-9_-]{43})\b")
+TOKEN_IN_URL_RE = re.compile(r"/(?:a|g|admin|invite|host/confirm|handover|u)/([A-Za-z0-9_-]{43})\b")
 
 # --------------------------------------------------------------------------- emails
 
@@ -70,11 +71,16 @@ class Mail:
 
     @property
     def text(self) -> str:
-        return self.msg.get_body(("plain",)).get_content()
+        return self.msg.get_body(("plain",)).get_content().replace("\r\n", "\n")
 
     @property
     def html(self) -> str:
-        return self.msg.get_body(("html",)).get_content()
+        return self.msg.get_body(("html",)).get_content().replace("\r\n", "\n")
+
+    @property
+    def headline(self) -> str:
+        """The first line of the text, which mail programs show as the preview."""
+        return self.text.split("\n", 1)[0]
 
     def text_links(self) -> list[str]:
         return LINK_RE.findall(self.text)
@@ -88,12 +94,20 @@ class Mail:
         assert len(found) == 1, f"expected one {prefix} link, found {found}\n{self.text}"
         return found[0]
 
+    @property
+    def unsubscribe_token(self) -> str:
+        """The token of the List-Unsubscribe link (also the footer's last link)."""
+        return str(self.msg["List-Unsubscribe"]).strip("<>").rsplit("/", 1)[1]
+
     def action_links(self) -> list[str]:
         return [u for u in self.text_links() if "/a/" in u]
 
 
 class Inbox:
-    """The mails the app sent through its memory backend, re-parsed from their bytes."""
+    """The mails the app sent through its memory backend, re-parsed from their bytes.
+
+    Web requests only queue mail and the clock delivers it; reading the inbox first runs
+    the clock's delivery pass, as if the clock had woken up in between."""
 
     def __init__(self, app: Flask) -> None:
         self.app = app
@@ -102,8 +116,17 @@ class Inbox:
     def backend(self):
         return self.app.extensions["pbem.mail"]
 
+    def deliver(self) -> dict[str, int]:
+        with self.app.app_context():
+            return mail.deliver_due(limit=1000)
+
     def all(self) -> list[Mail]:
-        return [Mail.parse(m.as_bytes()) for m in self.backend.sent]
+        self.deliver()
+        return [Mail.parse(m.data) for m in self.backend.sent]
+
+    def raw(self) -> list[bytes]:
+        self.deliver()
+        return [m.data for m in self.backend.sent]
 
     def to(self, addr: str, template: str | None = None) -> list[Mail]:
         return [m for m in self.all()
@@ -118,6 +141,8 @@ class Inbox:
         return found[0]
 
     def clear(self) -> None:
+        """Read and throw away everything sent so far (queued mail included)."""
+        self.deliver()
         self.backend.sent.clear()
 
 

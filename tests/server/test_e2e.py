@@ -1,8 +1,9 @@
 """THE END-TO-END TEST: a whole 3-player game played only through emails received by a
 real SMTP server and the links in them, over real HTTP.
 
-The app runs in a thread behind werkzeug's server on a free loopback port, sending mail
-by SMTP to an aiosmtpd server (DELIVER_INLINE: each request delivers what it queued).
+The app runs in a thread behind werkzeug's server on a free loopback port; the clock's
+mail loop runs in another thread and sends by SMTP to an aiosmtpd server (requests only
+queue mail, as in production).
 The host creates the game with the home page form, confirms it from the email, the two
 others accept their invitations, and then every decision email is answered by the link
 a player would click: the one-click link of the heuristic bot's choice, or the game page
@@ -25,7 +26,7 @@ from werkzeug.serving import make_server
 
 from engine.cavemen.bots import heuristic_bot
 from engine.core import Action
-from pbem import services
+from pbem import clock, services
 from pbem.db import session_scope
 from pbem.models import Decision, Game, Move
 from tests.pgcluster import free_port
@@ -54,14 +55,17 @@ def live(make_app, smtp, monkeypatch):
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     app = make_app(TESTING=False, BASE_URL=base, MAIL_BACKEND="smtp", SMTP_HOST="127.0.0.1",
-                   SMTP_PORT=smtp.port, SMTP_TIMEOUT=10, DELIVER_INLINE=True)
+                   SMTP_PORT=smtp.port, SMTP_TIMEOUT=10, MAIL_POLL_INTERVAL=0.02)
     server = make_server("127.0.0.1", port, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    mailer, stop = clock.start_mail_thread(app)
     try:
         with requests.Session() as http:
             yield Player(app, base, http, smtp)
     finally:
+        stop.set()
+        mailer.join(10)
         server.shutdown()
         thread.join(10)
         server.server_close()
@@ -155,8 +159,7 @@ def test_a_whole_game_by_email(live):
     winner = game_state(app, game.id)[1].winner
     assert sorted(m.to_addr for m in results) == sorted(emails)
     for m in results:
-        assert f"{PLAYERS[winner].name} wins!" in m.subject
-        assert f"{PLAYERS[winner].name} invented Fire and wins the game." in m.text
+        assert m.headline == f"{PLAYERS[winner].name} invented Fire and wins the game."
 
     # Every decision was asked by exactly one email to its player, and played by them.
     with app.app_context(), session_scope() as s:
@@ -167,12 +170,18 @@ def test_a_whole_game_by_email(live):
     assert len(moves) == len(rows) and {m.source for m in moves} == {"player"}
     assert via["one-click"] > 0 and via["page"] > 0  # both ways of answering were used
 
-    # One thread for the whole game; every Message-ID unique; both parts agree.
+    # One conversation per player for the whole game: the same subject on every email,
+    # each answering the one before it; every Message-ID unique; both parts agree.
     assert live.read == len(smtp.mails)
     assert len({m.message_id for m in smtp.mails}) == len(smtp.mails)
+    assert {m.subject for m in smtp.mails} == {"E2E"}
+    for addr in emails:
+        mine = [m for m in smtp.mails if m.to_addr == addr]
+        assert mine[0].msg["In-Reply-To"] is None
+        for before, m in zip(mine, mine[1:], strict=False):
+            assert m.msg["In-Reply-To"] == before.message_id
+            assert m.msg["References"].split()[0] == mine[0].message_id
     for m in smtp.mails:
-        assert (m.msg["In-Reply-To"], m.msg["References"]) == (game.thread_id,
-                                                             game.thread_id)
         assert sorted(set(m.text_links())) == sorted(set(m.html_links()))
     assert all(rcpts == [m.to_addr] for rcpts, m in zip(smtp.recipients, smtp.mails,
                                                          strict=True))

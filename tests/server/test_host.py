@@ -61,7 +61,7 @@ def test_web_form_sends_exactly_one_email_to_the_host_only(app, client, inbox):
     (game,) = games(app)
     assert game.status == "awaiting_host"
     for p in PLAYERS:  # the host sees whom the game would invite
-        assert f"{p.name} <{p.email}>" in mail.text
+        assert f"{p.name} ({p.email})" in mail.text
     assert "Nothing has been sent to them yet" in mail.text
 
 
@@ -86,18 +86,24 @@ def test_host_confirmation_sends_the_invitations_to_the_others(app, client, inbo
     assert games(app)[0].status == "inviting"
     mail = inbox.to(BOB.email, "invitation")[0]
     assert "Ann invites you to a game of Cavemen" in mail.text
-    assert [path_of(u)[:8] for u in mail.text_links()] == ["/invite/", "/invite/"]
+    assert [path_of(u)[:8] for u in mail.text_links()] == ["/invite/", "/invite/", "/u/" +
+                                                           mail.unsubscribe_token[:5]]
 
 
-def test_confirmation_link_works_once(app, client, inbox):
+def test_confirmation_link_confirms_once_and_then_says_so(app, client, inbox):
     mail = create_on_web(client, app)
     confirm(client, mail)
     sent = len(inbox.all())
     url = path_of(mail.link("/host/confirm/"))
-    assert client.get(url).status_code == 404
+    before = snapshot(app)
+    page = client.get(url)
+    assert page.status_code == 200
+    assert "the invitations are out" in text_of(page.get_data(as_text=True), "confirmed")
     resp = client.post(url, data={"sig": form_signature(SECRET, url.rsplit("/", 1)[1])})
-    assert resp.status_code == 404
+    assert resp.status_code == 200
+    assert "the invitations are out" in text_of(resp.get_data(as_text=True), "confirmed")
     assert len(inbox.all()) == sent
+    assert snapshot(app) == before
 
 
 def test_accept_link_shows_a_page_and_only_its_post_accepts(app, client, inbox):
@@ -118,12 +124,16 @@ def test_accept_link_shows_a_page_and_only_its_post_accepts(app, client, inbox):
 def test_answering_an_invitation_twice_says_already_answered(app, client, inbox):
     confirm(client, create_on_web(client, app))
     answer(client, inbox, BOB, "accept")
-    url = path_of(inbox.to(BOB.email, "invitation")[0].text_links()[1])  # decline now
-    form = only_form(client.get(url).get_data(as_text=True))
     before = snapshot(app)
-    resp = client.post(url, data=form.data())
-    assert resp.status_code == 409
-    assert "already answered this invitation (accepted)" in resp.get_data(as_text=True)
+    for link in inbox.to(BOB.email, "invitation")[0].text_links()[:2]:  # accept, decline
+        url = path_of(link)
+        page = client.get(url)  # says so at once, with no button to press again
+        assert page.status_code == 409
+        assert text_of(page.get_data(as_text=True), "answered").startswith("Already accepted")
+        assert forms(page.get_data(as_text=True)) == []
+        resp = client.post(url, data={"sig": form_signature(SECRET, url.rsplit("/", 1)[1])})
+        assert resp.status_code == 409
+        assert "Already accepted" in text_of(resp.get_data(as_text=True), "answered")
     assert snapshot(app) == before
 
 
@@ -145,14 +155,17 @@ def test_a_decline_emails_the_host_with_the_host_page(app, client, inbox):
     assert "You declined" in resp.get_data(as_text=True)
     (mail,) = inbox.of("declined")
     assert mail.to_addr == ANN.email
-    assert f"Bob <{BOB.email}> declined the invitation" in mail.text
+    assert f"Bob ({BOB.email}) declined the invitation" in mail.text
+    assert f"Bob ({BOB.email}) declined the invitation" in text_of(
+        f'<div id="all">{mail.html}</div>', "all")
     assert mail.link("/admin/")
     assert [s.invite for s in seats_of(app, games(app)[0].id)][1] == "declined"
 
 
 def test_the_host_reinvites_someone_else_from_the_host_page(app, client, inbox):
     confirm(client, create_on_web(client, app))
-    old_links = [path_of(u) for u in inbox.to(BOB.email, "invitation")[0].text_links()]
+    old_links = [path_of(u) for u in inbox.to(BOB.email, "invitation")[0].text_links()
+                 if "/invite/" in u]
     answer(client, inbox, BOB, "decline")
     admin = path_of(inbox.of("declined")[0].link("/admin/"))
     page = client.get(admin).get_data(as_text=True)

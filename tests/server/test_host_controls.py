@@ -19,6 +19,7 @@ from tests.server.helpers import (
     Table,
     forms,
     load,
+    only_form,
     open_decisions,
     path_of,
     snapshot,
@@ -45,7 +46,6 @@ from tests.server.timekit import (
     seat,
     subject,
     sweep_at,
-    tag,
 )
 
 DEE = ("Dee", "dee@example.com", "en", "America/Los_Angeles")
@@ -131,7 +131,7 @@ def test_pause_stops_the_clock_and_resume_shifts_deadlines_by_the_paused_time(
     assert load(app, Game, game.game_id).paused_at == T0 + timedelta(hours=10)
     assert admin_form(client, game.admin_token, "pause") is None
     assert admin_form(client, game.admin_token, "extend") is None
-    paused = f"{tag(game.game_id)} The host paused the game. Deadlines stop until it resumes."
+    paused = "The host paused the game. Deadlines stop until it resumes."
     assert sorted((m.to_addr, subject(m)) for m in inbox.all()) == sorted(
         (p.email, paused) for p in PLAYERS)
     assert all("Waiting for" not in m.text for m in inbox.all())  # no deadline runs now
@@ -159,7 +159,7 @@ def test_pause_stops_the_clock_and_resume_shifts_deadlines_by_the_paused_time(
     text = "The host resumed the game; open deadlines moved by 50.0 hours."
     assert sorted(m.to_addr for m in inbox.all()) == sorted(p.email for p in PLAYERS)
     for m in inbox.all():
-        assert subject(m) == f"{tag(game.game_id)} {text}"
+        assert subject(m) == f"{text}"
     (to_ann,) = inbox.to(ANN.email)
     assert waiting_line("Cy", "Friday 18 January 2030, 12:00 (Europe/Berlin)",
                         "2030-01-18 11:00 UTC") in to_ann.text
@@ -205,7 +205,7 @@ def test_extend_moves_the_current_deadline_and_its_reminders(app, client, frozen
     assert (ev.actor, ev.data) == (None, {"hours": 24.0})
     text = "The host extended the current deadline by 24.0 hours."
     assert sorted((m.to_addr, subject(m)) for m in inbox.all()) == sorted(
-        (p.email, f"{tag(game.game_id)} {text}") for p in PLAYERS)
+        (p.email, f"{text}") for p in PLAYERS)
     (to_bob,) = inbox.to(BOB.email)
     assert waiting_line("Cy", "Thursday 17 January 2030, 04:00 (America/New_York)",
                         "2030-01-17 09:00 UTC") in to_bob.text
@@ -227,8 +227,16 @@ def test_extend_by_a_bad_amount_is_refused(app, client, game, hours):
 # --------------------------------------------------------------------------- hand over
 
 
-def test_hand_over_kills_the_old_links_and_welcomes_the_new_player(app, client, game,
-                                                                  inbox):
+def accept_hand_over(client, inbox, addr: str, answer: str = "accept"):
+    """The invited person opens the accept (or decline) link and presses its button."""
+    (invite,) = inbox.to(addr, "handover_invite")[-1:]
+    url = path_of(next(u for u in invite.text_links() if "/handover/" in u and (
+        (answer == "accept") == (u == invite.text_links()[0]))))
+    return client.post(url, data=only_form(client.get(url).get_data(as_text=True)).data())
+
+
+def test_hand_over_asks_first_then_kills_the_old_links_and_welcomes_the_new_player(
+        app, client, game, inbox):
     table = Table(app, client, inbox, game.game_id, game.admin_token)
     cy_bid = table.open()
     old_page = page_of(inbox, CY.email)
@@ -239,6 +247,18 @@ def test_hand_over_kills_the_old_links_and_welcomes_the_new_player(app, client, 
     resp = admin_post(client, game.admin_token, "handover", position="2", name=name,
                       email=addr, lang=lang, tz=tz)
     assert resp.status_code == 200
+    assert "Invitation sent" in text_of(resp.get_data(as_text=True), "notice")
+    # Dee is asked first, and only asked; nothing changes until Dee accepts.
+    mails = new_mails(inbox, before)
+    assert [(m.to_addr, m.template) for m in mails] == [(addr, "handover_invite")]
+    assert subject(mails[0]) == ("Ann asks you to take over a seat in a game of Cavemen by "
+                                 "email: accept or decline below.")
+    assert "take over the seat of Cy" in mails[0].text
+    assert client.get(old_page).status_code == 200
+    assert seat(app, game.game_id, 2).email == CY.email
+    resp = accept_hand_over(client, inbox, addr)
+    assert resp.status_code == 200
+    assert "The seat is yours" in text_of(resp.get_data(as_text=True), "done")
     # The old links are dead at once, for reading and for acting.
     for url in [old_page, *old_choices]:
         assert client.get(url).status_code == 404, url
@@ -249,25 +269,26 @@ def test_hand_over_kills_the_old_links_and_welcomes_the_new_player(app, client, 
     assert {h: revoked[h] for h in old} == dict.fromkeys(old, T0)
     handed = seat(app, game.game_id, 2)
     assert (handed.name, handed.email, handed.timezone, handed.bot,
-            handed.timeouts_in_row) == ("Dee", addr, tz, None, 0)
+            handed.timeouts_in_row, handed.pending_handover) == ("Dee", addr, tz, None, 0,
+                                                                 None)
     (ev,) = events(app, game.game_id, "seat_handed_over")
     assert (ev.actor, ev.data) == (2, {"old": "Cy", "new": "Dee"})
-    mails = new_mails(inbox, before)
+    mails = new_mails(inbox, before + 1)
     assert sorted((m.to_addr, m.template) for m in mails) == [
         (ANN.email, "notice"), (BOB.email, "notice"), (addr, "handover"), (addr, "welcome")]
     assert not [m for m in mails if m.to_addr == CY.email]
     (welcome,) = inbox.to(addr, "welcome")
-    assert subject(welcome) == f"{tag(game.game_id)} Welcome: you take over a seat"
-    assert "The host handed you the seat of Cy" in welcome.text
+    assert subject(welcome) == "Welcome: you take over the seat of Cy."
+    assert "You now play the seat of Cy" in welcome.text
     assert "YOUR TRIBE (Snake) - you hold the conch" in welcome.text  # the state
     assert waiting_line("Dee", "Wednesday 16 January 2030, 01:00 (America/Los_Angeles)",
                         "2030-01-16 09:00 UTC") in welcome.text
     (turn,) = inbox.to(addr, "handover")
-    assert subject(turn) == f"{tag(game.game_id)} Your turn: bid for the conch"
+    assert subject(turn) == "Your turn: bid for the conch"
     assert ("Deadline: Wednesday 16 January 2030, 01:00 (America/Los_Angeles) / "
             "2030-01-16 09:00 UTC") in turn.text
     for m in inbox.to(ANN.email)[-1:] + inbox.to(BOB.email)[-1:]:
-        assert subject(m) == f"{tag(game.game_id)} The host handed the seat of Cy to Dee."
+        assert subject(m) == "The host handed the seat of Cy to Dee."
     # The new player's links work: open the page, then bid through a one-click link.
     assert client.get(path_of(welcome.link("/g/"))).status_code == 200
     bid2 = next(u for u in turn.action_links()
@@ -289,12 +310,14 @@ def test_mail_for_the_old_player_still_in_the_outbox_is_not_sent_after_a_hand_ov
     name, addr, lang, tz = DEE
     assert admin_post(client, game.admin_token, "handover", position="2", name=name,
                       email=addr, lang=lang, tz=tz).status_code == 200
-    inbox.backend.fail = None
+    inbox.backend.fail = None  # Dee accepts before the reminder's retry is due
+    assert accept_hand_over(client, inbox, addr).status_code == 200
     sweep_at(app, frozen, 25)
     assert inbox.to(CY.email) == []
     (stale,) = rows(app, Outbox, Outbox.to_addr == CY.email, Outbox.status == "skipped")
     assert stale.template == "decision" and "someone else" in stale.last_error
-    assert sorted(m.template for m in inbox.to(addr)) == ["handover", "welcome"]
+    assert sorted(m.template for m in inbox.to(addr)) == ["handover", "handover_invite",
+                                                          "welcome"]
 
 
 def test_hand_over_to_someone_already_playing_is_refused(app, client, game):
@@ -328,7 +351,7 @@ def test_the_host_puts_a_seat_on_a_bot_and_takes_it_off(app, client, game, inbox
         if m.template == "notice":
             assert "The host put Cy on a bot." in m.text
     (to_cy,) = [m for m in mails if m.to_addr == CY.email]
-    assert subject(to_cy) == f"{tag(game.game_id)} The host put Cy on a bot."
+    assert subject(to_cy) == "The host put Cy on a bot."
     assert page_form(client, path_of(to_cy.link("/g/")), "back") is not None
     # The same again is refused; then the host takes the seat off the bot.
     snap = snapshot(app)
@@ -379,7 +402,9 @@ def test_abandon_ends_the_game_for_everyone(app, client, frozen, game, inbox):
     choice = path_of(next(iter(table.one_click(cy_bid))))
     inbox.clear()
     at(frozen, 5)
-    assert admin_post(client, game.admin_token, "abandon").status_code == 200
+    assert admin_post(client, game.admin_token, "abandon").status_code == 400  # not ticked
+    assert load(app, Game, game.game_id).status == "active"
+    assert admin_post(client, game.admin_token, "abandon", sure="yes").status_code == 200
     row = load(app, Game, game.game_id)
     assert (row.status, row.ended_at) == ("abandoned", T0 + timedelta(hours=5))
     closed = load(app, Decision, cy_bid.id)
@@ -388,7 +413,7 @@ def test_abandon_ends_the_game_for_everyone(app, client, frozen, game, inbox):
                                                                "game_abandoned_by_host"]
     text = "The host has abandoned the game. Nobody wins."
     assert sorted((m.to_addr, subject(m)) for m in inbox.all()) == sorted(
-        (p.email, f"{tag(game.game_id)} {text}") for p in PLAYERS)
+        (p.email, f"{text}") for p in PLAYERS)
     assert all("Waiting for" not in m.text for m in inbox.all())
     assert client.get(choice).status_code == 409  # the turn is over
     assert admin_form(client, game.admin_token, "pause") is None  # no controls any more
@@ -396,7 +421,7 @@ def test_abandon_ends_the_game_for_everyone(app, client, frozen, game, inbox):
         assert idle(sweep_at(app, frozen, hours))
     assert moves(app, game.game_id) == []
     resp = client.post(f"/admin/{game.admin_token}/abandon",
-                       data={"sig": form_signature(SECRET, game.admin_token)})
+                       data={"sig": form_signature(SECRET, game.admin_token), "sure": "yes"})
     assert resp.status_code == 409
 
 
@@ -427,8 +452,7 @@ def test_vacation_moves_my_deadline_and_tells_the_others(app, client, frozen, ga
     assert sorted(m.to_addr for m in inbox.all()) == sorted(p.email for p in PLAYERS)
     for m in inbox.all():
         assert told in m.text
-        cut = told[:87].rsplit(" ", 1)[0] + "..."  # a long subject is cut at a word
-        assert subject(m) == f"{tag(game.game_id)} {cut}"
+        assert subject(m) == told
     (to_ann,) = inbox.to(ANN.email)
     assert waiting_line("Cy", "Friday 18 January 2030, 10:00 (Europe/Berlin)",
                         "2030-01-18 09:00 UTC") in to_ann.text
@@ -507,7 +531,8 @@ def test_every_control_is_in_the_game_log(app, client, frozen, game, inbox):
     admin_post(client, game.admin_token, "bot", position="0", bot="")
     admin_post(client, game.admin_token, "handover", position="2", name="Dee",
                email="dee@example.com", lang="en", tz="UTC")
-    admin_post(client, game.admin_token, "abandon")
+    accept_hand_over(client, inbox, "dee@example.com")
+    admin_post(client, game.admin_token, "abandon", sure="yes")
     log = text_of(client.get(page).get_data(as_text=True), "log")
     expected = [
         "The host has abandoned the game. Nobody wins.",
@@ -547,6 +572,7 @@ def test_a_host_who_hands_over_their_own_seat_keeps_the_host_page(app, client, g
     resp = admin_post(client, game.admin_token, "handover", position="0", name=name,
                       email=addr, lang=lang, tz=tz)
     assert resp.status_code == 200
+    assert accept_hand_over(client, inbox, addr).status_code == 200
     assert seat(app, game.game_id, 0).email == addr
     host_page = client.get(f"/admin/{game.admin_token}")
     assert host_page.status_code == 200 and "Dee" in host_page.get_data(as_text=True)

@@ -98,7 +98,7 @@ def test_deadline_is_given_in_local_time_and_utc_in_both_parts(app, client, inbo
         created = start_game(app, hours=48)
         table = Table(app, client, inbox, created.game_id, created.admin_token)
         play(table, 2)  # the three bids: one email to each player
-    decisions = inbox.of("decision")
+        decisions = inbox.of("decision")
     assert sorted(m.to_addr for m in decisions) == sorted(LOCAL_DEADLINES)
     for m in decisions:
         html_text = text_of(f'<div id="all">{m.html}</div>', "all")
@@ -109,33 +109,47 @@ def test_deadline_is_given_in_local_time_and_utc_in_both_parts(app, client, inbo
 # --------------------------------------------------------------------------- threads
 
 
-def test_mails_of_a_game_share_one_thread_and_have_unique_message_ids(app, client, table):
+def assert_one_conversation_per_address(mails) -> None:
+    """Each address's emails of a game: one subject, each answering the one before, all
+    pointing back to the first (a message that address really received)."""
+    for addr in {m.to_addr for m in mails}:
+        mine = [m for m in mails if m.to_addr == addr]
+        assert mine[0].msg["In-Reply-To"] is None and mine[0].msg["References"] is None
+        for before, m in zip(mine, mine[1:], strict=False):
+            assert m.msg["In-Reply-To"] == before.message_id
+            assert m.msg["References"].split() in (
+                [mine[0].message_id, before.message_id], [before.message_id])
+            assert m.msg["References"].split()[0] == mine[0].message_id
+
+
+def test_mails_of_a_game_share_one_conversation_and_have_unique_message_ids(app, table):
     play(table, 6)
-    thread = load(app, Game, table.game_id).thread_id
     mails = table.inbox.all()
     assert len(mails) >= 8
     ids = [m.message_id for m in mails]
     assert len(set(ids)) == len(ids)
     assert all(i.startswith("<") and i.endswith("@pbem.test>") for i in ids)
-    assert thread not in ids
-    for m in mails:
-        assert (m.msg["In-Reply-To"], m.msg["References"]) == (thread, thread)
+    assert {m.subject for m in mails} == {"Cavemen: Ann, Bob, Cy"}
+    assert {m.msg["List-Id"] for m in mails} == {
+        f"Cavemen: Ann, Bob, Cy <{table.game_id}.games.pbem.test>"}
+    assert_one_conversation_per_address(mails)
 
 
-def test_web_flow_mails_share_the_game_thread(app, client):
+def test_web_flow_mails_share_one_conversation_per_address(app, client):
     inbox = web_flow_mails(app, client)
-    with app.app_context(), session_scope() as s:
-        (game,) = s.exec(select(Game)).all()
-    assert {(m.msg["In-Reply-To"], m.msg["References"]) for m in inbox.all()} == {
-        (game.thread_id, game.thread_id)}
+    mails = inbox.all()
+    assert {m.subject for m in mails} == {"Cavemen: Ann, Bob, Cy"}
+    assert [m.template for m in mails if m.to_addr == PLAYERS[0].email] == [
+        "host_confirm", "declined"]
+    assert_one_conversation_per_address(mails)
 
 
-def test_two_games_have_two_threads(app, table):
-    other = start_game(app)
-    threads = {load(app, Game, gid).thread_id for gid in (table.game_id, other.game_id)}
-    assert len(threads) == 2
-    by_thread = {m.msg["References"] for m in table.inbox.all()}
-    assert by_thread == threads
+def test_two_games_have_two_conversations(app, table):
+    other = start_game(app, title="Friday game")
+    mails = table.inbox.all()
+    by_game = {m.msg["List-Id"].rsplit("<", 1)[1].split(".")[0]: m.subject for m in mails}
+    assert by_game == {table.game_id: "Cavemen: Ann, Bob, Cy",
+                       other.game_id: "Friday game"}
 
 
 # --------------------------------------------------------------------------- user text
@@ -160,11 +174,11 @@ def test_names_and_titles_are_escaped_in_html_mail_and_raw_in_text(odd_table):
         assert 'Bob & "Co"' in m.text
 
 
-def test_odd_names_are_quoted_in_the_to_header(odd_table):
+def test_odd_names_are_encoded_in_the_to_header(odd_table):
     (bob,) = odd_table.inbox.to("bob@example.com")
     raw = bob.msg.as_string()
     header = next(line for line in raw.splitlines() if line.startswith("To:"))
-    assert header == 'To: "Bob & \\"Co\\"" <bob@example.com>'
+    assert header == "To: =?utf-8?b?Qm9iICYgIkNvIg==?= <bob@example.com>"
     assert parseaddr(str(bob.msg["To"])) == ('Bob & "Co"', "bob@example.com")
 
 
@@ -212,14 +226,14 @@ def test_line_breaks_in_names_are_refused_with_a_clear_message(app, client, inbo
     resp = client.post("/new", data=data)
     assert resp.status_code == 400
     assert text_of(resp.get_data(as_text=True), "error") == (
-        "Player 3: names and addresses may not contain line breaks or other control "
-        "characters.")
+        "Player 3: names may not contain line breaks, control characters or invisible "
+        "formatting characters (such as text-direction overrides).")
     assert inbox.all() == []
 
 
 def test_line_breaks_in_addresses_are_refused(app):
     players = [PLAYERS[0], services.PlayerIn("Eve", "eve@example.com\r\nBcc: x@example.com")]
-    with app.app_context(), pytest.raises(InvalidInput, match="line breaks"):
+    with app.app_context(), pytest.raises(InvalidInput, match="not an email address"):
         services.create_game("cavemen", players, confirm_by_email=False)
 
 
@@ -254,7 +268,9 @@ def test_a_failed_send_is_kept_and_retried_once_due(app, inbox):
     inbox.backend.fail = ConnectionRefusedError("mail server down")
     with app.app_context():
         services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False, start=True)
-        assert mail.deliver_due() == {"sent": 0, "failed": 3, "skipped": 0}
+        # A server that is down ends each pass at its first failure.
+        for _ in range(3):
+            assert mail.deliver_due() == {"sent": 0, "failed": 1, "skipped": 0}
         assert mail.deliver_due() == {"sent": 0, "failed": 0, "skipped": 0}  # backing off
     rows = outbox_rows(app)
     assert [(r.status, r.attempts) for r in rows] == [("pending", 1)] * 3

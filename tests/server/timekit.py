@@ -27,10 +27,18 @@ def at(frozen, hours: float) -> datetime:
 
 
 def sweep_at(app, frozen, hours: float) -> dict[str, int]:
-    """One sweep at ``hours`` after T0; a step that failed inside it fails the test."""
+    """What the clock does at ``hours`` after T0: one sweep of the deadlines, then its
+    mail loop's delivery pass; a step that failed inside fails the test."""
     at(frozen, hours)
-    result = clock.sweep(app)
+    return tick(app)
+
+
+def tick(app, now=None) -> dict[str, int]:
+    """One deadline sweep and one delivery pass, with the counts of both."""
+    result = clock.sweep(app, now=now)
     assert result.get("errors", 0) == 0, result
+    with app.app_context():
+        result.update(mail.deliver_due(limit=1000))
     return result
 
 
@@ -75,9 +83,9 @@ def subjects(inbox: Inbox, addr: str | None = None) -> list[str]:
 
 
 def subject(mail) -> str:
-    """The subject as a mail program shows it (a long one is folded right after
-    ``Subject:``, which leaves a leading blank when parsed back)."""
-    return mail.subject.strip()
+    """What the email says it is about: its first line, which mail programs show as the
+    preview (the Subject itself is the game's name on every email of a game)."""
+    return mail.headline
 
 
 def page_of(inbox: Inbox, addr: str) -> str:
@@ -89,10 +97,6 @@ def page_form(client, page: str, form_id: str):
     found = [f for f in forms(client.get(page).get_data(as_text=True))
              if f.attrs.get("id") == form_id]
     return found[0] if found else None
-
-
-def tag(game_id: str) -> str:
-    return f"[Cavemen {game_id}]"
 
 
 def admin_form(client, admin: str, control: str):

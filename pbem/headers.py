@@ -1,0 +1,116 @@
+"""Email addresses and headers built from user text, safely.
+
+Python's modern email policy decodes RFC 2047 encoded words found in a header value and
+can write the decoded line breaks out raw, so a title like
+``=?utf-8?q?Win=0D=0AReply-To:_x@evil.example?=`` could add headers or replace a body.
+Here every header built from user text is made of plain ASCII words or of encoded words
+that *we* produced from the text as typed, so a reader decodes exactly what was typed.
+
+``parse_address`` is the one address check: the forms validate with it, and the header
+builder runs it again, so an address that passed a form is always one we can write.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import unicodedata
+from email.header import Header
+
+MAX_ADDRESS = 254
+PLAIN_MAX = 60
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+LOCAL_RE = re.compile(rf"^{_ATEXT}+(?:\.{_ATEXT}+)*$")
+LABEL_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+# A phrase word we may write unencoded: RFC 5322 atext without '=' and '?' (so that no
+# reader can mistake it for an encoded word).
+PLAIN_WORD_RE = re.compile(r"^[A-Za-z0-9!#$%&'*+/^_`{|}~-]+$")
+PLAIN_TEXT_RE = re.compile(r"^[A-Za-z0-9 !#$%&'()*+,./:;<>@\[\]^_`{|}~-]*$")
+# Format characters that are legitimate inside words of some scripts.
+ALLOWED_FORMAT = {"\u200c", "\u200d"}  # zero-width non-joiner and joiner
+
+
+class BadAddress(ValueError):
+    """An address we could not put in a mail header; ``str()`` says why."""
+
+
+def parse_address(text: str) -> str:
+    """The address in the form we send to, or BadAddress saying why not.
+
+    Accepted: a dot-atom local part (ASCII letters, digits and ``!#$%&'*+/=?^_`{|}~-``,
+    single dots between them) and a host name of two or more labels; an international
+    domain is turned into its ASCII (``xn--``) form. Refused: quoted local parts, IP
+    literals, and anything the header writer could not write back exactly.
+    """
+    addr = (text or "").strip()
+    if not addr:
+        raise BadAddress("the address is empty")
+    if len(addr) > MAX_ADDRESS:
+        raise BadAddress("the address is too long")
+    if addr.count("@") != 1:
+        raise BadAddress("an address has exactly one @")
+    local, domain = addr.split("@")
+    if not local.isascii():
+        raise BadAddress("use only ASCII letters, digits and . _ + - before the @")
+    if len(local) > 64 or not LOCAL_RE.match(local):
+        raise BadAddress("the part before the @ has characters or dots an address "
+                         "cannot have")
+    domain = _ascii_domain(domain)
+    labels = domain.split(".")
+    if len(labels) < 2 or not all(LABEL_RE.match(x) for x in labels) or labels[-1].isdigit():
+        raise BadAddress("the part after the @ is not a mail domain")
+    addr = f"{local}@{domain}"
+    if len(addr) > MAX_ADDRESS:
+        raise BadAddress("the address is too long")
+    return addr
+
+
+def _ascii_domain(domain: str) -> str:
+    domain = domain.rstrip(".").lower()
+    if domain.isascii():
+        return domain
+    try:
+        return domain.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise BadAddress("the part after the @ is not a mail domain") from None
+
+
+def bad_characters(text: str) -> bool:
+    """True for text with control characters, line or paragraph separators, or invisible
+    format characters (bidi overrides and the like): never allowed in names and titles."""
+    for c in text or "":
+        cat = unicodedata.category(c)
+        if cat in ("Cc", "Zl", "Zp", "Cs", "Co", "Cn") or (cat == "Cf"
+                                                           and c not in ALLOWED_FORMAT):
+            return True
+    return False
+
+
+def encoded_word(text: str) -> str:
+    """All of ``text`` as one RFC 2047 base64 encoded word (one word, so that no reader
+    puts or drops a space where the text had none)."""
+    return "=?utf-8?b?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="
+
+
+def phrase(text: str) -> str:
+    """A display name (or List-Id phrase) as written in a header: plain ASCII words as
+    they are, anything else as one encoded word."""
+    words = text.split(" ")
+    if text and all(PLAIN_WORD_RE.match(w) for w in words):
+        return text
+    return encoded_word(text)
+
+
+def mailbox(name: str, addr: str) -> str:
+    """``Name <addr>`` for a To or From header; the address is checked again here."""
+    addr = parse_address(addr)
+    return f"{phrase(name)} <{addr}>" if name else addr
+
+
+def unstructured(text: str) -> str | Header:
+    """A Subject-like header: short plain ASCII as it is, else utf-8 encoded words (which
+    readers join without spaces, so a fold never adds or drops one)."""
+    if (len(text) <= PLAIN_MAX and PLAIN_TEXT_RE.match(text) and "=?" not in text
+            and "  " not in text and text == text.strip()):
+        return text  # short enough never to be folded
+    return Header(text, "utf-8")
