@@ -317,6 +317,8 @@ def _deliver_one(row_id: int) -> str:
 
 def _claim_and_render(row_id: int) -> tuple[Outgoing, int | None, int | None,
                                             list[int]] | None:
+    """Claim the row (its own committed transaction, so that the attempt counts even if
+    rendering then fails), then mint its links and render it."""
     now = utcnow()
     with session_scope() as s:
         claimed = s.execute(
@@ -327,6 +329,7 @@ def _claim_and_render(row_id: int) -> tuple[Outgoing, int | None, int | None,
                     attempts=Outbox.attempts + 1))
         if claimed.rowcount != 1:
             return None  # someone else has it, or it is done
+    with session_scope() as s:
         row = s.get(Outbox, row_id)
         stale = _why_not_send(s, row)
         if stale:

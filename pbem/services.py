@@ -118,23 +118,23 @@ def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn
 
 
 def check_name(text: str | None, who: str) -> str:
-    """A player's name: 1 to 60 visible characters on one line, blanks collapsed."""
+    """A player's name: 1 to 60 characters on one line, kept as typed."""
     if bad_characters(text or ""):
         raise InvalidInput(f"{who}: names may not contain line breaks, control characters "
                            "or invisible formatting characters (such as text-direction "
                            "overrides)")
-    name = " ".join((text or "").split())
+    name = (text or "").strip()  # as typed, but for blanks around it
     if not name or len(name) > 60 or any(c in name for c in "<>"):
         raise InvalidInput(f"{who}: a name of 1 to 60 characters, without < or >")
     return name
 
 
 def check_title(text: str | None) -> str:
-    """A game title: up to 100 visible characters on one line, blanks collapsed."""
+    """A game title: up to 100 characters on one line, kept as typed."""
     if bad_characters(text or ""):
         raise InvalidInput("the title may not contain line breaks, control characters or "
                            "invisible formatting characters")
-    title = " ".join((text or "").split())
+    title = (text or "").strip()  # as typed, but for blanks around it
     if len(title) > 100:
         raise InvalidInput("the title is longer than 100 characters")
     return title

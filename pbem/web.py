@@ -19,7 +19,7 @@ from typing import Any
 from flask import Blueprint, Flask, abort, current_app, g, render_template, request, session
 
 from engine.core import Action, parse_action
-from pbem import mail, services
+from pbem import mail, narrate, services
 from pbem.errors import (
     AlreadyRecorded,
     IllegalMove,
@@ -28,7 +28,6 @@ from pbem.errors import (
     ServiceError,
     TurnOver,
 )
-from pbem.narrate import register_filters
 from pbem.tokens import check_signature, form_signature, same_secret
 
 bp = Blueprint("web", __name__)
@@ -42,7 +41,7 @@ CSP_MAILBOX = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'"
 
 def init_app(app: Flask) -> None:
     app.register_blueprint(bp)
-    register_filters(app)
+    narrate.init_app(app)
     app.register_error_handler(ServiceError, _service_error)
     app.register_error_handler(404, _not_found)
     app.register_error_handler(405, _http_error)
