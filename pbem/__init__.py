@@ -37,7 +37,7 @@ class DefaultConfig:
     NOTICE_LIMIT_PER_GAME = 30
     # Invitations (to join, to take over a seat, to confirm a new game): at most this
     # many per address in a day, and hand-over invitations per game in a day.
-    INVITE_LIMIT_PER_ADDRESS = 3
+    INVITE_LIMIT_PER_ADDRESS = 5
     HANDOVER_LIMIT_PER_GAME = 5
     PROXY_HOPS = 0  # reverse proxies in front of the app whose X-Forwarded-For to trust
     SESSION_COOKIE_HTTPONLY = True

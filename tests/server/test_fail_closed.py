@@ -1,0 +1,192 @@
+"""Fail closed (issue 7, item 3): no mail configuration means no start, the dev mailbox is
+an explicit opt-in for this machine only, cookies and pages are locked down, and secret
+link tokens never reach the access log."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from pbem import create_app, mail
+from pbem.migrate import upgrade
+from tests.pgcluster import free_port
+from tests.server.helpers import (
+    BASE_URL,
+    MAIL_FROM,
+    SECRET,
+    forms,
+    path_of,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bare_config(tmp_path, **extra) -> dict:
+    return {"DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}", "SECRET_KEY": SECRET,
+            "MAIL_BACKEND": None, "SMTP_HOST": None, "MAIL_FROM": None, **extra}
+
+
+def test_no_mail_configuration_refuses_to_start(tmp_path, monkeypatch):
+    for key in [k for k in os.environ if k.startswith("PBEM_")]:
+        monkeypatch.delenv(key)
+    with pytest.raises(mail.ConfigError, match="no mail server is configured"):
+        create_app(bare_config(tmp_path))
+
+
+def test_smtp_without_a_sender_refuses_to_start(tmp_path):
+    with pytest.raises(mail.ConfigError, match="PBEM_MAIL_FROM must be set"):
+        create_app(bare_config(tmp_path, SMTP_HOST="smtp.example.org"))
+
+
+def test_an_smtp_host_alone_selects_smtp(tmp_path):
+    app = create_app(bare_config(tmp_path, SMTP_HOST="smtp.example.org",
+                                 MAIL_FROM="Games <games@example.org>"))
+    assert isinstance(app.extensions["pbem.mail"], mail.SMTPBackend)
+
+
+def test_the_process_refuses_with_a_clear_message(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    env["PBEM_DATABASE_URL"] = f"sqlite:///{tmp_path / 'x.sqlite3'}"
+    flask = str(Path(sys.executable).with_name("flask"))
+    done = subprocess.run([flask, "--app", "pbem", "pbem", "deliver"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "no mail server is configured" in done.stderr
+    assert "PBEM_MAIL_BACKEND=dev" in done.stderr
+
+
+def test_make_run_opts_into_the_dev_mailbox_and_the_readme_sets_a_sender():
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^run: export PBEM_MAIL_BACKEND \?= dev$", makefile, re.M)
+    readme = (ROOT / "README.md").read_text()
+    production = readme.split("## Running it for real", 1)[1].split("```")[1]
+    assert "PBEM_MAIL_FROM=" in production
+    assert "PBEM_MAIL_BACKEND=smtp" in production
+
+
+# --------------------------------------------------------------------------- dev mailbox
+
+
+@pytest.fixture
+def dev_app(make_app):
+    return make_app(MAIL_BACKEND="dev")
+
+
+def test_the_dev_mailbox_answers_only_to_this_machine(dev_app):
+    client = dev_app.test_client()
+    for addr in ("127.0.0.1", "::1"):
+        assert client.get("/dev/mail", environ_base={"REMOTE_ADDR": addr}).status_code == 200
+    for addr in ("10.0.0.7", "192.168.1.20", "2001:db8::1", "", "garbage"):
+        resp = client.get("/dev/mail", environ_base={"REMOTE_ADDR": addr})
+        assert resp.status_code == 404, addr
+
+
+def test_a_forwarded_for_header_does_not_open_the_dev_mailbox(dev_app):
+    client = dev_app.test_client()
+    resp = client.get("/dev/mail", environ_base={"REMOTE_ADDR": "10.0.0.7"},
+                      headers={"X-Forwarded-For": "127.0.0.1"})
+    assert resp.status_code == 404
+
+
+def test_without_the_dev_backend_there_is_no_dev_mailbox(client):
+    assert client.get("/dev/mail").status_code == 404
+
+
+# --------------------------------------------------------------------------- cookies, CSP
+
+
+def test_the_session_cookie_is_httponly_and_samesite_lax(client):
+    client.get("/")
+    cookie = client.get_cookie("session")
+    assert cookie is not None
+    assert cookie.http_only and cookie.same_site == "Lax" and not cookie.secure
+
+
+def test_the_session_cookie_is_secure_when_the_site_is_https(make_app):
+    client = make_app(BASE_URL="https://games.example.org").test_client()
+    resp = client.get("/")
+    header = resp.headers["Set-Cookie"]
+    assert "Secure" in header and "HttpOnly" in header and "SameSite=Lax" in header
+
+
+def pages_of(app, client, table) -> list[str]:
+    page = path_of(table.mail(table.open()).link("/g/"))
+    return ["/", page, f"/admin/{table.admin}", path_of(table.mail(table.open())
+                                                        .action_links()[0]),
+            "/u/" + table.mail(table.open()).unsubscribe_token, "/nowhere"]
+
+
+def test_every_page_has_a_csp_without_inline_script_and_no_inline_script(app, client,
+                                                                         table):
+    for url in pages_of(app, client, table):
+        resp = client.get(url)
+        csp = resp.headers["Content-Security-Policy"]
+        assert "default-src 'none'" in csp and "unsafe-inline" not in csp, url
+        assert "script-src" not in csp  # no script at all: default-src 'none' applies
+        html = resp.get_data(as_text=True)
+        assert "<script" not in html.lower(), url
+        assert not re.search(r"\son[a-z]+\s*=", html, re.I), url  # no onclick=, onsubmit=
+        assert "<style" not in html.lower() and ' style="' not in html, url
+
+
+def test_abandoning_needs_a_ticked_box_instead_of_a_script(app, client, table):
+    html = client.get(f"/admin/{table.admin}").get_data(as_text=True)
+    (form,) = [f for f in forms(html) if f.attrs.get("id") == "abandon"]
+    assert form.checkboxes == {"sure": ["yes"]}
+    assert "onsubmit" not in form.attrs
+
+
+def test_the_stylesheet_is_served_from_the_site(client):
+    with client.get("/static/pbem.css") as resp:
+        assert resp.status_code == 200 and "font-family" in resp.get_data(as_text=True)
+
+
+# --------------------------------------------------------------------------- the access log
+
+
+def test_gunicorn_access_log_never_holds_a_link_token(tmp_path):
+    db = f"sqlite:///{tmp_path / 'pbem.sqlite3'}"
+    upgrade(db)
+    port = free_port()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PBEM_")},
+           "PBEM_DATABASE_URL": db, "PBEM_MAIL_BACKEND": "memory", "PBEM_SECRET_KEY": SECRET,
+           "PBEM_BASE_URL": BASE_URL, "PBEM_MAIL_FROM": MAIL_FROM}
+    log, errors = tmp_path / "access.log", tmp_path / "errors.log"
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    with open(errors, "wb") as err:
+        proc = subprocess.Popen([gunicorn, "--workers", "1", "--bind", f"127.0.0.1:{port}",
+                                 "--config", "python:pbem.gunicorn_conf", "--access-logfile",
+                                 str(log), "pbem:create_app()"], env=env, cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(base + "/healthz", timeout=1)
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline and proc.poll() is None, \
+                    errors.read_text()
+                time.sleep(0.1)
+        secrets = ["A" * 43, "b9Zx-_" * 7 + "q", "x" * 32]
+        for raw in secrets:
+            for path in (f"/a/{raw}", f"/g/{raw}", f"/admin/{raw}/pause",
+                         f"/host/confirm/{raw}?again={raw}"):
+                requests.get(base + path, timeout=5)
+                requests.post(base + path, data={"sig": raw}, timeout=5)
+        time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    text = log.read_text()
+    assert text.count('"GET /a/<token>') == len(secrets), text[:2000]
+    for raw in secrets:
+        assert raw not in text
