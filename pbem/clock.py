@@ -22,6 +22,7 @@ import fcntl
 import logging
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -123,8 +124,11 @@ class Wakeup:
             return
         try:
             conn = self._listen()
-            for _ in conn.notifies(timeout=max(self.poll, 5.0), stop_after=1):
-                pass
+            deadline = time.monotonic() + max(self.poll, 5.0)
+            while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+                # in slices of a second, so that a stop is seen promptly
+                if list(conn.notifies(timeout=min(left, 1.0), stop_after=1)):
+                    return
         except Exception:  # noqa: BLE001 - a lost connection: poll, then listen again
             log.exception("mail loop: LISTEN failed; polling instead")
             self.close()

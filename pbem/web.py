@@ -238,6 +238,9 @@ def game_act(raw: str):
                                                                                 form))
     except IllegalMove as exc:  # the page again, the form still there, and what to do
         return _game_page(raw, 400, refusal=exc)
+    except (AlreadyRecorded, TurnOver) as exc:  # as a one-click link answers
+        closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
+        return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
     return _after_move(outcome)
 
 

@@ -343,3 +343,53 @@ def test_after_a_page_form_move_the_response_shows_the_next_form_too(app, client
     (next_form,) = [f for f in forms(html) if f.attrs.get("id") == "decision"]
     assert next_form.attrs["data-kind"] == "bid"
     assert next_form.hidden["decision_id"] == str(following.id)
+
+
+# --------------------------------------------------------------------------- double submits
+
+
+def test_the_game_page_form_submitted_twice_at_once_always_says_already_recorded(app,
+                                                                                 table):
+    """Two presses of the same form race each other; one records the move and the other
+    answers "Already recorded" (never a 400 such as 'no legal action of kind pass')."""
+    import threading
+
+    for _ in range(6):
+        decision = table.open()
+        page = path_of(table.mail(decision).link("/g/"))
+        choice = table.bot_choice(decision)
+        data = {"sig": form_signature(SECRET, page.rsplit("/", 1)[1]),
+                "decision_id": str(decision.id), **page_form_data(choice, decision.kind)}
+        answers: list[tuple[int, str]] = []
+        gate = threading.Barrier(2)
+
+        def press(data=data, page=page, answers=answers, gate=gate) -> None:
+            client = app.test_client()
+            gate.wait()
+            resp = client.post(page, data=data)
+            answers.append((resp.status_code, resp.get_data(as_text=True)))
+
+        threads = [threading.Thread(target=press) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert sorted(code for code, _ in answers) == [200, 409], answers
+        (again,) = [html for code, html in answers if code == 409]
+        assert text_of(again, "closed") == ("Already recorded Your choice for this turn is "
+                                            "already recorded.")
+        assert [m.decision_id for m in moves(app, table.game_id)].count(decision.id) == 1
+
+
+def test_a_used_confirmation_link_says_the_game_is_confirmed(app, client):
+    from tests.server.helpers import create_on_web
+
+    host_mail = create_on_web(client, app)
+    url = path_of(host_mail.link("/host/confirm/"))
+    form = only_form(client.get(url).get_data(as_text=True))
+    assert client.post(url, data=form.data()).status_code == 200
+    for resp in (client.get(url), client.post(url, data=form.data())):
+        assert resp.status_code == 200
+        assert text_of(resp.get_data(as_text=True), "confirmed") == (
+            "Already confirmed This game is confirmed and the invitations are out. The "
+            "game starts when everyone has accepted.")

@@ -1,0 +1,155 @@
+"""SMTP is never on the request path (issue 7, item 5): a request only queues; the clock's
+mail loop delivers, woken at once (PostgreSQL NOTIFY) or by a short poll (SQLite); a mail
+server that accepts connections and never answers stalls only that loop."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from pbem import clock, mail, services
+from pbem.db import is_postgres
+from pbem.models import Outbox
+from pbem.tokens import form_signature
+from tests.pgcluster import free_port
+from tests.server.helpers import (
+    PLAYERS,
+    SECRET,
+    new_game_data,
+    new_game_form,
+    only_form,
+    path_of,
+)
+
+
+class Tarpit:
+    """A 'mail server' that accepts TCP connections and never says a word."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.connections = 0
+        self._sock = socket.create_server(("127.0.0.1", self.port))
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        self._sock.settimeout(0.1)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            self.connections += 1
+            self._held.append(conn)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for conn in self._held:
+            conn.close()
+        self._sock.close()
+
+
+@pytest.fixture
+def tarpit():
+    pit = Tarpit()
+    try:
+        yield pit
+    finally:
+        pit.close()
+
+
+def outbox(app) -> list[Outbox]:
+    from sqlmodel import select
+
+    from pbem.db import session_scope
+
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(Outbox).order_by(Outbox.id)))
+
+
+FIVE = [*PLAYERS, services.PlayerIn("Dee", "dee@example.com"),
+        services.PlayerIn("Eve", "eve@example.com")]
+
+
+def test_requests_only_queue_and_never_touch_the_mail_server(make_app, tarpit):
+    app = make_app(MAIL_BACKEND="smtp", SMTP_HOST="127.0.0.1", SMTP_PORT=tarpit.port,
+                   SMTP_TIMEOUT=30)
+    client = app.test_client()
+    with app.app_context():
+        created = services.create_game("cavemen", FIVE, seed=7, confirm_by_email=False,
+                                       start=True)
+    sig = {"sig": form_signature(SECRET, created.admin_token)}
+    # A host pauses and resumes a 5-seat game, and someone starts a game on the web form:
+    # each answers at once, and the mail server is never even called.
+    for control in ("pause", "resume"):
+        assert client.post(f"/admin/{created.admin_token}/{control}", data=sig
+                           ).status_code == 200
+    resp = client.post("/new", data=new_game_data(new_game_form(client)))
+    assert resp.status_code == 200
+    time.sleep(0.2)
+    assert tarpit.connections == 0
+    rows = outbox(app)
+    assert len(rows) == 5 + 10 + 1
+    assert {(r.status, r.attempts) for r in rows} == {("pending", 0)}
+
+
+def test_the_mail_loop_delivers_soon_after_a_request_queues(make_app, smtp):
+    """On PostgreSQL the loop sleeps on LISTEN (here with a poll of a minute, so only the
+    NOTIFY can wake it); on SQLite it polls."""
+    smtp.start()
+    app = make_app(MAIL_BACKEND="smtp", SMTP_HOST="127.0.0.1", SMTP_PORT=smtp.port,
+                   MAIL_POLL_INTERVAL=60.0 if _pg(make_app) else 0.05)
+    client = app.test_client()
+    thread, stop = clock.start_mail_thread(app)
+    try:
+        time.sleep(0.5)  # the loop is up and waiting
+        started = time.monotonic()
+        with app.app_context():
+            services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False,
+                                 start=True)
+        _wait_for(lambda: len(smtp.mails) == 3, 20)
+        assert time.monotonic() - started < 20  # far below the minute of polling
+        first = smtp.to(PLAYERS[2].email, "decision")[0]
+        link = path_of(first.action_links()[0])
+        form = only_form(client.get(link).get_data(as_text=True))
+        assert client.post(link, data=form.data()).status_code == 200
+        _wait_for(lambda: len(smtp.mails) == 4, 20)
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
+
+
+def _pg(make_app) -> bool:
+    app = make_app()
+    with app.app_context():
+        return is_postgres()
+
+
+def _wait_for(predicate, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "the mail loop did not deliver in time"
+        time.sleep(0.02)
+
+
+def test_a_hung_mail_server_stalls_only_the_mail_loop(make_app, tarpit):
+    """The pass gives up at the first timeout (not one timeout per email), the rows wait
+    for a retry, and the deadline sweep is not held up."""
+    app = make_app(MAIL_BACKEND="smtp", SMTP_HOST="127.0.0.1", SMTP_PORT=tarpit.port,
+                   SMTP_TIMEOUT=0.5)
+    with app.app_context():
+        services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False, start=True)
+        assert mail.deliver_due() == {"sent": 0, "failed": 1, "skipped": 0}
+    assert tarpit.connections == 1
+    rows = outbox(app)
+    assert [(r.status, r.attempts) for r in rows] == [("pending", 1), ("pending", 0),
+                                                      ("pending", 0)]
+    assert "timed out" in rows[0].last_error
+    assert clock.sweep(app)["errors"] == 0
