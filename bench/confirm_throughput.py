@@ -6,18 +6,23 @@ free loopback port, all started by this script and all stopped at its end, also 
 
 * ``baseline``: a minimal Flask app (``baseline_app`` below) whose ``POST /write`` does
   one INSERT, committed, into SQLite with ``journal_mode=WAL`` + ``synchronous=NORMAL``.
-* ``pbem inline``: ``pbem:create_app()`` on a temp SQLite file, ``PBEM_DELIVER_INLINE=true``
-  (the shipped default: each POST renders and delivers the next emails before answering),
-  mail to the ``dev`` backend (a temp MAILBOX_DIR) or, with ``--mail smtp``, to a local
-  aiosmtpd sink (its own subprocess).
-* ``pbem queued``: the same with ``PBEM_DELIVER_INLINE=false`` (the emails stay in the
-  outbox for the clock process, which is not run here, so delivery costs nothing).
+* ``pbem queued``: ``pbem:create_app()`` (``--config python:pbem.gunicorn_conf``, as
+  deployed) on a temp SQLite file; requests only queue email (Outbox rows) and no clock
+  runs, so the emails stay in the outbox and delivery costs nothing.
+* ``pbem +clock``: the same on a second temp SQLite file, plus one clock process
+  (``flask --app pbem pbem clock``) whose mail loop delivers the queued emails during the
+  run (it polls the outbox every ``PBEM_MAIL_POLL_INTERVAL`` s on SQLite) to a local
+  aiosmtpd sink (its own subprocess; ``--mail dev`` writes .eml files instead). The clock
+  competes for the same cores and the same SQLite write lock, as in a real deployment;
+  its CPU counts as server CPU. (This replaces the old ``inline`` configuration, which
+  delivered in the request: pbem no longer has ``DELIVER_INLINE``.)
 
-Open games are prepared by this process on the same database with
-``services.create_game(..., confirm_by_email=False, start=True)``; for each game's first
-open decision it mints one action token (``pbem.tokens.mint``) for the heuristic bot's
-choice, and marks the games' initial emails as already sent (else the first inline POST
-would deliver that backlog). So every confirm hits a different open decision, always the
+Open games are prepared by this process on each configuration's database with
+``services.create_game(..., confirm_by_email=False, start=True)`` (each game with
+addresses of its own; the sending caps are lifted as well); for each game's first open
+decision it mints one action token (``pbem.tokens.mint``) for the heuristic bot's choice,
+and marks the games' initial emails as already sent (else the clock would deliver that
+backlog during the run). So every confirm hits a different open decision, always the
 first decision of a fresh game (bench/confirm_latency.py covers whole games).
 
 Each client thread (16, spread over ``--client-procs`` processes) does, for its own
@@ -29,9 +34,12 @@ The baseline runs before and after the pbem runs; the ratio uses their median.
 The machine has 2 cores shared by the servers and the clients: the clients' CPU is
 reported, and the server CPU per request (from /proc) is a second, less noise-sensitive
 way to compare. gunicorn's sync workers close the connection after each response, so
-the clients' keep-alive connections are re-opened for every request.
+the clients' keep-alive connections are re-opened for every request. All servers write
+an access log line per request (pbem's redacting one for pbem, gunicorn's for the
+baseline) to their log file in the temp dir.
 
-    .venv/bin/python bench/confirm_throughput.py [--duration 6] [--mail dev|smtp]
+    .venv/bin/python bench/confirm_throughput.py [--duration 6] [--configs queued,clock]
+                                                 [--mail smtp|dev]
 """
 
 from __future__ import annotations
@@ -60,6 +68,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SIG_RE = re.compile(rb'name="sig" value="([0-9a-f]+)"')
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+NO_CAPS = {"CREATE_LIMIT_PER_HOUR": "100000", "NOTICE_LIMIT_PER_ADDRESS": "100000",
+           "NOTICE_LIMIT_PER_GAME": "100000", "INVITE_LIMIT_PER_ADDRESS": "100000"}
+CONFIG_NAMES = {"queued": "pbem queued", "clock": "pbem +clock"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -373,7 +384,7 @@ class Games:
 
         self.app = create_app({"DATABASE_URL": url, "MAIL_BACKEND": "memory",
                                "SECRET_KEY": secret, "BASE_URL": "http://127.0.0.1",
-                               "DELIVER_INLINE": False})
+                               **{k: int(v) for k, v in NO_CAPS.items()}})
         self.players = players
         self.seed = 1
 
@@ -392,13 +403,13 @@ class Games:
         from pbem.tokens import mint
 
         mod = get_game("cavemen")
-        people = [services.PlayerIn(f"Player {i}", f"p{i}@bench.invalid")
-                  for i in range(self.players)]
         rng = random.Random(self.seed)
         raws: list[str] = []
         with self.app.app_context():
             ids = []
             for _ in range(count):
+                people = [services.PlayerIn(f"Player {i}", f"p{i}.g{self.seed}@bench.invalid")
+                          for i in range(self.players)]
                 ids.append(services.create_game("cavemen", people, 48, seed=self.seed,
                                                 confirm_by_email=False, start=True).game_id)
                 self.seed += 1
@@ -507,10 +518,12 @@ def main() -> None:
                         help="processes the client threads are spread over")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
     parser.add_argument("--players", type=int, default=4, choices=range(2, 6))
-    parser.add_argument("--mail", choices=("dev", "smtp"), default="dev",
-                        help="pbem mail backend: dev (.eml files) or smtp to an aiosmtpd sink")
-    parser.add_argument("--inline", choices=("both", "on", "off"), default="both",
-                        help="PBEM_DELIVER_INLINE configurations to measure")
+    parser.add_argument("--mail", choices=("dev", "smtp"), default="smtp",
+                        help="where the clock of '+clock' delivers: smtp to an aiosmtpd sink "
+                             "or dev (.eml files)")
+    parser.add_argument("--configs", default="queued,clock",
+                        help="comma-separated pbem configurations: queued (no clock), "
+                             "clock (a clock process delivering during the run)")
     parser.add_argument("--baseline-runs", type=int, default=2,
                         help="baseline runs (the second after the pbem runs)")
     parser.add_argument("--post-only", action="store_true",
@@ -520,6 +533,9 @@ def main() -> None:
     parser.add_argument("--max-games", type=int, default=8000,
                         help="cap on games prepared per pbem run")
     args = parser.parse_args()
+    args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    if not args.configs or set(args.configs) - set(CONFIG_NAMES):
+        parser.error("--configs takes queued and/or clock")
 
     def on_signal(signum, _frame):
         raise SystemExit(f"stopped by signal {signum}")
@@ -542,14 +558,12 @@ def main() -> None:
 def run_all(args, tmp: Path, servers: list[Server]) -> None:
     from pbem.migrate import upgrade
 
-    url = f"sqlite:///{tmp / 'pbem.sqlite3'}"
-    upgrade(url)
     create_baseline_db(tmp / "baseline.sqlite3")
     secret = "bench-" + os.urandom(16).hex()
-    configs = {"both": ["on", "off"], "on": ["on"], "off": ["off"]}[args.inline]
+    configs = args.configs
 
     sink = None
-    if args.mail == "smtp":
+    if "clock" in configs and args.mail == "smtp":
         sp = free_port()
         sink = Server("smtp sink", [str(BIN / "aiosmtpd"), "-n", "-l", f"127.0.0.1:{sp}",
                                     "-c", "aiosmtpd.handlers.Sink"],
@@ -558,54 +572,64 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
 
     bp = free_port()
     baseline = Server("baseline", gunicorn("confirm_throughput:baseline_app()", bp,
-                                           args.workers, ["--pythonpath", str(ROOT / "bench")]),
+                                           args.workers, ["--pythonpath", str(ROOT / "bench"),
+                                                          "--access-logfile", "-"]),
                       dict(os.environ, BENCH_BASELINE_DB=str(tmp / "baseline.sqlite3")),
                       bp, tmp / "baseline.log")
     servers.append(baseline)
     pbems: dict[str, Server] = {}
+    clocks: dict[str, Server] = {}
+    urls: dict[str, str] = {}
     for cfg in configs:
+        urls[cfg] = f"sqlite:///{tmp / f'pbem-{cfg}.sqlite3'}"
+        upgrade(urls[cfg])
         port = free_port()
-        env = dict(os.environ, PBEM_DATABASE_URL=url, PBEM_SECRET_KEY=secret,
+        env = dict(os.environ, PBEM_DATABASE_URL=urls[cfg], PBEM_SECRET_KEY=secret,
                    PBEM_BASE_URL=f"http://127.0.0.1:{port}",
-                   PBEM_DELIVER_INLINE="true" if cfg == "on" else "false",
-                   PBEM_MAILBOX_DIR=str(tmp / f"mailbox-{cfg}"))
+                   PBEM_MAILBOX_DIR=str(tmp / f"mailbox-{cfg}"),
+                   **{f"PBEM_{k}": v for k, v in NO_CAPS.items()})
         if sink is not None:
             env.update(PBEM_MAIL_BACKEND="smtp", PBEM_SMTP_HOST="127.0.0.1",
-                       PBEM_SMTP_PORT=str(sink.port))
+                       PBEM_SMTP_PORT=str(sink.port),
+                       PBEM_MAIL_FROM="pbem bench <pbem@bench.invalid>")
         else:
             env["PBEM_MAIL_BACKEND"] = "dev"
-        pbems[cfg] = Server(f"pbem {'inline' if cfg == 'on' else 'queued'}",
-                            gunicorn("pbem:create_app()", port, args.workers, []), env, port,
-                            tmp / f"pbem-{cfg}.log")
+        pbems[cfg] = Server(CONFIG_NAMES[cfg],
+                            gunicorn("pbem:create_app()", port, args.workers,
+                                     ["--config", "python:pbem.gunicorn_conf"]),
+                            env, port, tmp / f"pbem-{cfg}.log")
         servers.append(pbems[cfg])
+        if cfg == "clock":
+            clocks[cfg] = Server("clock", [str(BIN / "flask"), "--app", "pbem", "pbem",
+                                           "clock"], env, 0, tmp / "clock.log")
+            servers.append(clocks[cfg])
     for server in servers:
-        server.start()
+        if server not in clocks.values():  # a clock runs only around its own runs
+            server.start()
     if sink is not None:
         sink.wait_ready(None)
     baseline.wait_ready("/healthz")
     for server in pbems.values():
         server.wait_ready("/healthz")
 
-    games = Games(url, secret, args.players)
+    games = {cfg: Games(urls[cfg], secret, args.players) for cfg in configs}
     warm = 6 * args.clients
     t0 = time.monotonic()
-    warm_tokens = {cfg: games.tokens(warm) for cfg in configs}
+    warm_tokens = {cfg: games[cfg].tokens(warm) for cfg in configs}
     prep_seconds = time.monotonic() - t0
 
     print(f"confirm throughput: {args.clients} concurrent clients over {args.client_procs} "
           f"client process(es), gunicorn {args.workers} sync workers per server, loopback, "
           f"{args.duration:g} s per run after a {args.warmup:g} s warm-up; "
           f"{os.cpu_count()} cores shared by servers and clients")
-    print(f"pbem: SQLite WAL (synchronous=NORMAL), mail backend {args.mail}"
-          f"{' (aiosmtpd sink subprocess)' if sink else ' (.eml files in a temp dir)'}, "
-          f"{args.players}-player games; 'inline' = PBEM_DELIVER_INLINE=true (the default: "
-          f"the POST also delivers the next emails), 'queued' = false (emails stay in the "
-          f"outbox)")
+    where = ("an aiosmtpd sink subprocess" if sink else ".eml files in a temp dir (dev)")
+    print(f"pbem: SQLite WAL (synchronous=NORMAL), {args.players}-player games, one database "
+          f"per configuration; requests only queue email. 'queued' = no clock (emails stay "
+          f"in the outbox); '+clock' = a clock process delivers them during the run, to "
+          f"{where}")
     print("each pbem confirm = GET /a/<token> (confirm page) + POST with its sig; the "
           "baseline client only POSTs (one SQLite write each)\n")
 
-    all_servers = list(servers)
-    sink_arg = sink
     base_runs: list[Run] = []
     pbem_runs: dict[str, Run] = {}
 
@@ -621,23 +645,33 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
 
     baseline_run("baseline #1", True)
     for cfg in configs:
-        server = pbems[cfg]
-        warm_run = drive("warm-up", "pbem", server.port, split(warm_tokens[cfg], args.clients),
-                         args.client_procs, args.warmup, [server], sink_arg)
+        server, clock = pbems[cfg], clocks.get(cfg)
+        measured = [server] + ([clock] if clock else [])
+        if clock:
+            start_clock(clock)
+        warm_run = drive("warm-up", "pbem", server.port,
+                         split(warm_tokens[cfg], args.clients), args.client_procs,
+                         args.warmup, measured, sink)
+        if clock:  # no clock while games are prepared: it would deliver their first emails
+            clock.stop()
         estimate = max(warm_run.rate("POST"), 1.0)
         need = min(args.max_games, math.ceil(estimate * args.duration * 2.0) + 4 * args.clients)
         t0 = time.monotonic()
-        tokens = games.tokens(need)
+        tokens = games[cfg].tokens(need)
         if args.post_only:
             from pbem.tokens import form_signature
 
             tokens = [f"{t}:{form_signature(secret, t)}" for t in tokens]
         prep_seconds += time.monotonic() - t0
-        moves0, outbox0 = games.counts()
+        if clock:
+            start_clock(clock)
+        moves0, outbox0 = games[cfg].counts()
         run = drive(server.name, "pbem", server.port, split(tokens, args.clients),
-                    args.client_procs, args.duration, [server], sink_arg)
-        moves1, _ = games.counts()
-        run.moves, run.outbox = moves1 - moves0, games.outbox_since(outbox0)
+                    args.client_procs, args.duration, measured, sink)
+        moves1, _ = games[cfg].counts()
+        run.moves, run.outbox = moves1 - moves0, games[cfg].outbox_since(outbox0)
+        if clock:
+            clock.stop()
         pbem_runs[cfg] = run
         report(run, "pbem")
     for i in range(1, args.baseline_runs):
@@ -653,7 +687,21 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
               f"baseline ({'meets' if ratio >= 1 / 3 else 'misses'} the aim of 1/3); by server "
               f"CPU per request {base_cpu / cpu if cpu else 0:.3f}")
     print(f"(preparing games and tokens in this process took {prep_seconds:.1f} s, "
-          f"outside the measured windows; {len(all_servers)} server process groups)")
+          f"outside the measured windows; {len(servers)} server process groups)")
+
+
+def start_clock(clock: Server, timeout: float = 60.0) -> None:
+    """Start the clock process and wait until it logs that it runs."""
+    clock.start()
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if clock.proc.poll() is not None:
+            raise RuntimeError(f"the clock exited with {clock.proc.returncode}:\n"
+                               + clock.log_tail())
+        if "clock running" in clock.log_tail():
+            return
+        time.sleep(0.1)
+    raise RuntimeError("the clock did not start:\n" + clock.log_tail())
 
 
 if __name__ == "__main__":

@@ -20,15 +20,12 @@ In a temporary directory this script, through the real command line:
    the engine superseded it; one ``decision_timed_out`` event per timeout; no decision got
    more reminders than the policy has; and prints the counts, the timeline and the result.
 
-Mail goes to the dev mailbox (``.eml`` files in the temporary directory). The clock's file
-lock is ``instance/clock.lock`` of the repository whatever the database (pbem's
-``create_app`` fixes the instance folder), so any other clock or sweep in this checkout,
-even on another database, makes every sweep of ours ``busy``, and pbem does not log busy
-sweeps. With ``--instance auto`` (the default) the script checks that lock first: if it is
-free the clock runs as ``flask --app pbem pbem clock``; if it is held, the clock runs as
-``flask --app bench/deadline_run.py:isolated_app pbem clock`` (the same app with its
-instance folder in the temporary directory) and says so. ``--instance repo|temp`` forces
-one or the other. Every child process is killed at the end.
+Mail goes to the dev mailbox (``PBEM_MAIL_BACKEND=dev``: ``.eml`` files in the temporary
+directory), delivered by the clock's own mail loop (it polls the outbox every
+``PBEM_MAIL_POLL_INTERVAL`` seconds on SQLite); the web server is not run. The clock's file
+lock sits next to the SQLite file (``pbem.sqlite3.clock.lock`` in the temporary
+directory), so no other clock in this checkout can make our sweeps ``busy``; a busy sweep
+would be logged ("sweep skipped") and counted. Every child process is killed at the end.
 
 Exit code 0 when every check held, 1 when one failed, 2 when the run itself did not work
 (the game did not end in time, a command failed, or the kill came after the game ended).
@@ -41,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import shlex
@@ -57,29 +53,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 FLASK = str(Path(sys.executable).parent / "flask")
 PLAYERS = ["Ann <ann@example.com>", "Bob <bob@example.com>", "Cid <cid@example.com>"]
-
-
-def isolated_app():
-    """The app with its instance folder (the clock's lock file) moved to this run's
-    temporary directory: ``flask --app bench/deadline_run.py:isolated_app pbem clock``."""
-    from pbem import create_app
-
-    app = create_app()
-    app.instance_path = os.environ["DEADLINE_RUN_INSTANCE"]
-    return app
-
-
-def lock_holder_free(path: Path) -> bool:
-    """True if nobody holds the clock's flock on ``path`` right now."""
-    if not path.exists():
-        return True
-    with open(path, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(fh, fcntl.LOCK_UN)
-        return True
 
 
 def now_utc() -> datetime:
@@ -188,10 +161,6 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=240.0,
                         help="give up if the game has not ended this long after the restart")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--instance", choices=["auto", "repo", "temp"], default="auto",
-                        help="where the clock's lock file lives: the repository's instance/ "
-                             "(plain 'flask --app pbem'), a temporary folder, or auto: the "
-                             "repository's unless another process holds its lock")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
 
@@ -215,18 +184,6 @@ def main() -> int:
 
 
 def play(run: Run, args: argparse.Namespace) -> int:
-    lock = ROOT / "instance" / "clock.lock"
-    free = lock_holder_free(lock)
-    if args.instance == "temp" or (args.instance == "auto" and not free):
-        (run.tmp / "instance").mkdir()
-        run.env["DEADLINE_RUN_INSTANCE"] = str(run.tmp / "instance")
-        run.clock_app = "bench/deadline_run.py:isolated_app"
-        why = "" if free else (f"{lock} is locked by another process (a clock or sweep of "
-                               "some other database in this checkout); ")
-        print(f"{why}the clock runs with its instance folder (lock file) in {run.tmp}\n")
-    elif not free:
-        print(f"WARNING: {lock} is locked by another process: every sweep of our clock "
-              "will be 'busy' (and pbem does not log busy sweeps)\n")
     print(f"environment: {run.env_shown}\n")
     run.cli("migrate")
     extra = [] if args.reminders is None else ["--reminders", args.reminders]
@@ -378,7 +335,7 @@ def check(run: Run, game: str, t_start: datetime, t_kill: datetime, t_restart: d
                   "ORDER BY position", game)
     logs = [p.read_text(errors="replace") for p in run.logs]
     sweeps = [sum("sweep:" in line for line in text.splitlines()) for text in logs]
-    busy = [sum("'busy': 1" in line for line in text.splitlines()) for text in logs]
+    busy = [sum("sweep skipped" in line for line in text.splitlines()) for text in logs]
     tracebacks = [text.count("Traceback") for text in logs]
     expect(not any(tracebacks), f"no tracebacks in the clock logs ({tracebacks})")
     expect(eml >= outbox.get("sent", 0),

@@ -5,15 +5,18 @@ Builds a database at the migrations' head with ``--games`` active Cavemen games
 a deadline and a next reminder still ahead, then times ``pbem.clock.sweep(app, now)``:
 
 * ``steady``: nothing is due (the normal state of a server between deadlines): the
-  figure is the cost of the two due-queries and the outbox query on a large table.
+  figure is the cost of the two due-queries on a large table. (A sweep does not deliver
+  mail: the clock's mail loop does, see ``pbem.clock.mail_loop``; the cost of its poll of
+  an empty outbox is shown among the parts.)
 * ``due N`` (``--due``, default 100 and 1000): N decisions fall due at the sweep's
   ``now``, half past their deadline (the sweep plays their default action through
   ``services.time_out``) and half with a reminder due (``services.send_reminder``), each in
   a different game. Each due sweep gets a fresh batch. A sweep handles at most 500
-  reminders, 500 timeouts and 500 emails (the limits in pbem); the emails it leaves in the
-  outbox are counted, then marked sent (untimed) so the next batch starts clean. The time
-  of each step (reminders, timeouts, mail) is measured by wrapping the functions the sweep
-  calls, during the timed sweeps only.
+  reminders and 500 timeouts (the limits in pbem) and only queues their emails. The time
+  of each step (reminders, timeouts) is measured by wrapping the functions the sweep
+  calls, during the timed sweeps only. After each due sweep, one pass of the clock's mail
+  loop, ``mail.deliver_due(limit=100)`` (its batch), is timed on its own; the emails left
+  after it are counted, then marked sent (untimed) so the next batch starts clean.
 
 Rows are bulk-inserted with SQLAlchemy core, cloned from a few real games made by
 ``services.create_game(..., confirm_by_email=False, start=True)`` (3, 4 and 5 players), so
@@ -256,8 +259,7 @@ class Parts:
     """Times the steps of a sweep by wrapping the functions ``pbem.clock.sweep`` calls
     (only while the block runs; pbem itself is not changed)."""
 
-    TARGETS = ((services, "send_reminder", "reminders"), (services, "time_out", "timeouts"),
-               (mail, "deliver_due", "mail"))
+    TARGETS = ((services, "send_reminder", "reminders"), (services, "time_out", "timeouts"))
 
     def __init__(self) -> None:
         self.time = {name: 0.0 for _, _, name in self.TARGETS}
@@ -286,13 +288,18 @@ class Parts:
         return wrapper
 
     def describe(self, counts: dict[str, int]) -> str:
-        done = {"reminders": counts["reminders"], "timeouts": counts["timeouts"],
-                "mail": counts["sent"] + counts["failed"] + counts["skipped"]}
+        done = {"reminders": counts["reminders"], "timeouts": counts["timeouts"]}
         out = []
         for name, total in self.time.items():
             each = f" = {total / done[name] * 1000:.1f} ms each" if done[name] else ""
             out.append(f"{name} {total:.2f} s for {done[name]}{each}")
         return "; ".join(out)
+
+
+def count_pending(app) -> int:
+    with get_engine(app).connect() as conn:
+        return conn.execute(select(func.count()).select_from(Outbox)
+                            .where(Outbox.status == "pending")).scalar()
 
 
 def trivial(app) -> None:
@@ -363,8 +370,7 @@ def run_one(kind: str, url: str, args, workdir: Path) -> dict:
     inst = workdir / f"instance-{kind}"
     inst.mkdir()
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench", "BASE_URL": BASE_URL,
-                      "MAIL_BACKEND": "memory", "DELIVER_INLINE": False,
-                      "MAILBOX_DIR": str(workdir / "mailbox")})
+                      "MAIL_BACKEND": "memory", "MAILBOX_DIR": str(workdir / "mailbox")})
     app.instance_path = str(inst)
     engine = get_engine(app)
     try:
@@ -413,14 +419,15 @@ def run_one(kind: str, url: str, args, workdir: Path) -> dict:
               f"median {ms(statistics.median(steady_times))}  max {ms(max(steady_times))}"
               f"  min {ms(min(steady_times))}")
         print(f"  due found per sweep: reminders {due_counts['reminders']}, timeouts "
-              f"{due_counts['timeouts']}, mail sent {due_counts['sent']}")
+              f"{due_counts['timeouts']}, errors {due_counts['errors']}")
+        poll = "deliver_due (the mail loop's poll, outbox empty)"
         with app.app_context():
-            parts = {"due_reminders": [], "due_timeouts": [], "deliver_due": [],
+            parts = {"due_reminders": [], "due_timeouts": [], poll: [],
                      "a trivial transaction (SELECT 1)": []}
             for _ in range(args.repeats):
                 parts["due_reminders"].append(timed(services.due_reminders, t0)[0])
                 parts["due_timeouts"].append(timed(services.due_timeouts, t0)[0])
-                parts["deliver_due"].append(timed(mail.deliver_due, 500)[0])
+                parts[poll].append(timed(mail.deliver_due, 100)[0])
                 parts["a trivial transaction (SELECT 1)"].append(timed(trivial, app)[0])
         print("  parts (median): " + ", ".join(
             f"{k} {statistics.median(v) * 1000:.2f} ms" for k, v in parts.items()))
@@ -441,7 +448,7 @@ def run_one(kind: str, url: str, args, workdir: Path) -> dict:
         # due variants
         result["due"] = {}
         for n, batches in zip(args.due, plan, strict=True):
-            firsts, parts_list, left = [], [], []
+            firsts, parts_list, left, mails = [], [], [], []
             due_plan = {}
             for batch in batches:
                 now = batch["at"] + timedelta(seconds=30)
@@ -456,6 +463,10 @@ def run_one(kind: str, url: str, args, workdir: Path) -> dict:
                     dt, counts = timed(sweep, app, now)
                 firsts.append(dt)
                 parts_list.append((parts, counts))
+                queued = count_pending(app)
+                with app.app_context():  # one pass of the clock's mail loop, on its own
+                    mail_dt, sent = timed(mail.deliver_due, 100)
+                mails.append((queued, mail_dt, sent))
                 left.append(clear_outbox(app))
                 mail.backend(app).sent.clear()
             result["due"][n] = {"first": firsts}
@@ -464,9 +475,16 @@ def run_one(kind: str, url: str, args, workdir: Path) -> dict:
                   f"past deadline and {n - n // 2} reminders due):")
             print(f"  sweep: median {ms(statistics.median(firsts))}  max {ms(max(firsts))}")
             print(f"  it did: reminders {d0['reminders']}, timeouts {d0['timeouts']}, "
-                  f"mail sent {d0['sent']} (skipped {d0['skipped']}, failed {d0['failed']}); "
-                  f"{statistics.median(left):.0f} emails left for later sweeps")
+                  f"errors {d0['errors']}; it queued {mails[0][0]} emails")
             print("  first sweep's time went to: " + parts.describe(d0))
+            handled = [sum(c.values()) for _, _, c in mails]
+            each = [dt / h for (_, dt, _), h in zip(mails, handled, strict=True) if h]
+            q0, m0, c0 = mails[0]
+            print(f"  then one mail-loop pass (deliver_due, batch 100): median "
+                  f"{ms(statistics.median(dt for _, dt, _ in mails))}; first: sent "
+                  f"{c0['sent']}, skipped {c0['skipped']}, failed {c0['failed']}"
+                  + (f", {statistics.median(each) * 1000:.1f} ms per email" if each else "")
+                  + f"; {statistics.median(left):.0f} emails left for later passes")
             for name, line in due_plan.items():
                 print(f"  plan of {name} with these due: {line}")
             result["due"][n]["plans"] = due_plan

@@ -66,7 +66,8 @@ def deliver(limit: int) -> None:
 
 @pbem_cli.command("clock")
 def clock() -> None:
-    """Run the clock process: sweeps for due mail (and deadlines) every few seconds."""
+    """Run the clock process: delivers queued email as soon as it is queued, and sweeps
+    for due reminders and deadlines every few seconds."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     clock_mod.run(current_app._get_current_object())
 

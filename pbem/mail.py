@@ -353,8 +353,9 @@ def _why_not_send(s, row: Outbox) -> str | None:
         return None
     if row.template == "handover_invite":
         pending = seat.pending_handover or {}
-        if str(pending.get("email", "")).lower() != row.rcpt:
-            return "the host withdrew or changed this hand-over"
+        game = s.get(Game, row.game_id)
+        if str(pending.get("email", "")).lower() != row.rcpt or game.status != "active":
+            return "the host withdrew or changed this hand-over, or the game ended"
         return None
     if seat.email.lower() != row.rcpt:
         # handed over (or re-invited): fresh links for the seat must not reach the old address
