@@ -69,6 +69,7 @@ def clock() -> None:
     """Run the clock process: delivers queued email as soon as it is queued, and sweeps
     for due reminders and deadlines every few seconds."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per sweep is noise
     clock_mod.run(current_app._get_current_object())
 
 

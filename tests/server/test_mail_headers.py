@@ -256,7 +256,7 @@ NARRATED = 'Bo&b "x"'
 
 
 def test_narration_shows_names_as_typed_in_html_emails_and_pages(app, client, inbox):
-    players = [services.PlayerIn(NARRATED, "bo@example.com"), PLAYERS[1], PLAYERS[2]]
+    players = [PLAYERS[0], PLAYERS[1], services.PlayerIn(NARRATED, "bo@example.com")]
     with app.app_context():
         created = services.create_game("cavemen", players, seed=7, confirm_by_email=False,
                                        start=True)
@@ -269,6 +269,7 @@ def test_narration_shows_names_as_typed_in_html_emails_and_pages(app, client, in
         assert NARRATED in shown  # as typed once the HTML is read
         assert "&amp;amp;" not in m.html and 'Bo&b "' not in m.html  # escaped exactly once
         assert m.html.count("Bo&") == m.html.count("Bo&amp;b &#34;x&#34;")  # everywhere
+        assert "conch to Bo&amp;b &#34;x&#34;." in m.html  # the narration too
     page = client.get(path_of(inbox.to("bo@example.com")[0].link("/g/")))
     body = page.get_data(as_text=True)
     assert 'Bo&b "' not in body and "Bo&amp;b &#34;x&#34;" in body
