@@ -65,6 +65,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         hops = int(app.config["PROXY_HOPS"])
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)  # type: ignore
 
+    app.logger.addFilter(_redact_tokens)  # "Exception on /g/<token>" names the path
     db.init_app(app)
     mail.init_app(app)
     Babel(app, locale_selector=_locale)
@@ -102,3 +103,13 @@ def _locale() -> str:
 
     lang = getattr(g, "language", None)
     return lang or request.accept_languages.best_match(["en", "de"]) or "en"
+
+
+def _redact_tokens(record) -> bool:
+    """A logging filter: link tokens in a log line become ``<token>``."""
+    from pbem.gunicorn_conf import redact
+
+    record.msg = redact(str(record.msg))
+    if isinstance(record.args, tuple):
+        record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+    return True

@@ -2,7 +2,8 @@
 
 Every link in an email carries a secret token in its path, and an access log is read by
 more people than the players; so the access log writes each token as ``<token>``. Any
-run of 32 or more URL-safe characters counts as a token (ours are 43).
+run of 32 or more URL-safe characters counts as a token (ours are 43), percent-encoded
+ones included.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
-SECRET_RE = re.compile(r"[A-Za-z0-9_-]{32,}")
+SECRET_RE = re.compile(r"[A-Za-z0-9_%-]{32,}")
 
 
 def redact(text: str) -> str:

@@ -52,7 +52,7 @@ def parse_address(text: str) -> str:
     local, domain = addr.split("@")
     if not local.isascii():
         raise BadAddress("use only ASCII letters, digits and . _ + - before the @")
-    if len(local) > 64 or not LOCAL_RE.match(local):
+    if len(local) > 64 or not LOCAL_RE.match(local) or "=?" in local or "?=" in local:
         raise BadAddress("the part before the @ has characters or dots an address "
                          "cannot have")
     domain = _ascii_domain(domain)

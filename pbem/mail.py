@@ -18,6 +18,7 @@ threads on the first email that address received from the game.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -40,6 +41,7 @@ from babel.lists import format_list
 from flask import Flask, current_app, render_template
 from flask_babel import force_locale, get_locale, gettext, lazy_gettext
 from sqlalchemy import update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
 
 from engine.core import get_game
@@ -230,7 +232,7 @@ def configure(app: Flask) -> None:
     app.config["MAIL_FROM_PAIR"] = (name, addr)
     domain = (app.config.get("MAIL_DOMAIN") or addr.split("@", 1)[1]).lower()
     try:
-        headers.parse_address(f"x@{domain}")
+        domain = headers.parse_address(f"x@{domain}").split("@", 1)[1]  # IDN: xn-- form
     except headers.BadAddress:
         raise ConfigError(f"PBEM_MAIL_DOMAIN {domain!r} must be a domain name "
                           "(it ends every Message-ID), not an address or IP") from None
@@ -284,25 +286,44 @@ def deliver_due(limit: int = 100, ids: list[int] | None = None) -> dict[str, int
 
 
 def _deliver_guarded(row_id: int) -> str:
+    """Deliver one row; nothing that goes wrong with it stops the pass."""
     try:
         return _deliver_one(row_id)
-    except Exception as exc:  # noqa: BLE001 - one broken email must not block the rest
-        log.exception("rendering outbox row %s failed", row_id)
-        _record_failure(row_id, f"could not be rendered: {type(exc).__name__}: {exc}",
-                        limit=RENDER_ATTEMPTS)
+    except SQLAlchemyError as exc:  # the database, not the email: an ordinary retry
+        log.exception("outbox row %s: database error", row_id)
+        with contextlib.suppress(SQLAlchemyError):
+            _record_failure(row_id, f"database error: {type(exc).__name__}")
         return "failed"
 
 
 def _deliver_one(row_id: int) -> str:
-    claimed = _claim_and_render(row_id)
-    if claimed is None:
+    if not _claim(row_id):
         return "skipped"
-    out, seat_id, seen, merged = claimed
+    try:
+        rendered = _render_claimed(row_id)
+    except SQLAlchemyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug or bad row: a few tries, then give up
+        log.exception("rendering outbox row %s failed", row_id)
+        _record_failure(row_id, f"could not be rendered: {type(exc).__name__}: {exc}",
+                        limit=RENDER_ATTEMPTS)
+        return "failed"
+    if rendered is None:
+        return "skipped"
+    out, seat_id, seen, merged = rendered
     try:
         backend().send(out)
     except MailError as exc:
         _record_failure(row_id, str(exc), permanent=exc.permanent)
         return "down" if exc.server else "failed"
+    try:
+        _mark_sent(row_id, seat_id, seen, merged)
+    except SQLAlchemyError:  # sent, but not recorded: the lease runs out and it is resent
+        log.exception("outbox row %s was sent but could not be marked sent", row_id)
+    return "sent"
+
+
+def _mark_sent(row_id: int, seat_id: int | None, seen: int | None, merged: list[int]) -> None:
     with session_scope() as s:
         row = s.get(Outbox, row_id)
         row.status, row.sent_at, row.last_error = "sent", utcnow(), None
@@ -312,23 +333,31 @@ def _deliver_one(row_id: int) -> str:
         if merged:
             s.execute(update(Outbox).where(Outbox.id.in_(merged), Outbox.status == "held")
                       .values(status="merged"))
-    return "sent"
 
 
-def _claim_and_render(row_id: int) -> tuple[Outgoing, int | None, int | None,
-                                            list[int]] | None:
-    """Claim the row (its own committed transaction, so that the attempt counts even if
-    rendering then fails), then mint its links and render it."""
+def _claim(row_id: int) -> bool:
+    """Claim a due row with a lease, in a committed transaction of its own, so that the
+    attempt counts even if rendering or the process dies. A row whose attempts are used
+    up (a sender kept dying while holding it) is given up instead."""
     now = utcnow()
+    limit = int(current_app.config["MAIL_MAX_ATTEMPTS"])
+    due = (Outbox.id == row_id, Outbox.status.in_(("pending", "sending")),
+           Outbox.next_attempt_at <= now)
     with session_scope() as s:
-        claimed = s.execute(
-            update(Outbox)
-            .where(Outbox.id == row_id, Outbox.status.in_(("pending", "sending")),
-                   Outbox.next_attempt_at <= now)
-            .values(status="sending", next_attempt_at=now + LEASE,
-                    attempts=Outbox.attempts + 1))
-        if claimed.rowcount != 1:
-            return None  # someone else has it, or it is done
+        claimed = s.execute(update(Outbox).where(*due, Outbox.attempts < limit)
+                            .values(status="sending", next_attempt_at=now + LEASE,
+                                    attempts=Outbox.attempts + 1))
+        if claimed.rowcount == 1:
+            return True
+        s.execute(update(Outbox).where(*due, Outbox.attempts >= limit).values(
+            status="undeliverable",
+            last_error=f"gave up after {limit} attempts (the last ones never finished)"))
+        return False
+
+
+def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
+                                          list[int]] | None:
+    """Mint the claimed row's links and render it (None: it must not be sent now)."""
     with session_scope() as s:
         row = s.get(Outbox, row_id)
         stale = _why_not_send(s, row)
@@ -336,7 +365,9 @@ def _claim_and_render(row_id: int) -> tuple[Outgoing, int | None, int | None,
             row.status, row.last_error = "skipped", stale
             return None
         out, seen, merged = _render(s, row)
-        return out, row.seat_id, seen, merged
+        # what the seat has been told moves on only when the email went to its player
+        reader = row.seat_id if row.template != "handover_invite" else None
+        return out, reader, seen, merged
 
 
 def _why_not_send(s, row: Outbox) -> str | None:
@@ -360,11 +391,24 @@ def _why_not_send(s, row: Outbox) -> str | None:
     if seat.email.lower() != row.rcpt:
         # handed over (or re-invited): fresh links for the seat must not reach the old address
         return "the seat went to someone else before this email could be sent"
+    game = s.get(Game, row.game_id)
+    if game is not None and not may_mail(game, seat, row.template):
+        return "this person has not joined the game"
     if seat.left_at is not None:
         return "the player left the game"
     if seat.mute_notices and row.template in MUTABLE_TEMPLATES:
         return "the player asked for turn emails only"
     return None
+
+
+def may_mail(game: Game, seat: Seat, template: str) -> bool:
+    """Before a person has accepted, only their invitation (or the host's confirmation
+    link) may reach them. Checked when queueing and again when sending."""
+    if game.status == "awaiting_host":
+        return template == "host_confirm" and seat.is_host
+    if seat.invite != "accepted":
+        return template == "invitation" and seat.invite == "invited"
+    return True
 
 
 def _record_failure(row_id: int, error: str, permanent: bool = False,

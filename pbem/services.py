@@ -38,7 +38,7 @@ from pbem.errors import (
     WrongState,
 )
 from pbem.headers import BadAddress, bad_characters, parse_address
-from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES
+from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
 from pbem.models import (
     Decision,
     EventLog,
@@ -301,6 +301,8 @@ def confirm_host(raw: str) -> tuple[str, bool]:
     with session_scope() as s:
         token = _token(s, raw, "host_confirm")
         game = _lock_game(s, token.game_id)
+        if game.status == "abandoned":
+            raise WrongState("the host ended this game before it started")
         if game.status != "awaiting_host":
             return game.id, False
         game.status = "inviting"
@@ -336,9 +338,11 @@ def answer_invitation(raw: str, accept: bool) -> tuple[str, str]:
         token = _token(s, raw, "invite")
         game = _lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
-        if seat.invite != "invited" or game.status != "inviting":
+        if seat.invite != "invited":
             raise AlreadyRecorded(f"you already answered this invitation ({seat.invite})",
                                   game_id=game.id, answer=seat.invite)
+        if game.status != "inviting":
+            raise WrongState("this game no longer waits for players: the host ended it")
         seat.invite = "accepted" if accept else "declined"
         if not accept:
             _tell_host_declined(s, game, seat)
@@ -966,9 +970,7 @@ def answer_handover(raw: str, accept: bool) -> str:
         pending = seat.pending_handover
         _revoke_handover(s, seat)
         if not accept:
-            _queue(s, game, _seats(s, game.id)[0], "declined",
-                   {"who": pending["name"], "email": pending["email"], "handover": True},
-                   links={"admin": {"kind": "admin"}})
+            _tell_host_declined(s, game, seat, handover=pending)
             return "declined"
         new = _validate_newcomer(s, game, seat, PlayerIn(
             pending["name"], pending["email"], pending["language"], pending["timezone"]))
@@ -1068,6 +1070,7 @@ def describe_unsubscribe(raw: str) -> dict[str, Any]:
         seat = s.get(Seat, token.seat_id) if token.seat_id else None
         return {"address": address, "game": game, "seat": seat,
                 "player": _is_player(game, seat, address),
+                "ended": _played_in_ended_game(game, seat, address),
                 "suppressed": s.get(Suppression, address) is not None}
 
 
@@ -1085,6 +1088,8 @@ def unsubscribe(raw: str, how: str) -> str:
         seat = s.get(Seat, token.seat_id) if token.seat_id else None
         if _is_player(game, seat, address) and how != "suppress":
             return _notification_choice(s, game, seat, "mute" if how == "one-click" else how)
+        if how == "one-click" and _played_in_ended_game(game, seat, address):
+            return "ended"  # it sends nothing more; their other games are not touched
         if how not in ("one-click", "suppress"):
             raise WrongState("this address is not playing in this game")
         _suppress(s, game, seat, address)
@@ -1110,6 +1115,11 @@ def _is_player(game: Game | None, seat: Seat | None, address: str) -> bool:
     return (game is not None and seat is not None and game.status in ("inviting", "active")
             and seat.invite == "accepted" and seat.left_at is None
             and seat.email.lower() == address.lower())
+
+
+def _played_in_ended_game(game: Game | None, seat: Seat | None, address: str) -> bool:
+    return (game is not None and seat is not None and game.status in ("finished", "abandoned")
+            and seat.invite == "accepted" and seat.email.lower() == address.lower())
 
 
 def _notification_choice(s: Session, game: Game, seat: Seat, how: str) -> str:
@@ -1141,8 +1151,9 @@ def _leave(s: Session, game: Game, seat: Seat) -> None:
 def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
     """Never email ``address`` again; an open invitation of theirs in this game counts as
     declined, and a hand-over offered to them is withdrawn (the host is told)."""
-    if s.get(Suppression, address) is None:
-        s.add(Suppression(address=address))
+    dialect = postgresql if is_postgres() else sqlite
+    s.execute(dialect.insert(Suppression).values(address=address, created_at=utcnow())
+              .on_conflict_do_nothing(index_elements=["address"]))
     if seat is None:
         return
     if seat.email.lower() == address and seat.invite == "invited":
@@ -1152,16 +1163,19 @@ def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
     pending = seat.pending_handover or {}
     if str(pending.get("email", "")).lower() == address:
         _revoke_handover(s, seat)
-        _queue(s, game, _seats(s, game.id)[0], "declined",
-               {"who": pending.get("name", ""), "email": pending.get("email", ""),
-                "handover": True}, links={"admin": {"kind": "admin"}})
+        _tell_host_declined(s, game, seat, handover=pending)
 
 
-def _tell_host_declined(s: Session, game: Game, seat: Seat) -> None:
+def _tell_host_declined(s: Session, game: Game, seat: Seat,
+                        handover: dict | None = None) -> None:
+    """Tell the host that someone declined a seat (or a hand-over of one)."""
     host = _seats(s, game.id)[0]
-    if host.id != seat.id:
-        _queue(s, game, host, "declined", {"who": seat.name, "email": seat.email},
-               links={"admin": {"kind": "admin"}})
+    who = handover or {"name": seat.name, "email": seat.email}
+    if host.id != seat.id or handover:
+        _queue(s, game, host, "declined",
+               {"who": who["name"], "email": who["email"], "handover": bool(handover)},
+               links={"admin": {"kind": "admin"}},
+               key=f"declined:{game.id}:{seat.id}:{secrets.token_hex(4)}")
 
 
 def abandon_game(admin_raw: str) -> None:
@@ -1291,6 +1305,8 @@ def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str,
     ``to`` (name, address, language) sends it somewhere other than the seat's player.
     An email over the sending caps is written as ``held`` instead (see ``_hold_reason``).
     """
+    if to is None and not may_mail(game, seat, template):
+        return  # someone who has not joined gets nothing but their invitation
     name, addr, language = to or (seat.name, seat.email, seat.language)
     key = key or f"{template}:{game.id}:{seat.id}:{game.version}:{game.event_seq}"
     held = _hold_reason(s, game.id, addr.lower(), template)

@@ -146,6 +146,9 @@ def host_confirm(raw: str):
                         "This game is confirmed and the invitations are out. The game "
                         "starts when everyone has accepted.", element="confirmed")
     info = services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
+    if info["game"].status == "abandoned":
+        return _message("Game ended", "The host ended this game before it started; "
+                        "nothing was sent to the players.", 409, element="confirmed")
     if info["confirmed"]:
         return _message("Already confirmed", "This game is confirmed and the invitations "
                         "are out. The game starts when everyone has accepted.",
@@ -158,6 +161,9 @@ def host_confirm(raw: str):
 @bp.route("/invite/<raw>", methods=["GET", "POST"])
 def invitation(raw: str):
     info = services.describe_invitation(raw)
+    if not info["answered"] and info["game"].status != "inviting":
+        return _message("Game ended", "This game no longer waits for players: the host "
+                        "ended it.", 409, element="answered")
     if request.method == "POST" and not info["answered"]:
         _require_sig(raw)
         services.answer_invitation(raw, info["answer"] == "accept")
@@ -287,6 +293,8 @@ NOTIFY_DONE = {
     "unmuted": "You get every email of this game again.",
     "left": "You left the game. A bot plays your seat, and the host has been told.",
     "suppressed": "This address will get no more email from this server.",
+    "ended": "This game has ended, so it sends you nothing more. Your other games go on "
+             "as before.",
 }
 
 

@@ -304,3 +304,98 @@ def test_the_client_address_comes_from_the_trusted_proxy_hops(make_app):
                 "X-Forwarded-For": f"203.0.113.{i}"}, environ_base={"REMOTE_ADDR": "10.0.0.1"})
             statuses.append(resp.status_code)
         assert statuses == ([200, 200, 429, 429] if limited else [200] * 4), hops
+
+
+# --------------------------------------------------------------------------- found in review
+
+
+def test_abandoning_a_game_before_it_starts_mails_nobody_who_has_not_joined(app, client,
+                                                                            inbox):
+    """A host cannot reach a stranger by making a game with their address and abandoning
+    it, whether or not the host confirmed it first."""
+    players = [PLAYERS[0], services.PlayerIn("Vic", VICTIM), PLAYERS[2]]
+    for confirm in (False, True):
+        with app.app_context():
+            created = services.create_game("cavemen", players, title="BUY CHEAP PILLS")
+        if confirm:
+            url = path_of(inbox.to(PLAYERS[0].email, "host_confirm")[-1].link(
+                "/host/confirm/"))
+            client.post(url, data=only_form(client.get(url).get_data(as_text=True)).data())
+        with app.app_context():
+            services.abandon_game(created.admin_token)
+    assert [m.template for m in inbox.to(VICTIM)] == ["invitation"]  # the confirmed one's
+    assert [m.template for m in inbox.to(PLAYERS[0].email)] == [
+        "host_confirm", "notice", "host_confirm", "notice"]
+    skipped = outbox(app, Outbox.rcpt == VICTIM)
+    assert [r.template for r in skipped] == ["invitation"]  # nothing else was even queued
+
+
+def test_every_invitee_can_decline_and_unsubscribe(app, client, inbox):
+    players = [PLAYERS[0], services.PlayerIn("Vic", VICTIM), PLAYERS[1], PLAYERS[2]]
+    with app.app_context():
+        services.create_game("cavemen", players, confirm_by_email=False)
+    for p in players[1:3]:  # two declines in a row: two emails to the host
+        invite = inbox.to(p.email, "invitation")[0]
+        url = path_of(invite.text_links()[1])
+        resp = client.post(url, data=only_form(client.get(url).get_data(as_text=True)).data())
+        assert resp.status_code == 200, p
+    invite = inbox.to(PLAYERS[2].email, "invitation")[0]
+    assert one_click(client, invite).status_code == 200  # the third, by unsubscribing
+    assert len(inbox.to(PLAYERS[0].email, "declined")) == 3
+    with app.app_context(), session_scope() as s:
+        assert s.get(Suppression, PLAYERS[2].email) is not None
+
+
+def test_one_click_in_an_ended_games_email_leaves_other_games_alone(app, client, inbox):
+    with app.app_context():
+        first = services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False,
+                                     start=True)
+        services.abandon_game(first.admin_token)
+        second = services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False,
+                                      start=True)
+    ended = [m for m in inbox.to(PLAYERS[0].email, "notice")][-1]
+    resp = one_click(client, ended)
+    assert "This game has ended" in text_of(resp.get_data(as_text=True), "done")
+    with app.app_context(), session_scope() as s:
+        assert s.get(Suppression, PLAYERS[0].email) is None
+    table = Table(app, client, inbox, second.game_id, second.admin_token)
+    for _ in range(4):
+        table.step()
+    assert inbox.to(PLAYERS[0].email, "decision")
+
+
+def test_a_hand_over_invitation_does_not_move_what_the_seat_was_told(app, client, table):
+    from pbem.models import Seat
+
+    def seen() -> int:
+        with app.app_context(), session_scope() as s:
+            return s.exec(select(Seat).where(Seat.game_id == table.game_id,
+                                             Seat.position == 1)).one().seen_event_seq
+
+    table.inbox.deliver()
+    table.step()  # events Bob has not been told of yet
+    before = seen()
+    admin(client, table, "handover", position="1", name="Vic", email=VICTIM, lang="en",
+          tz="UTC")
+    table.inbox.deliver()
+    assert table.inbox.to(VICTIM) and seen() == before
+
+
+def test_messages_after_a_game_was_abandoned_say_so(app, client, inbox):
+    with app.app_context():
+        created = services.create_game("cavemen", PLAYERS)
+    host_mail = inbox.to(PLAYERS[0].email, "host_confirm")[0]
+    with app.app_context():
+        services.abandon_game(created.admin_token)
+    url = path_of(host_mail.link("/host/confirm/"))
+    resp = client.get(url)
+    assert resp.status_code == 409
+    assert "ended this game before it started" in text_of(resp.get_data(as_text=True),
+                                                          "confirmed")
+    with app.app_context():
+        second = services.create_game("cavemen", PLAYERS, confirm_by_email=False)
+        services.abandon_game(second.admin_token)
+    accept = path_of(inbox.to(PLAYERS[1].email, "invitation")[-1].text_links()[0])
+    resp = client.get(accept)
+    assert resp.status_code == 409
+    assert "no longer waits for players" in text_of(resp.get_data(as_text=True), "answered")

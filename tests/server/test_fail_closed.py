@@ -190,3 +190,14 @@ def test_gunicorn_access_log_never_holds_a_link_token(tmp_path):
     assert text.count('"GET /a/<token>') == len(secrets), text[:2000]
     for raw in secrets:
         assert raw not in text
+
+
+def test_tokens_are_redacted_even_when_percent_encoded_and_in_error_logs(app, caplog):
+    from pbem.gunicorn_conf import redact
+
+    raw = "tzoC8" + "Q" * 38
+    assert redact(f"GET /admin/%74{raw[1:]}%2D HTTP/1.1") == "GET /admin/<token> HTTP/1.1"
+    with caplog.at_level("ERROR"):
+        app.logger.error("Exception on /invite/%s [POST]", raw)
+        app.logger.error(f"Exception on /g/{raw} [GET]")
+    assert raw not in caplog.text and caplog.text.count("<token>") == 2

@@ -160,7 +160,9 @@ def test_header_helpers_round_trip_any_text(text):
                                   "a@[127.0.0.1].org", "a@[127.0.0.1]", ".a@x.org",
                                   "a.@x.org", "a@x", "a@-x.org", "a@x.123", "a b@x.org",
                                   '"a"@x.org', "a@b@x.org", "a@x..org", "a" * 65 + "@x.org",
-                                  "a@" + "x" * 64 + ".org", "a@x.org\r\nBcc: y@x.org", ""])
+                                  "a@" + "x" * 64 + ".org", "a@x.org\r\nBcc: y@x.org", "",
+                                  "=?utf-8?q?a=0D=0AReply-To=3A=20x=40evil=2Eexample?="
+                                  "@example.com", "a=?b@x.org"])
 def test_addresses_the_header_writer_cannot_write_are_refused(addr):
     with pytest.raises(BadAddress):
         parse_address(addr)
@@ -274,3 +276,8 @@ def test_narration_shows_names_as_typed_in_html_emails_and_pages(app, client, in
     body = page.get_data(as_text=True)
     assert 'Bo&b "' not in body and "Bo&amp;b &#34;x&#34;" in body
     assert created.game_id
+
+
+def test_an_international_message_id_domain_is_written_in_ascii(make_app):
+    app = make_app(MAIL_DOMAIN="spiele.bücher.example")
+    assert app.config["MAIL_DOMAIN"] == "spiele.xn--bcher-kva.example"

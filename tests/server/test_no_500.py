@@ -246,3 +246,28 @@ def test_an_illegal_discard_returns_to_the_game_page_in_the_players_words(app, c
     assert form.hidden["decision_id"] == str(decision.id)  # the form is still there
     assert "Home" not in text_of(html, "error")
     assert snapshot(app) == before
+
+
+def test_a_sender_that_keeps_dying_while_sending_gives_the_email_up(make_app):
+    """A process killed in the middle of sending leaves the row claimed; its lease runs
+    out and another pass claims it. After the attempts allowed, it is given up."""
+    app = make_app(MAIL_MAX_ATTEMPTS=5)
+    with app.app_context():
+        services.create_game("cavemen", PLAYERS[:2], seed=7, confirm_by_email=False,
+                             start=True)
+    for _ in range(8):
+        with app.app_context():  # a claim whose sender then dies: the lease runs out
+            for row in outbox_rows(app):
+                mail._claim(row.id)
+        let_backoff_pass(app)
+        with app.app_context(), session_scope() as s:
+            for row in s.exec(select(Outbox).where(Outbox.status == "sending")):
+                row.next_attempt_at = utcnow()
+    rows = outbox_rows(app)
+    assert {(r.status, r.attempts) for r in rows} == {("undeliverable", 5)}
+    assert "gave up after 5 attempts" in rows[0].last_error
+
+
+def outbox_rows(app) -> list[Outbox]:
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(Outbox).order_by(Outbox.id)))
