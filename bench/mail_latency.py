@@ -93,6 +93,7 @@ from pbem.migrate import upgrade  # noqa: E402
 from pbem.models import Decision, Game, Outbox  # noqa: E402
 from pbem.tokens import mint  # noqa: E402
 from tests.pgcluster import PostgresCluster, PostgresUnavailable, free_port  # noqa: E402
+from tests.smtpsink import SmtpSink  # noqa: E402
 
 BIN = Path(sys.executable).parent
 MAIL_FROM = "pbem bench <games@bench.example.org>"
@@ -161,37 +162,24 @@ class Received:
                           self.text)
 
 
-class Sink:
-    """A real SMTP server (aiosmtpd) on a loopback port chosen up front (``port=0``
-    does not work with its Controller); it keeps every message with its arrival time."""
+class Sink(SmtpSink):
+    """The SMTP server of the bench; it keeps every message with its arrival time."""
 
     def __init__(self, port: int) -> None:
-        self.port = port
-        self.received: list[Received] = []
+        super().__init__(port)
+        self.received_list: list[Received] = []
         self.cond = threading.Condition()
-        self._controller = None
 
-    async def handle_DATA(self, server, session, envelope) -> str:  # aiosmtpd's hook
+    def received(self, envelope) -> None:
         at = time.perf_counter()  # parsed later, by the reader: the reply is not delayed
         with self.cond:
-            self.received.append(Received(at, envelope.original_content or envelope.content))
+            self.received_list.append(Received(at, envelope.original_content
+                                               or envelope.content))
             self.cond.notify_all()
-        return "250 Message accepted for delivery"
-
-    def start(self) -> None:
-        from aiosmtpd.controller import Controller
-
-        self._controller = Controller(self, hostname="127.0.0.1", port=self.port)
-        self._controller.start()
-
-    def stop(self) -> None:
-        if self._controller is not None:
-            self._controller.stop()
-            self._controller = None
 
     def count(self) -> int:
         with self.cond:
-            return len(self.received)
+            return len(self.received_list)
 
     def wait_for(self, start: int, match: Callable[[Received], bool],
                  timeout: float = WAIT) -> Received | None:
@@ -200,7 +188,7 @@ class Sink:
         i = start
         while True:
             with self.cond:
-                batch = self.received[i:]
+                batch = self.received_list[i:]
                 if not batch:
                     left = end - time.monotonic()
                     if left <= 0:
@@ -519,7 +507,7 @@ class Deployment:
         def collect() -> None:
             nonlocal cursor
             with self.sink.cond:
-                batch = self.sink.received[cursor:]
+                batch = self.sink.received_list[cursor:]
             cursor += len(batch)
             for rec in batch:
                 if rec.decision_id is not None:

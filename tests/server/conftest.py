@@ -23,8 +23,9 @@ from jinja2 import BytecodeCache
 from pbem import create_app, mail, services
 from pbem.db import get_engine
 from pbem.migrate import upgrade
-from tests.pgcluster import PostgresCluster, PostgresUnavailable, free_port
+from tests.pgcluster import PostgresCluster, PostgresUnavailable
 from tests.server.helpers import BASE_URL, MAIL_FROM, PLAYERS, SECRET, Inbox, Mail, Table
+from tests.smtpsink import SmtpSink
 
 # --------------------------------------------------------------------------- PostgreSQL
 
@@ -76,31 +77,17 @@ def sqlite_template(tmp_path_factory) -> Path:
 # --------------------------------------------------------------------------- SMTP
 
 
-class SmtpServer:
-    """A real SMTP server (aiosmtpd) on a loopback port chosen up front; it can be started
-    late (or stopped) to play a mail server that is down."""
+class SmtpServer(SmtpSink):
+    """The tests' SMTP server: keeps every message as the recipient reads it."""
 
     def __init__(self) -> None:
-        self.port = free_port()
+        super().__init__()
         self.mails: list[Mail] = []
         self.recipients: list[list[str]] = []
-        self._controller = None
 
-    async def handle_DATA(self, server, session, envelope) -> str:  # aiosmtpd's hook
+    def received(self, envelope) -> None:
         self.recipients.append(list(envelope.rcpt_tos))
         self.mails.append(Mail.parse(envelope.original_content or envelope.content))
-        return "250 Message accepted for delivery"
-
-    def start(self) -> None:
-        from aiosmtpd.controller import Controller
-
-        self._controller = Controller(self, hostname="127.0.0.1", port=self.port)
-        self._controller.start()
-
-    def stop(self) -> None:
-        if self._controller is not None:
-            self._controller.stop()
-            self._controller = None
 
     def to(self, addr: str, template: str | None = None) -> list[Mail]:
         return [m for m in list(self.mails)
