@@ -6,8 +6,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, request
-from flask_babel import Babel
+from flask import Flask
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +44,6 @@ class DefaultConfig:
     SESSION_COOKIE_SECURE = None  # default: True when BASE_URL is https
     CLOCK_INTERVAL = 5.0
     BABEL_DEFAULT_LOCALE = "en"
-    BABEL_TRANSLATION_DIRECTORIES = str(ROOT / "translations")
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -57,7 +55,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if config:
         app.config.update(config)
     _fill_defaults(app)
-    from pbem import cli, db, mail, web
+    from pbem import cli, db, i18n, mail, web
 
     if int(app.config["PROXY_HOPS"]) > 0:
         from werkzeug.middleware.proxy_fix import ProxyFix
@@ -68,7 +66,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.logger.addFilter(_redact_tokens)  # "Exception on /g/<token>" names the path
     db.init_app(app)
     mail.init_app(app)
-    Babel(app, locale_selector=_locale)
+    i18n.init_app(app)
     web.init_app(app)
     cli.init_app(app)
     return app
@@ -96,13 +94,6 @@ def _local_secret(inst: Path) -> str:
     path.write_text(key)
     path.chmod(0o600)
     return key
-
-
-def _locale() -> str:
-    from flask import g
-
-    lang = getattr(g, "language", None)
-    return lang or request.accept_languages.best_match(["en", "de"]) or "en"
 
 
 def _redact_tokens(record) -> bool:

@@ -35,7 +35,6 @@ from email.policy import compat32
 from email.utils import format_datetime, parseaddr
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from babel.lists import format_list
 from flask import Flask, current_app, render_template
@@ -47,6 +46,7 @@ from sqlmodel import select
 from engine.core import get_game
 from pbem import headers
 from pbem.db import session_scope
+from pbem.i18n import format_deadline, language
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, Suppression, utcnow
 from pbem.tokens import mint
 
@@ -364,7 +364,9 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
         if stale:
             row.status, row.last_error = "skipped", stale
             return None
-        out, seen, merged = _render(s, row)
+        seat = s.get(Seat, row.seat_id) if row.seat_id else None
+        with force_locale(language_of(row, seat)):
+            out, seen, merged = _render(s, row)
         # what the seat has been told moves on only when the email went to its player
         reader = row.seat_id if row.template != "handover_invite" else None
         return out, reader, seen, merged
@@ -430,7 +432,16 @@ def _record_failure(row_id: int, error: str, permanent: bool = False,
 # --------------------------------------------------------------------------- rendering
 
 
+def language_of(row: Outbox, seat: Seat | None) -> str:
+    """The language an email speaks: its player's as it is now (they may have changed
+    it since the email was queued), or the one it was queued in."""
+    if seat is not None and seat.email.lower() == row.rcpt and row.template != "handover_invite":
+        return seat.language
+    return row.language
+
+
 def _render(s, row: Outbox) -> tuple[Outgoing, int | None, list[int]]:
+    """Render ``row`` (inside ``force_locale`` of its language)."""
     game = s.get(Game, row.game_id) if row.game_id else None
     seat = s.get(Seat, row.seat_id) if row.seat_id else None
     links = {name: _mint_link(s, spec, row) for name, spec in row.context["links"].items()}
@@ -503,15 +514,6 @@ def _mint_link(s, spec: dict, row: Outbox) -> str:
     return current_app.config["BASE_URL"].rstrip("/") + LINK_PATHS[kind] + raw
 
 
-def format_deadline(iso: str, tz: str) -> dict[str, str]:
-    """A deadline as absolute times: the recipient's zone and UTC (never 'in 2 days')."""
-    when = datetime.fromisoformat(iso)
-    local = when.astimezone(ZoneInfo(tz))
-    return {"local": local.strftime("%A %d %B %Y, %H:%M") + f" ({tz})",
-            "utc": when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "iso": when.isoformat()}
-
-
 def game_name(game: Game | None, seats: list[Seat]) -> str:
     """What every email of a game is called: its title, or the game and its players
     ("Cavemen: Ann, Bob and Cy"), in the current language."""
@@ -526,15 +528,16 @@ def game_name(game: Game | None, seats: list[Seat]) -> str:
 
 def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
                   thread: list[str] | None = None) -> Outgoing:
-    """Render the .txt and .html twins of ``row.template`` in the recipient's language and
-    put them in a message whose every header is safe (see ``pbem.headers``)."""
-    with force_locale(row.language):
-        text = render_template(f"emails/{row.template}.txt", **ctx).lstrip("\n")
-        headline = text.split("\n", 1)[0].strip()
-        html = render_template(f"emails/{row.template}.html", headline=headline,
-                               ctx_language=row.language, **ctx)
-        subject = game_name(game, ctx.get("seats") or [])
-        list_name = gettext("pbem games")
+    """Render the .txt and .html twins of ``row.template`` (in the language of the
+    ``force_locale`` around the call) and put them in a message whose every header is safe
+    (see ``pbem.headers``)."""
+    lang = language()
+    text = render_template(f"emails/{row.template}.txt", **ctx).lstrip("\n")
+    headline = text.split("\n", 1)[0].strip()
+    html = render_template(f"emails/{row.template}.html", headline=headline,
+                           ctx_language=lang, **ctx)
+    subject = game_name(game, ctx.get("seats") or [])
+    list_name = gettext("pbem games")
     name, sender = current_app.config["MAIL_FROM_PAIR"]
     domain = current_app.config["MAIL_DOMAIN"]
     msg = MIMEMultipart("alternative")
@@ -552,7 +555,7 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
     msg["Auto-Submitted"] = "auto-generated"
     msg["X-Auto-Response-Suppress"] = "All"
-    msg["Content-Language"] = row.language
+    msg["Content-Language"] = lang
     msg.attach(MIMEText(text, "plain", CHARSET))
     msg.attach(MIMEText(html, "html", CHARSET))
     data = msg.as_bytes(policy=WIRE)

@@ -1,4 +1,4 @@
-"""Narration templates for both kinds of output, and template helpers (deadlines).
+"""Narration templates for both kinds of output.
 
 The words live in templates (``templates/narration/<game>.jinja``) and the translation
 catalogs. The same narration source serves plain-text emails and HTML: a template named
@@ -13,8 +13,6 @@ from collections.abc import Callable
 
 from flask import Flask
 from jinja2 import BaseLoader, ChoiceLoader, Environment, TemplateNotFound
-
-from pbem.mail import format_deadline
 
 HTML_SUFFIX = "@html"
 AUTOESCAPED = (".html", ".htm", ".xml", ".xhtml", ".svg", HTML_SUFFIX)
@@ -40,4 +38,3 @@ def init_app(app: Flask) -> None:
     env = app.jinja_env
     env.loader = ChoiceLoader([HtmlVariantLoader(env.loader), env.loader])
     env.autoescape = lambda name: bool(name) and name.endswith(AUTOESCAPED)
-    env.globals["format_deadline"] = format_deadline

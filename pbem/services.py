@@ -413,6 +413,7 @@ class Outcome:
     waiting: tuple[tuple[int, str], ...] = ()  # (seat, decision kind) now open
     winners: tuple[int, ...] = ()
     cards: dict | None = None  # printed data of the cards the action names
+    language: str = "en"  # the player's
 
     def card(self, cid: str) -> dict[str, Any]:
         return (self.cards or {}).get(cid, {"id": cid, "name": cid})
@@ -506,7 +507,7 @@ def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Actio
                    waiting=tuple((d.seat, d.kind) for d in mod.pending(state)),
                    winners=tuple(result.winners) if result else (),
                    cards={c: mod.card_info(state, c) for c in named
-                          if hasattr(mod, "card_info")})
+                          if hasattr(mod, "card_info")}, language=seat.language)
 
 
 def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
@@ -1107,6 +1108,17 @@ def set_notifications(page_raw: str, how: str) -> str:
         if not _is_player(game, seat, seat.email.lower()):
             raise WrongState("the game is not running")
         return _notification_choice(s, game, seat, how)
+
+
+def set_language(page_raw: str, lang: str) -> str:
+    """A player changes their language: pages at once, emails from the next one on."""
+    if lang not in LANGUAGES:
+        raise InvalidInput("choose one of the languages offered")
+    with session_scope() as s:
+        token = _token(s, page_raw, "page")
+        _lock_game(s, token.game_id)
+        s.get(Seat, token.seat_id).language = lang
+        return lang
 
 
 def _is_player(game: Game | None, seat: Seat | None, address: str) -> bool:

@@ -16,10 +16,21 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, Flask, abort, current_app, g, render_template, request, session
+from flask import (
+    Blueprint,
+    Flask,
+    abort,
+    current_app,
+    g,
+    redirect,
+    render_template,
+    request,
+    session,
+)
+from flask_babel import gettext as _
 
 from engine.core import Action, parse_action
-from pbem import mail, narrate, services
+from pbem import i18n, mail, narrate, services
 from pbem.errors import (
     AlreadyRecorded,
     IllegalMove,
@@ -91,6 +102,20 @@ def _message(title: str, text: str, status: int = 200, element: str = "message")
 
 
 # --------------------------------------------------------------------------- new games
+
+
+@bp.post("/language")
+def choose_language():
+    """The language switch of pages shown to no seat: a cookie, then back to the page."""
+    lang = request.form.get("lang", "")
+    back = request.form.get("next", "/")
+    if not back.startswith("/") or back.startswith("//") or "\\" in back:
+        back = "/"
+    resp = redirect(back, code=303)
+    if lang in i18n.LANGUAGES:
+        resp.set_cookie(i18n.COOKIE, lang, max_age=3600 * 24 * 365, samesite="Lax",
+                        httponly=True, secure=current_app.config["SESSION_COOKIE_SECURE"])
+    return resp
 
 
 @bp.get("/")
@@ -192,6 +217,7 @@ def handover(raw: str):
 def one_click(raw: str):
     if request.method != "POST":  # GET and HEAD never act
         info = services.describe_token(raw)
+        g.language = info["seat"].language
         status = 409 if info.get("closed") else 200
         return render_template("pages/action.html", info=info, raw=raw), status
     if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
@@ -216,8 +242,7 @@ def _after_move(outcome: services.Outcome):
     """A short page: what was recorded, who acts next, and this seat's next decision at
     once if it has one (no board or log: the game page has those)."""
     data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
-    if data is not None:
-        g.language = data["seat"].language
+    g.language = outcome.language
     return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
                            outcome=outcome)
 
@@ -298,6 +323,13 @@ NOTIFY_DONE = {
 }
 
 
+@bp.post("/g/<raw>/language")
+def player_language(raw: str):
+    _require_sig(raw)
+    services.set_language(raw, request.form.get("lang", ""))
+    return _game_page(raw, notice=_("Your language is saved; your next emails use it too."))
+
+
 @bp.post("/g/<raw>/notifications")
 def notifications(raw: str):
     _require_sig(raw)
@@ -330,12 +362,13 @@ def unsubscribe(raw: str):
 
 @bp.get("/admin/<raw>")
 def admin(raw: str):
-    return render_template("pages/admin.html", data=services.admin_data(raw), raw=raw)
+    return _admin_page(raw)
 
 
-def _admin_page(raw: str, notice: str):
-    return render_template("pages/admin.html", data=services.admin_data(raw), raw=raw,
-                           notice=notice)
+def _admin_page(raw: str, notice: str | None = None):
+    data = services.admin_data(raw)
+    g.language = data["seats"][0].language  # the host's
+    return render_template("pages/admin.html", data=data, raw=raw, notice=notice)
 
 
 @bp.post("/admin/<raw>/replace")

@@ -228,13 +228,15 @@ class FormParser(HTMLParser):
             self._select = None
 
 
-def forms(html: str) -> list[Form]:
+def forms(html: str, switch: bool = False) -> list[Form]:
+    """The page's forms; the header's language switch only with ``switch``."""
     p = FormParser()
     p.feed(html)
-    return p.forms
+    return [f for f in p.forms if switch or f.attrs.get("id") != "language-switch"]
 
 
 def only_form(html: str) -> Form:
+    """The page's one form (the header's language switch aside)."""
     found = forms(html)
     assert len(found) == 1, f"expected one form, found {len(found)}"
     return found[0]

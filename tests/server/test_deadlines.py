@@ -199,7 +199,7 @@ def test_a_sweep_late_for_both_reminders_sends_only_one(app, frozen):
     ("Europe/Berlin", "Sunday 31 March 2030, 14:00 (Europe/Berlin)"),  # summer time already
     ("America/New_York", "Sunday 31 March 2030, 08:00 (America/New_York)"),
     ("Asia/Tokyo", "Sunday 31 March 2030, 21:00 (Asia/Tokyo)"),
-    ("Pacific/Kiritimati", "Monday 01 April 2030, 02:00 (Pacific/Kiritimati)"),
+    ("Pacific/Kiritimati", "Monday 1 April 2030, 02:00 (Pacific/Kiritimati)"),
     ("UTC", "Sunday 31 March 2030, 12:00 (UTC)"),
 ])
 def test_decision_email_shows_the_deadline_in_the_recipients_zone_and_utc(
