@@ -31,7 +31,38 @@ ALLOWED_FORMAT = {"\u200c", "\u200d"}  # zero-width non-joiner and joiner
 
 
 class BadAddress(ValueError):
-    """An address we could not put in a mail header; ``str()`` says why."""
+    """An address we could not put in a mail header; ``str()`` says why, ``code`` is one
+    of ``PROBLEMS`` (``address_problem`` gives the reason in the reader's language)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(PROBLEMS[code])
+        self.code = code
+
+
+PROBLEMS = {
+    "empty": "the address is empty",
+    "long": "the address is too long",
+    "at": "an address has exactly one @",
+    "ascii": "use only ASCII letters, digits and . _ + - before the @",
+    "local": "the part before the @ has characters or dots an address cannot have",
+    "domain": "the part after the @ is not a mail domain",
+}
+
+
+def address_problem(exc: BadAddress) -> str:
+    """Why an address was refused, in the current language."""
+    from flask_babel import gettext
+
+    messages = {
+        "empty": gettext("the address is empty"),
+        "long": gettext("the address is too long"),
+        "at": gettext("an address has exactly one @"),
+        "ascii": gettext("use only ASCII letters, digits and . _ + - before the @"),
+        "local": gettext("the part before the @ has characters or dots an address cannot "
+                         "have"),
+        "domain": gettext("the part after the @ is not a mail domain"),
+    }
+    return messages[exc.code]
 
 
 def parse_address(text: str) -> str:
@@ -44,24 +75,23 @@ def parse_address(text: str) -> str:
     """
     addr = (text or "").strip()
     if not addr:
-        raise BadAddress("the address is empty")
+        raise BadAddress("empty")
     if len(addr) > MAX_ADDRESS:
-        raise BadAddress("the address is too long")
+        raise BadAddress("long")
     if addr.count("@") != 1:
-        raise BadAddress("an address has exactly one @")
+        raise BadAddress("at")
     local, domain = addr.split("@")
     if not local.isascii():
-        raise BadAddress("use only ASCII letters, digits and . _ + - before the @")
+        raise BadAddress("ascii")
     if len(local) > 64 or not LOCAL_RE.match(local) or "=?" in local or "?=" in local:
-        raise BadAddress("the part before the @ has characters or dots an address "
-                         "cannot have")
+        raise BadAddress("local")
     domain = _ascii_domain(domain)
     labels = domain.split(".")
     if len(labels) < 2 or not all(LABEL_RE.match(x) for x in labels) or labels[-1].isdigit():
-        raise BadAddress("the part after the @ is not a mail domain")
+        raise BadAddress("domain")
     addr = f"{local}@{domain}"
     if len(addr) > MAX_ADDRESS:
-        raise BadAddress("the address is too long")
+        raise BadAddress("long")
     return addr
 
 
@@ -72,7 +102,7 @@ def _ascii_domain(domain: str) -> str:
     try:
         return domain.encode("idna").decode("ascii")
     except UnicodeError:
-        raise BadAddress("the part after the @ is not a mail domain") from None
+        raise BadAddress("domain") from None
 
 
 def bad_characters(text: str) -> bool:

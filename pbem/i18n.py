@@ -75,3 +75,12 @@ def init_app(app: Flask) -> None:
     app.jinja_env.globals.update(format_deadline=format_deadline, languages=LANGUAGES,
                                  current_language=language)
     app.jinja_env.filters["num"] = number
+    app.jinja_env.filters["sentence"] = sentence
+
+
+def sentence(text: Any) -> str:
+    """A message as a sentence: a capital first letter (the rest untouched) and a full
+    stop, unless it already ends in one."""
+    text = str(text)
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."

@@ -19,6 +19,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from flask import current_app
+from flask_babel import gettext
 from sqlalchemy import func, insert, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm.attributes import set_committed_value
@@ -37,7 +38,8 @@ from pbem.errors import (
     TurnOver,
     WrongState,
 )
-from pbem.headers import BadAddress, bad_characters, parse_address
+from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
+from pbem.i18n import number
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
 from pbem.models import (
     Decision,
@@ -85,7 +87,8 @@ def parse_player(text: str) -> PlayerIn:
     ``Ann <ann@example.com> de Europe/Berlin``."""
     m = re.match(r"^\s*(.+?)\s*<([^<>]+)>\s*(.*)$", text or "")
     if not m:
-        raise InvalidInput(f"cannot read player {text!r}; write it as 'Name <email>'")
+        raise InvalidInput(gettext("cannot read player %(text)s; write it as 'Name <email>'",
+                                   text=repr(text)))
     extra = m.group(3).split()
     language = extra[0] if extra else "en"
     timezone = extra[1] if len(extra) > 1 else "UTC"
@@ -94,25 +97,31 @@ def parse_player(text: str) -> PlayerIn:
 
 def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn]:
     if not game.MIN_PLAYERS <= len(players) <= game.MAX_PLAYERS:
-        raise InvalidInput(f"{game.NAME} needs {game.MIN_PLAYERS} to {game.MAX_PLAYERS} players,"
-                           f" not {len(players)}")
+        raise InvalidInput(gettext("a game needs %(low)s to %(high)s players, not %(n)s",
+                                   low=game.MIN_PLAYERS, high=game.MAX_PLAYERS,
+                                   n=len(players)))
     out, seen = [], set()
     for i, p in enumerate(players, 1):
-        name = check_name(p.name, f"player {i}")
+        name = check_name(p.name, gettext("player %(i)s", i=i))
         try:
             email = parse_address(p.email)
         except BadAddress as exc:
-            raise InvalidInput(f"player {i}: {str(p.email or '')[:80]!r} is not an email "
-                               f"address we can write to ({exc})") from None
+            raise InvalidInput(gettext("player %(i)s: %(email)s is not an email address we "
+                                       "can write to (%(why)s)", i=i,
+                                       email=repr(str(p.email or "")[:80]),
+                                       why=address_problem(exc))) from None
         if email.lower() in seen:
-            raise InvalidInput(f"player {i}: {email} appears twice")
+            raise InvalidInput(gettext("player %(i)s: %(email)s appears twice", i=i,
+                                       email=email))
         seen.add(email.lower())
         if p.language not in LANGUAGES:
-            raise InvalidInput(f"player {i}: language must be one of {', '.join(LANGUAGES)}")
+            raise InvalidInput(gettext("player %(i)s: language must be one of %(codes)s",
+                                       i=i, codes=", ".join(LANGUAGES)))
         try:
             ZoneInfo(p.timezone)
         except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long
-            raise InvalidInput(f"player {i}: unknown time zone {p.timezone[:64]!r}") from None
+            raise InvalidInput(gettext("player %(i)s: unknown time zone %(tz)s", i=i,
+                                       tz=repr(p.timezone[:64]))) from None
         out.append(PlayerIn(name, email, p.language, p.timezone))
     return out
 
@@ -120,23 +129,24 @@ def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn
 def check_name(text: str | None, who: str) -> str:
     """A player's name: 1 to 60 characters on one line, kept as typed."""
     if bad_characters(text or ""):
-        raise InvalidInput(f"{who}: names may not contain line breaks, control characters "
-                           "or invisible formatting characters (such as text-direction "
-                           "overrides)")
+        raise InvalidInput(gettext("%(who)s: names may not contain line breaks, control "
+                                   "characters or invisible formatting characters (such as "
+                                   "text-direction overrides)", who=who))
     name = (text or "").strip()  # as typed, but for blanks around it
     if not name or len(name) > 60 or any(c in name for c in "<>"):
-        raise InvalidInput(f"{who}: a name of 1 to 60 characters, without < or >")
+        raise InvalidInput(gettext("%(who)s: a name of 1 to 60 characters, without < or >",
+                                   who=who))
     return name
 
 
 def check_title(text: str | None) -> str:
     """A game title: up to 100 characters on one line, kept as typed."""
     if bad_characters(text or ""):
-        raise InvalidInput("the title may not contain line breaks, control characters or "
-                           "invisible formatting characters")
+        raise InvalidInput(gettext("the title may not contain line breaks, control characters or "
+                           "invisible formatting characters"))
     title = (text or "").strip()  # as typed, but for blanks around it
     if len(title) > 100:
-        raise InvalidInput("the title is longer than 100 characters")
+        raise InvalidInput(gettext("the title is longer than 100 characters"))
     return title
 
 
@@ -151,9 +161,9 @@ def _hours(value: Any) -> float:
     try:
         hours = float(value)
     except (TypeError, ValueError):
-        raise InvalidInput("hours per decision must be a number") from None
+        raise InvalidInput(gettext("hours per decision must be a number")) from None
     if not 0.0005 <= hours <= 24 * 30:
-        raise InvalidInput("hours per decision must be between a few seconds and 30 days")
+        raise InvalidInput(gettext("hours per decision must be between a few seconds and 30 days"))
     return hours
 
 
@@ -173,8 +183,9 @@ def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: A
     """
     try:
         game_mod = get_game(engine_name)
-    except EngineError as exc:
-        raise InvalidInput(exc.message) from None
+    except EngineError:
+        raise InvalidInput(gettext("there is no game called %(name)s", name=repr(engine_name)))\
+            from None
     players = validate_players(players, game_mod)
     hours = _hours(hours_per_decision)
     policy = _policy(hours, reminders, absent_after, absent_bot, vacation_days)
@@ -223,20 +234,21 @@ def _policy(hours: float, reminders: Any, absent_after: Any, absent_bot: Any,
         try:
             offsets = sorted({float(r) for r in reminders}, reverse=True)
         except (TypeError, ValueError):
-            raise InvalidInput("reminders must be hours before the deadline, like 24, 2")\
+            raise InvalidInput(gettext("reminders must be hours before the deadline, like 24, 2"))\
                 from None
         if any(not 0 < r < hours for r in offsets) or len(offsets) > 10:
-            raise InvalidInput("each reminder must fall between the start of a turn and its "
-                               "deadline (at most 10)")
+            raise InvalidInput(gettext("each reminder must fall between the start of a turn "
+                                       "and its deadline (at most 10)"))
     try:
         absent = int(absent_after)
         vacation = float(vacation_days)
     except (TypeError, ValueError):
-        raise InvalidInput("absence limit and vacation days must be numbers") from None
+        raise InvalidInput(gettext("absence limit and vacation days must be numbers")) from None
     if not 1 <= absent <= 100 or not 0 <= vacation <= 60:
-        raise InvalidInput("a bot takes over after 1 to 100 timeouts; vacation is 0 to 60 days")
+        raise InvalidInput(gettext("a bot takes over after 1 to 100 timeouts; vacation is 0 "
+                                   "to 60 days"))
     if absent_bot not in ("heuristic", "default"):
-        raise InvalidInput("the stand-in for an absent player is 'heuristic' or 'default'")
+        raise InvalidInput(gettext("the stand-in for an absent player is 'heuristic' or 'default'"))
     return {"reminder_hours": offsets, "absent_after": absent, "absent_bot": absent_bot,
             "vacation_days": vacation}
 
@@ -256,7 +268,7 @@ def _rate_limit(s: Session, key: str, per_hour: int) -> None:
                                       set_={"count": RateLimit.count + 1})
     count = s.execute(stmt.returning(RateLimit.count)).scalar_one()
     if count > per_hour:
-        raise RateLimited("too many games created from here in the last hour; try later")
+        raise RateLimited(gettext("too many games created from here in the last hour; try later"))
 
 
 def _check_may_invite(s: Session, address: str) -> None:
@@ -264,12 +276,12 @@ def _check_may_invite(s: Session, address: str) -> None:
     invitations a day allows (so nobody can use the server to mail a stranger)."""
     rcpt = address.lower()
     if s.get(Suppression, rcpt) is not None:
-        raise InvalidInput(f"{address} cannot be invited: that address asked not to get "
-                           "email from this server")
+        raise InvalidInput(gettext("%(address)s cannot be invited: that address asked not "
+                                   "to get email from this server", address=address))
     if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
             int(current_app.config["INVITE_LIMIT_PER_ADDRESS"]):
-        raise RateLimited(f"{address} has had as many invitations as one day allows; "
-                          "try again tomorrow")
+        raise RateLimited(gettext("%(address)s has had as many invitations as one day "
+                                  "allows; try again tomorrow", address=address))
 
 
 def _recent(s: Session, where: Any, templates: frozenset[str] | None,
@@ -302,7 +314,7 @@ def confirm_host(raw: str) -> tuple[str, bool]:
         token = _token(s, raw, "host_confirm")
         game = _lock_game(s, token.game_id)
         if game.status == "abandoned":
-            raise WrongState("the host ended this game before it started")
+            raise WrongState(gettext("the host ended this game before it started"))
         if game.status != "awaiting_host":
             return game.id, False
         game.status = "inviting"
@@ -339,10 +351,10 @@ def answer_invitation(raw: str, accept: bool) -> tuple[str, str]:
         game = _lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
         if seat.invite != "invited":
-            raise AlreadyRecorded(f"you already answered this invitation ({seat.invite})",
+            raise AlreadyRecorded(gettext("you already answered this invitation"),
                                   game_id=game.id, answer=seat.invite)
         if game.status != "inviting":
-            raise WrongState("this game no longer waits for players: the host ended it")
+            raise WrongState(gettext("this game no longer waits for players: the host ended it"))
         seat.invite = "accepted" if accept else "declined"
         if not accept:
             _tell_host_declined(s, game, seat)
@@ -355,10 +367,11 @@ def replace_player(admin_raw: str, position: int, player: PlayerIn) -> None:
     with session_scope() as s:
         game = _admin_game(s, admin_raw)
         if game.status != "inviting":
-            raise WrongState("players can be replaced only while invitations are open")
+            raise WrongState(gettext("players can be replaced only while invitations are open"))
         seats = _seats(s, game.id)
         if not 0 <= position < len(seats) or seats[position].invite != "declined":
-            raise InvalidInput("only a seat whose invitation was declined can be re-invited")
+            raise InvalidInput(gettext("only a seat whose invitation was declined can be "
+                                       "re-invited"))
         others = [PlayerIn(x.name, x.email, x.language, x.timezone)
                   for x in seats if x.position != position]
         (new,) = validate_players([*others, player], get_game(game.engine))[-1:]
@@ -458,7 +471,7 @@ def act_from_page(page_raw: str, decision_id: Any,
         except EngineError as exc:
             raise IllegalMove(exc.code, decision.kind) from None
         except ValueError:
-            raise IllegalMove("action/missing", decision.kind) from None
+            raise IllegalMove(gettext("action/missing"), decision.kind) from None
         return _act(s, token.game_id, token.seat_id, decision.id, action, "player")
 
 
@@ -466,22 +479,22 @@ def _decision_id(value: Any) -> int:
     try:
         decision_id = int(value)
     except (TypeError, ValueError):
-        raise InvalidInput("the form is missing its decision; reload the page") from None
+        raise InvalidInput(gettext("the form is missing its decision; reload the page")) from None
     if not 0 < decision_id < 2**31:  # a database integer
-        raise NotFound("this decision does not belong to this link")
+        raise NotFound(gettext("this decision does not belong to this link"))
     return decision_id
 
 
 def _open_decision(s: Session, game_id: str, seat_id: int, decision_id: int) -> Decision:
     decision = s.get(Decision, decision_id)
     if decision is None or decision.game_id != game_id or decision.seat_id != seat_id:
-        raise NotFound("this decision does not belong to this link")
+        raise NotFound(gettext("this decision does not belong to this link"))
     if decision.closed_at is not None:
         reason = _closed_reason(s, decision, s.get(Seat, seat_id))
         if reason == "recorded":
-            raise AlreadyRecorded("your choice for this turn is already recorded",
+            raise AlreadyRecorded(gettext("your choice for this turn is already recorded"),
                                   game_id=game_id, decision_id=decision_id)
-        raise TurnOver("this turn is over", game_id=game_id, reason=reason)
+        raise TurnOver(gettext("this turn is over"), game_id=game_id, reason=reason)
     return decision
 
 
@@ -491,7 +504,7 @@ def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Actio
     seat = s.get(Seat, seat_id)
     decision = _open_decision(s, game_id, seat_id, decision_id)
     if game.paused_at is not None:
-        raise WrongState("the host has paused the game; try again when it resumes",
+        raise WrongState(gettext("the host has paused the game; try again when it resumes"),
                          game_id=game_id)
     if source == "player":
         seat.timeouts_in_row = 0
@@ -572,7 +585,7 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
                      .values(version=new_version, state=_dump(mod.to_json(state)),
                              event_seq=first_seq + len(events)))
     if done.rowcount != 1:
-        raise Conflict("the game changed at the same moment; please try again")
+        raise Conflict(gettext("the game changed at the same moment; please try again"))
     set_committed_value(game, "version", new_version)
     set_committed_value(game, "event_seq", first_seq + len(events))
     set_committed_value(game, "state", None)
@@ -685,7 +698,7 @@ def game_for_spectator(key: str) -> dict[str, Any]:
         if re.fullmatch(r"[0-9a-f]{1,32}", key):
             game = s.exec(select(Game).where(Game.spectator_key == key)).first()
         if game is None:
-            raise NotFound("no game at this address")
+            raise NotFound(gettext("no game at this address"))
         return _page_data(s, game, None)
 
 
@@ -831,7 +844,7 @@ def pause_game(admin_raw: str) -> None:
         game = _admin_game(s, admin_raw)
         _require_active(game)
         if game.paused_at is not None:
-            raise WrongState("the game is already paused")
+            raise WrongState(gettext("the game is already paused"))
         game.paused_at = utcnow()
         _notice_all(s, game, "game_paused", None, {})
 
@@ -841,7 +854,7 @@ def resume_game(admin_raw: str) -> None:
     with session_scope() as s:
         game = _admin_game(s, admin_raw)
         if game.paused_at is None:
-            raise WrongState("the game is not paused")
+            raise WrongState(gettext("the game is not paused"))
         shift = utcnow() - game.paused_at
         game.paused_at = None
         _shift_open(s, game, shift)
@@ -856,11 +869,11 @@ def extend_deadline(admin_raw: str, hours: Any) -> None:
         try:
             extra = float(hours)
         except (TypeError, ValueError):
-            raise InvalidInput("give the extension in hours") from None
+            raise InvalidInput(gettext("give the extension in hours")) from None
         if not 0 < extra <= 24 * 30:
-            raise InvalidInput("an extension is more than 0 hours and at most 30 days")
+            raise InvalidInput(gettext("an extension is more than 0 hours and at most 30 days"))
         if not _shift_open(s, game, timedelta(hours=extra)):
-            raise WrongState("no decision is open right now")
+            raise WrongState(gettext("no decision is open right now"))
         _notice_all(s, game, "deadline_extended", None, {"hours": extra})
 
 
@@ -893,8 +906,8 @@ def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> str:
         _check_may_invite(s, new.email)
         if _recent(s, Outbox.game_id == game.id, frozenset({"handover_invite"}),
                    timedelta(days=1)) >= int(current_app.config["HANDOVER_LIMIT_PER_GAME"]):
-            raise RateLimited("this game has sent as many hand-over invitations as one day "
-                              "allows; try again tomorrow")
+            raise RateLimited(gettext("this game has sent as many hand-over invitations as one day "
+                              "allows; try again tomorrow"))
         _revoke_handover(s, seat)
         seat.pending_handover = {"name": new.name, "email": new.email,
                                  "language": new.language, "timezone": new.timezone,
@@ -930,7 +943,7 @@ def withdraw_handover(admin_raw: str, position: Any) -> None:
         game = _admin_game(s, admin_raw)
         seat = _seat_at(s, game, position)
         if seat.pending_handover is None:
-            raise WrongState("no hand-over of that seat is waiting")
+            raise WrongState(gettext("no hand-over of that seat is waiting"))
         _revoke_handover(s, seat)
 
 
@@ -964,10 +977,10 @@ def answer_handover(raw: str, accept: bool) -> str:
         seat = s.get(Seat, token.seat_id)
         state = _handover_state(game, seat, token)
         if state == "accepted":
-            raise AlreadyRecorded("you already took over this seat", game_id=game.id)
+            raise AlreadyRecorded(gettext("you already took over this seat"), game_id=game.id)
         if state != "open":
-            raise WrongState("this offer is no longer open: the host withdrew it or the "
-                             "game has ended", game_id=game.id)
+            raise WrongState(gettext("this offer is no longer open: the host withdrew it or the "
+                             "game has ended"), game_id=game.id)
         pending = seat.pending_handover
         _revoke_handover(s, seat)
         if not accept:
@@ -1007,7 +1020,7 @@ def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:
 def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
     """The host puts a seat on a bot (``heuristic`` or ``default``) or takes it off."""
     if bot not in (None, "heuristic", "default"):
-        raise InvalidInput("the bot is 'heuristic' or 'default'")
+        raise InvalidInput(gettext("the bot is 'heuristic' or 'default'"))
     with session_scope() as s:
         game = _admin_game(s, admin_raw)
         _require_active(game)
@@ -1029,7 +1042,7 @@ def come_back(page_raw: str) -> str:
         game = _lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
         if seat.bot is None:
-            raise WrongState("no bot is playing for you; you are already in charge")
+            raise WrongState(gettext("no bot is playing for you; you are already in charge"))
         seat.left_at = None
         _switch_bot(s, game, seat, None, by="player")
         return game.id
@@ -1037,7 +1050,7 @@ def come_back(page_raw: str) -> str:
 
 def _switch_bot(s: Session, game: Game, seat: Seat, bot: str | None, by: str) -> None:
     if seat.bot == bot:
-        raise WrongState("that seat is already played that way")
+        raise WrongState(gettext("that seat is already played that way"))
     seat.bot = bot
     seat.timeouts_in_row = 0
     _notice_all(s, game, "seat_on_bot" if bot else "seat_returned", seat.position,
@@ -1081,7 +1094,7 @@ def unsubscribe(raw: str, how: str) -> str:
     to anyone else; ``mute``, ``unmute`` and ``leave`` are a player's settings;
     ``suppress`` is "never email me again". Returns what was done."""
     if how not in NOTIFY_CHOICES:
-        raise InvalidInput("choose what to stop")
+        raise InvalidInput(gettext("choose what to stop"))
     with session_scope() as s:
         token = _token(s, raw, "unsubscribe")
         address = str((token.action or {}).get("address", "")).lower()
@@ -1092,7 +1105,7 @@ def unsubscribe(raw: str, how: str) -> str:
         if how == "one-click" and _played_in_ended_game(game, seat, address):
             return "ended"  # it sends nothing more; their other games are not touched
         if how not in ("one-click", "suppress"):
-            raise WrongState("this address is not playing in this game")
+            raise WrongState(gettext("this address is not playing in this game"))
         _suppress(s, game, seat, address)
         return "suppressed"
 
@@ -1100,20 +1113,20 @@ def unsubscribe(raw: str, how: str) -> str:
 def set_notifications(page_raw: str, how: str) -> str:
     """A player's notification settings from their game page."""
     if how not in ("mute", "unmute", "leave"):
-        raise InvalidInput("choose a setting")
+        raise InvalidInput(gettext("choose a setting"))
     with session_scope() as s:
         token = _token(s, page_raw, "page")
         game = _lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
         if not _is_player(game, seat, seat.email.lower()):
-            raise WrongState("the game is not running")
+            raise WrongState(gettext("the game is not running"))
         return _notification_choice(s, game, seat, how)
 
 
 def set_language(page_raw: str, lang: str) -> str:
     """A player changes their language: pages at once, emails from the next one on."""
     if lang not in LANGUAGES:
-        raise InvalidInput("choose one of the languages offered")
+        raise InvalidInput(gettext("choose one of the languages offered"))
     with session_scope() as s:
         token = _token(s, page_raw, "page")
         _lock_game(s, token.game_id)
@@ -1194,7 +1207,7 @@ def abandon_game(admin_raw: str) -> None:
     with session_scope() as s:
         game = _admin_game(s, admin_raw)
         if game.status in ("finished", "abandoned"):
-            raise WrongState("the game has already ended")
+            raise WrongState(gettext("the game has already ended"))
         mod = get_game(game.engine)
         if game.state and hasattr(mod, "abandon"):
             state, events = mod.abandon(mod.from_json(json.loads(game.state)))
@@ -1218,11 +1231,11 @@ def take_vacation(page_raw: str, days: Any) -> float:
         try:
             wanted = float(days)
         except (TypeError, ValueError):
-            raise InvalidInput("give the vacation in days") from None
+            raise InvalidInput(gettext("give the vacation in days")) from None
         left = game.vacation_days - seat.vacation_used_hours / 24
         if not 0 < wanted <= left + 1e-9:
-            raise InvalidInput(f"you can take between 0 and {left:g} more days of vacation "
-                               "in this game")
+            raise InvalidInput(gettext("you can take between 0 and %(left)s more days of "
+                                       "vacation in this game", left=number(left)))
         now = utcnow()
         shift = timedelta(days=wanted)
         seat.vacation_until = max(now, seat.vacation_until or now) + shift
@@ -1235,17 +1248,17 @@ def take_vacation(page_raw: str, days: Any) -> float:
 
 def _require_active(game: Game) -> None:
     if game.status != "active":
-        raise WrongState("the game is not running")
+        raise WrongState(gettext("the game is not running"))
 
 
 def _seat_at(s: Session, game: Game, position: Any) -> Seat:
     try:
         pos = int(position)
     except (TypeError, ValueError):
-        raise InvalidInput("choose a seat") from None
+        raise InvalidInput(gettext("choose a seat")) from None
     seats = _seats(s, game.id)
     if not 0 <= pos < len(seats):
-        raise InvalidInput("there is no such seat")
+        raise InvalidInput(gettext("there is no such seat"))
     return seats[pos]
 
 
@@ -1263,16 +1276,13 @@ def _notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict
 # --------------------------------------------------------------------------- plumbing
 
 
-_LINK_NAMES = {"host_confirm": "confirmation link", "invite": "invitation link",
-               "action": "link", "page": "game link", "admin": "admin link",
-               "handover": "invitation link", "unsubscribe": "unsubscribe link"}
 
 
 def _token(s: Session, raw: str, *kinds: str) -> Token:
     """The live token of one of ``kinds`` behind ``raw``, or a friendly NotFound."""
     token = lookup(s, raw, *kinds)
     if token is None:
-        raise NotFound(f"this {_LINK_NAMES[kinds[0]]} is unknown or no longer valid")
+        raise NotFound(gettext("this link is unknown or no longer valid"))
     return token
 
 
@@ -1284,7 +1294,7 @@ def _lock_game(s: Session, game_id: str) -> Game:
         query = query.with_for_update()
     game = s.exec(query).first()
     if game is None:
-        raise NotFound("no such game")
+        raise NotFound(gettext("no such game"))
     return game
 
 

@@ -28,6 +28,7 @@ from flask import (
     session,
 )
 from flask_babel import gettext as _
+from flask_babel import lazy_gettext, ngettext
 
 from engine.core import Action, parse_action
 from pbem import i18n, mail, narrate, services
@@ -76,24 +77,26 @@ def _service_error(exc: ServiceError):
 
 
 def _not_found(exc):
-    return render_template("pages/error.html", error=NotFound(
-        "there is nothing at this address; the link may be mistyped or cut short")), 404
+    return render_template("pages/error.html", error=NotFound(_(
+        "there is nothing at this address; the link may be mistyped or cut short"))), 404
 
 
 def _http_error(exc):
-    return render_template("pages/error.html", error=ServiceError(
-        getattr(exc, "description", "bad request"))), getattr(exc, "code", 400)
+    code = getattr(exc, "code", 400)
+    message = (_("this address does not take that kind of request") if code == 405 else
+               _("the request could not be read; go back and try again"))
+    return render_template("pages/error.html", error=ServiceError(message)), code
 
 
 def _server_error(exc):  # pragma: no cover - a bug if it ever runs
-    return render_template("pages/error.html", error=ServiceError(
-        "something went wrong on our side; nothing was changed")), 500
+    return render_template("pages/error.html", error=ServiceError(_(
+        "something went wrong on our side; nothing was changed"))), 500
 
 
 def _require_sig(raw: str) -> None:
     if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
-        raise ServiceError("this form is out of date or did not come from this site; "
-                           "open the link again")
+        raise ServiceError(_("this form is out of date or did not come from this site; "
+                             "open the link again"))
 
 
 def _message(title: str, text: str, status: int = 200, element: str = "message"):
@@ -129,7 +132,7 @@ def home():
 def new_game():
     expected = session.get("csrf")
     if not expected or not same_secret(expected, request.form.get("csrf", "")):
-        raise ServiceError("the form expired; please fill it in again")
+        raise ServiceError(_("the form expired; please fill it in again"))
     form = request.form
     try:
         players = _players_from_form(form)
@@ -165,30 +168,36 @@ def _players_from_form(form) -> list[services.PlayerIn]:
 def host_confirm(raw: str):
     if request.method == "POST":
         _require_sig(raw)
-        _, fresh = services.confirm_host(raw)
-        return _message("Game confirmed" if fresh else "Already confirmed",
-                        "Invitations are on their way to the players." if fresh else
-                        "This game is confirmed and the invitations are out. The game "
-                        "starts when everyone has accepted.", element="confirmed")
+        fresh = services.confirm_host(raw)[1]
+        if fresh:
+            return _message(_("Game confirmed"),
+                            _("Invitations are on their way to the players."),
+                            element="confirmed")
+        return _already_confirmed()
     info = services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
     if info["game"].status == "abandoned":
-        return _message("Game ended", "The host ended this game before it started; "
-                        "nothing was sent to the players.", 409, element="confirmed")
-    if info["confirmed"]:
-        return _message("Already confirmed", "This game is confirmed and the invitations "
-                        "are out. The game starts when everyone has accepted.",
+        return _message(_("Game ended"), _("The host ended this game before it started; "
+                                           "nothing was sent to the players."), 409,
                         element="confirmed")
-    return render_template("pages/confirm.html", raw=raw, title="Confirm your game",
-                           question="Send the invitations to the players now?",
-                           button="Send invitations")
+    if info["confirmed"]:
+        return _already_confirmed()
+    return render_template("pages/confirm.html", raw=raw, title=_("Confirm your game"),
+                           question=_("Send the invitations to the players now?"),
+                           button=_("Send invitations"))
+
+
+def _already_confirmed():
+    return _message(_("Already confirmed"), _("This game is confirmed and the invitations "
+                                              "are out. The game starts when everyone has "
+                                              "accepted."), element="confirmed")
 
 
 @bp.route("/invite/<raw>", methods=["GET", "POST"])
 def invitation(raw: str):
     info = services.describe_invitation(raw)
     if not info["answered"] and info["game"].status != "inviting":
-        return _message("Game ended", "This game no longer waits for players: the host "
-                        "ended it.", 409, element="answered")
+        return _message(_("Game ended"), _("This game no longer waits for players: the "
+                                           "host ended it."), 409, element="answered")
     if request.method == "POST" and not info["answered"]:
         _require_sig(raw)
         services.answer_invitation(raw, info["answer"] == "accept")
@@ -230,9 +239,9 @@ def one_click(raw: str):
     except (AlreadyRecorded, TurnOver) as exc:
         if isinstance(exc, TurnOver) and services.is_on_bot(raw):
             services.come_back(raw)  # a player on a bot who acts through any link is back
-            return _message("Welcome back", "A bot played your seat while you were away. "
-                            "You play it again from your next decision on; watch for the "
-                            "next email.")
+            return _message(_("Welcome back"), _("A bot played your seat while you were "
+                                                 "away. You play it again from your next "
+                                                 "decision on; watch for the next email."))
         closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
         return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
     return _after_move(outcome)
@@ -303,23 +312,28 @@ def spectator(key: str):
 def vacation(raw: str):
     _require_sig(raw)
     left = services.take_vacation(raw, request.form.get("days"))
-    return _game_page(raw, notice=f"Your deadlines moved. Vacation left: {left:g} days.")
+    return _game_page(raw, notice=ngettext(
+        "Your deadlines moved. Vacation left: %(d)s day.",
+        "Your deadlines moved. Vacation left: %(d)s days.", 1 if left == 1 else 2,
+        d=i18n.number(left)))
 
 
 @bp.post("/g/<raw>/back")
 def come_back(raw: str):
     _require_sig(raw)
     services.come_back(raw)
-    return _game_page(raw, notice="Welcome back: you play your seat again.")
+    return _game_page(raw, notice=_("Welcome back: you play your seat again."))
 
 
 NOTIFY_DONE = {
-    "muted": "From now on you get an email only when it is your turn (and the result).",
-    "unmuted": "You get every email of this game again.",
-    "left": "You left the game. A bot plays your seat, and the host has been told.",
-    "suppressed": "This address will get no more email from this server.",
-    "ended": "This game has ended, so it sends you nothing more. Your other games go on "
-             "as before.",
+    "muted": lazy_gettext("From now on you get an email only when it is your turn (and "
+                          "the result)."),
+    "unmuted": lazy_gettext("You get every email of this game again."),
+    "left": lazy_gettext("You left the game. A bot plays your seat, and the host has been "
+                         "told."),
+    "suppressed": lazy_gettext("This address will get no more email from this server."),
+    "ended": lazy_gettext("This game has ended, so it sends you nothing more. Your other "
+                          "games go on as before."),
 }
 
 
@@ -334,7 +348,7 @@ def player_language(raw: str):
 def notifications(raw: str):
     _require_sig(raw)
     done = services.set_notifications(raw, request.form.get("how", ""))
-    return _game_page(raw, notice=NOTIFY_DONE[done])
+    return _game_page(raw, notice=str(NOTIFY_DONE[done]))
 
 
 # --------------------------------------------------------------------------- unsubscribe
@@ -354,7 +368,7 @@ def unsubscribe(raw: str):
         how = request.form.get("how", "")
     done = services.unsubscribe(raw, how)
     return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
-                           raw=raw, done=NOTIFY_DONE[done])
+                           raw=raw, done=str(NOTIFY_DONE[done]))
 
 
 # --------------------------------------------------------------------------- the host
@@ -377,9 +391,9 @@ def admin_replace(raw: str):
     try:
         position = int(request.form.get("position", ""))
     except ValueError:
-        raise ServiceError("choose the seat to re-invite") from None
+        raise ServiceError(_("choose the seat to re-invite")) from None
     services.replace_player(raw, position, _player_fields(request.form))
-    return _admin_page(raw, "Invitation sent.")
+    return _admin_page(raw, _("Invitation sent."))
 
 
 def _player_fields(f) -> services.PlayerIn:
@@ -390,17 +404,25 @@ def _player_fields(f) -> services.PlayerIn:
 def _hand_over(raw: str, f) -> str:
     done = services.hand_over(raw, f.get("position"), _player_fields(f))
     if done == "updated":
-        return "Done: the seat's name, language and time zone are updated."
-    return ("Invitation sent: the seat changes hands when they accept. Until then the "
-            "seat stays as it is, and nothing else is sent to that address.")
+        return _("Done: the seat's name, language and time zone are updated.")
+    return _("Invitation sent: the seat changes hands when they accept. Until then the "
+             "seat stays as it is, and nothing else is sent to that address.")
 
 
 def _abandon(raw: str, f) -> str:
     if f.get("sure") != "yes":
-        raise ServiceError("tick the box to confirm that the game ends for everyone")
+        raise ServiceError(_("tick the box to confirm that the game ends for everyone"))
     services.abandon_game(raw)
-    return "Done: the game is over for everyone."
+    return _("Done: the game is over for everyone.")
 
+
+CONTROL_DONE = {
+    "pause": lazy_gettext("Done: the game is paused."),
+    "resume": lazy_gettext("Done: the game goes on."),
+    "extend": lazy_gettext("Done: the deadline is extended."),
+    "bot": lazy_gettext("Done: the seat is played as you chose."),
+    "withdraw": lazy_gettext("Done: the offer is withdrawn."),
+}
 
 ADMIN_ACTIONS = {
     "pause": lambda raw, f: services.pause_game(raw),
@@ -422,7 +444,7 @@ def admin_control(raw: str, control: str):
         abort(404)
     _require_sig(raw)
     notice = handler(raw, request.form)
-    return _admin_page(raw, notice if isinstance(notice, str) else f"Done: {control}.")
+    return _admin_page(raw, notice if isinstance(notice, str) else str(CONTROL_DONE[control]))
 
 
 @bp.get("/healthz")

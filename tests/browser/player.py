@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 
 CARD_RE = re.compile(r"^(?P<name>.+?) \[(?P<type>\w+)(?:, [^\]]*)?\](?P<rest>.*)$")
 HIF_RE = re.compile(r"H/I/F (\d+)/(\d+)/(\d+)")
-COST_RE = re.compile(r"cost (\d+) Food or (\d+) Teeth")
-BEAST_RE = re.compile(r"needs Hunting (\d+), gives (\d+) Food (\d+) Teeth")
+COST_RE = re.compile(r"cost (\d+) Food or (\d+) (?:Teeth|Tooth)")
+BEAST_RE = re.compile(r"needs Hunting (\d+), gives (\d+) Food and (\d+) (?:Teeth|Tooth)")
 INVENTION_RE = re.compile(r"needs Inventing (\d+): (.*)")
-CAVE_RE = re.compile(r"Population (\d+)(?:, costs (\d+) Teeth)?")
+CAVE_RE = re.compile(r"Population (\d+)(?:, costs (\d+) (?:Teeth|Tooth))?")
 TRIBE_RE = re.compile(r"^YOUR TRIBE \((?P<tribe>[^)]*)\)(?P<conch> - you hold the conch)?")
 STOCK_RE = re.compile(r"Food (\d+), Teeth (\d+)")
 SCORES_RE = re.compile(r"Hunting (\d+), Inventing (\d+) \(Fire needs (\d+)\), Foraging (\d+), "

@@ -77,7 +77,7 @@ def test_new_game_with_start_seed_and_hours_starts_at_once(app):
 
 @pytest.mark.parametrize(("players", "message"), [
     (["Ann"], "cannot read player 'Ann'; write it as 'Name <email>'"),
-    ([ANN], "cavemen needs 2 to 5 players, not 1"),
+    ([ANN], "a game needs 2 to 5 players, not 1"),
     ([ANN, "Bob <not-an-address>"], "player 2: 'not-an-address' is not an email address"),
     ([ANN, "Bob <ann@example.com>"], "player 2: ann@example.com appears twice"),
     ([ANN, "Bob <bob@example.com> en Mars/Olympus"], "unknown time zone 'Mars/Olympus'"),
@@ -85,7 +85,7 @@ def test_new_game_with_start_seed_and_hours_starts_at_once(app):
     ([ANN, "Bob\r\nBcc: x@example.com <bob@example.com>"], "cannot read player"),
     ([ANN, "Bob\x00 <bob@example.com>"], "may not contain line breaks"),
     ([ANN, BOB, CY, "D <d@example.com>", "E <e@example.com>", "F <f@example.com>"],
-     "cavemen needs 2 to 5 players, not 6"),
+     "a game needs 2 to 5 players, not 6"),
 ])
 def test_bad_players_give_a_clean_error(app, players, message):
     result = new_game(app, *players)
@@ -99,7 +99,7 @@ def test_bad_players_give_a_clean_error(app, players, message):
 
 def test_other_bad_options_give_a_clean_error(app):
     for extra, message in ((["--hours-per-decision", "0"], "hours per decision"),
-                           (["--game", "chess"], "unknown game 'chess'")):
+                           (["--game", "chess"], "there is no game called 'chess'")):
         result = new_game(app, ANN, CY, extra=extra)
         assert result.exit_code == 1, result.output
         assert message in result.output and "Traceback" not in result.output
