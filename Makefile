@@ -7,7 +7,10 @@ STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: install test run simulate lint bench clean
+.PHONY: install test run simulate lint bench clean i18n translations
+# Compiled catalogs (.mo) are built here, not committed: they follow from the .po files.
+CATALOGS := $(wildcard pbem/translations/*/LC_MESSAGES/messages.po)
+COMPILED := $(CATALOGS:.po=.mo)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,9 +18,22 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) translations
 
-test: $(STAMP)
+translations: $(COMPILED)
+
+%.mo: %.po $(STAMP)
+	$(BIN)/pybabel compile --statistics -i $< -o $@
+
+# Extract every msgid from pbem/ and templates/, merge into each catalog, compile.
+i18n: $(STAMP)
+	$(BIN)/pybabel extract -F babel.cfg -k lazy_gettext --no-location --sort-output \
+	  --project pbem -o pbem/translations/messages.pot .
+	$(BIN)/pybabel update -i pbem/translations/messages.pot -d pbem/translations \
+	  --no-fuzzy-matching --ignore-obsolete
+	$(MAKE) translations
+
+test: $(STAMP) translations
 	bash .ci/system-deps
 	$(BIN)/ruff check .
 	$(BIN)/pytest
@@ -26,7 +42,7 @@ test: $(STAMP)
 # shows everyone's secret links, so it is opt-in (PBEM_MAIL_BACKEND=dev) and answers only
 # to this machine; a server started without mail configuration refuses to run.
 run: export PBEM_MAIL_BACKEND ?= dev
-run: $(STAMP)
+run: $(STAMP) translations
 	$(BIN)/flask --app pbem pbem migrate
 	@echo ""
 	@echo "  pbem is running at http://$(HOST):$(PORT)/"
