@@ -1,6 +1,14 @@
 """Cavemen: The Quest for Fire. The module itself is the game (see engine.core.Game)."""
 
-from engine.cavemen.deck import Card, Deck, DeckError, load_deck, parse_deck
+from engine.cavemen.deck import (
+    Card,
+    Deck,
+    DeckError,
+    Translation,
+    load_deck,
+    load_translation,
+    parse_deck,
+)
 from engine.cavemen.rules import (
     MAX_PLAYERS,
     MIN_PLAYERS,
@@ -19,12 +27,13 @@ from engine.cavemen.rules import (
     setup,
     setup_with_events,
     to_json,
+    translation,
     view,
 )
 
 __all__ = [
     "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "Card", "Deck", "DeckError", "State", "abandon",
     "apply", "card_info", "check_invariants", "default_action", "from_json", "legal_actions",
-    "load_deck", "parse_deck", "pending", "result", "scores", "setup", "setup_with_events",
-    "to_json", "view",
+    "Translation", "load_deck", "load_translation", "parse_deck", "pending", "result", "scores",
+    "setup", "setup_with_events", "to_json", "translation", "view",
 ]

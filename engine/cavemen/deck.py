@@ -4,17 +4,23 @@ A deck file is TOML (see ``standard.toml``): a ``[deck]`` table, a ``[fire_cost]
 keyed by player count, and one ``[[card]]`` table per card. Invention benefits are lists
 of generic effects (``EFFECT_KINDS``) that the rules apply without knowing the card.
 Loading validates everything and raises :class:`DeckError` naming the card and problem.
+
+A deck file may have translations next to it, ``<deck stem>.<lang>.toml`` (see
+``standard.de.toml``): card names, card texts and tribe names in one language, validated
+against the deck by :func:`load_translation`. They never change the deck or its digest.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from engine.core import EngineError
@@ -381,3 +387,167 @@ def _check_composition(cards: Mapping[str, Card]) -> tuple[tuple[str, ...], dict
         raise DeckError("the starting hunters must carry five different stone markers")
     fire = next(c for c in deck if c.type == "fire")
     return tuple(c.id for c in deck), starting, fire.id
+
+
+# --------------------------------------------------------------------------- translations
+
+# A language tag as used in file names: "de", "pt-BR", "zh_Hant" (never a path).
+_LANG = re.compile(r"[a-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
+_TRANSLATION_KEYS = ("tribes", "cards")
+_CARD_KEYS = ("name", "text")
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A deck's card names, card texts and tribe names in one language.
+
+    ``names`` has every card id, ``texts`` every card id whose English card has a text,
+    ``tribes`` every tribe of ``TRIBES``. The deck itself (numbers, effects, digest) is
+    never changed by a translation."""
+
+    lang: str
+    source: str
+    names: Mapping[str, str]
+    texts: Mapping[str, str]
+    tribes: Mapping[str, str]
+
+    def card_name(self, card_id: str) -> str:
+        return self.names[card_id]
+
+    def card_text(self, card_id: str) -> str:
+        """The card's translated text; "" for a card without text."""
+        return self.texts.get(card_id, "")
+
+    def tribe_name(self, tribe: str) -> str:
+        return self.tribes[tribe]
+
+
+def translation_path(deck: Deck, lang: str) -> Path | None:
+    """Where the ``lang`` translation of ``deck`` lives: ``<deck stem>.<lang>.toml`` next to
+    the deck file (None for a deck not read from a file). Raises ValueError for a ``lang``
+    that is not a language tag."""
+    if not isinstance(lang, str) or not _LANG.fullmatch(lang):
+        raise ValueError(f"not a language tag: {lang!r}")
+    source = Path(deck.source)
+    if not source.is_absolute():
+        return None
+    return source.with_name(f"{source.stem}.{lang}.toml")
+
+
+_TRANSLATIONS: dict[tuple[str, str, int, int], Translation] = {}
+_TRANSLATIONS_MAX = 32
+
+
+def load_translation(deck: Deck, lang: str) -> Translation | None:
+    """The validated ``lang`` translation of ``deck``, or None when the deck has no
+    translation file for that language. Raises DeckError for a broken file.
+
+    Like ``load_deck`` the file is looked at every time (one ``stat``) and read and
+    validated again only when its size or mtime (or the deck) changed."""
+    path = translation_path(deck, lang)
+    if path is None:
+        return None
+    source = str(path)
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise DeckError(f"cannot read translation file {source}: {exc.strerror}",
+                        path=source) from None
+    key = (source, deck.digest, st.st_mtime_ns, st.st_size)
+    found = _TRANSLATIONS.get(key)
+    if found is None:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise DeckError(f"cannot read translation file {source}: {exc.strerror}",
+                            path=source) from None
+        found = parse_translation(raw, deck, lang, source=source)
+        if len(_TRANSLATIONS) >= _TRANSLATIONS_MAX:
+            _TRANSLATIONS.clear()
+        _TRANSLATIONS[key] = found
+    return found
+
+
+def parse_translation(raw: bytes, deck: Deck, lang: str,
+                      source: str = "<memory>") -> Translation:
+    """Validate translation file bytes against ``deck`` and build a Translation."""
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise DeckError(f"{source}: not a TOML file: {exc}", path=source) from None
+    for key in data:
+        if key not in _TRANSLATION_KEYS:
+            raise DeckError(f"{source}: unknown table [{key}] "
+                            f"(only [tribes] and [cards.<id>])", path=source, field=key)
+    tribes = _parse_tribe_names(data.get("tribes"), source)
+    cards_raw = data.get("cards")
+    if cards_raw is None:
+        raise DeckError(f"{source}: missing [cards.<id>] tables", path=source)
+    if not isinstance(cards_raw, dict):
+        raise DeckError(f"{source}: 'cards' must be [cards.<id>] tables, "
+                        f"not {type(cards_raw).__name__}", path=source)
+    for cid in cards_raw:
+        if cid not in deck.cards:
+            raise DeckError(f"{source}: card {cid}: unknown card id (not in the deck)",
+                            path=source, card=cid)
+    names: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for cid, card in deck.cards.items():
+        where = f"{source}: card {cid}"
+        entry = cards_raw.get(cid)
+        if entry is None:
+            raise DeckError(f"{where}: no translation (needs a [cards.{cid}] table "
+                            f"with a name)", path=source, card=cid)
+        if not isinstance(entry, dict):
+            raise DeckError(f"{where}: not a table", path=source, card=cid)
+        unknown = sorted(set(entry) - set(_CARD_KEYS))
+        if unknown:
+            raise DeckError(f"{where}: unknown field '{unknown[0]}'", path=source, card=cid,
+                            field=unknown[0])
+        if "name" not in entry:
+            raise DeckError(f"{where}: missing field 'name'", path=source, card=cid,
+                            field="name")
+        names[cid] = _text_value(entry["name"], f"{where}: 'name'", path=source, card=cid,
+                                 field="name")
+        if card.text and "text" not in entry:
+            raise DeckError(f"{where}: missing field 'text' (the card has a text)",
+                            path=source, card=cid, field="text")
+        if not card.text and "text" in entry:
+            raise DeckError(f"{where}: field 'text' on a card without a text",
+                            path=source, card=cid, field="text")
+        if card.text:
+            texts[cid] = _text_value(entry["text"], f"{where}: 'text'", path=source, card=cid,
+                                     field="text")
+    return Translation(lang=lang, source=source, names=MappingProxyType(names),
+                       texts=MappingProxyType(texts), tribes=MappingProxyType(tribes))
+
+
+def _parse_tribe_names(raw: Any, source: str) -> dict[str, str]:
+    if raw is None:
+        raise DeckError(f"{source}: missing [tribes] table (a name for each of "
+                        f"{', '.join(TRIBES)})", path=source)
+    if not isinstance(raw, dict):
+        raise DeckError(f"{source}: [tribes] must be a table, not {type(raw).__name__}",
+                        path=source)
+    for tribe in raw:
+        if tribe not in TRIBES:
+            raise DeckError(f"{source}: tribe {tribe}: unknown tribe "
+                            f"(one of {', '.join(TRIBES)})", path=source, tribe=tribe)
+    out = {}
+    for tribe in TRIBES:
+        if tribe not in raw:
+            raise DeckError(f"{source}: tribe {tribe}: missing name in [tribes]",
+                            path=source, tribe=tribe)
+        out[tribe] = _text_value(raw[tribe], f"{source}: tribe {tribe}", path=source,
+                                 tribe=tribe)
+    return out
+
+
+def _text_value(value: Any, where: str, **data: Any) -> str:
+    if not isinstance(value, str):
+        raise DeckError(f"{where} must be a string, not {type(value).__name__}", **data)
+    if not value.strip():
+        raise DeckError(f"{where} is empty", **data)
+    return value

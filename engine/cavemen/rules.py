@@ -24,7 +24,16 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from engine.cavemen.deck import STANDARD_DECK, TRIBES, Deck, DeckError, Scores, load_deck
+from engine.cavemen.deck import (
+    STANDARD_DECK,
+    TRIBES,
+    Deck,
+    DeckError,
+    Scores,
+    Translation,
+    load_deck,
+    load_translation,
+)
 from engine.core import (
     Action,
     Decision,
@@ -278,6 +287,23 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
 def card_info(state: State, card_id: str) -> dict[str, Any]:
     """A card's printed data, for narration."""
     return state.deck.card(card_id).to_view()
+
+
+def translation(state: State, lang: str) -> Translation | None:
+    """The card names, card texts and tribe names of the game's deck in ``lang`` (a tag
+    such as "de" or "de-AT"; a regional tag falls back to its language), or None when the
+    deck has no translation for it: then show the deck's own (English) names. Reads only
+    the translation file next to the deck file; the game and its deck stay unchanged.
+
+    Raises DeckError when the translation file is broken, ValueError for a ``lang`` that
+    is not a language tag."""
+    deck = state.deck
+    found = load_translation(deck, lang)
+    if found is None:
+        base = lang.replace("_", "-").split("-", 1)[0]
+        if base != lang:
+            found = load_translation(deck, base)
+    return found
 
 
 def scores(state: State, seat: int) -> Scores:
