@@ -44,7 +44,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
 
 from engine.core import get_game
-from pbem import headers
+from pbem import headers, localize
 from pbem.db import session_scope
 from pbem.i18n import format_deadline, language
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, Suppression, utcnow
@@ -457,8 +457,9 @@ def _render(s, row: Outbox) -> tuple[Outgoing, int | None, list[int]]:
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
         position = seat.position if seat else None
-        ctx["view"] = mod.view(state, position)
-        ctx["card"] = lambda cid: mod.card_info(state, cid)
+        tr = localize.translation_for(mod, state, language())
+        ctx["view"] = localize.view(mod.view(state, position), tr)
+        ctx["card"] = localize.lookup(mod, state, tr)
         since = seat.seen_event_seq if seat else 0
         events = s.exec(select(EventLog).where(EventLog.game_id == game.id,
                                                EventLog.seq > since)

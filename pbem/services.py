@@ -27,6 +27,7 @@ from sqlmodel import Session, select
 
 from engine.core import Action, EngineError, Event, get_game
 from engine.core import Game as EngineGame
+from pbem import localize
 from pbem.db import is_postgres, session_scope
 from pbem.errors import (
     AlreadyRecorded,
@@ -39,7 +40,7 @@ from pbem.errors import (
     WrongState,
 )
 from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
-from pbem.i18n import number
+from pbem.i18n import language, number
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
 from pbem.models import (
     Decision,
@@ -440,7 +441,7 @@ def describe_token(raw: str) -> dict[str, Any]:
         decision = s.get(Decision, token.decision_id)
         seat = s.get(Seat, token.seat_id)
         info = {"game": game, "seat": seat, "decision": decision, "action": token.action,
-                "card": _card_lookup(game)}
+                "card": _card_lookup(game, seat.language)}
         if decision.closed_at is not None:
             info["closed"] = _closed_reason(s, decision, seat)
         return info
@@ -512,6 +513,7 @@ def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Actio
     again = any(d.seat_id == seat_id for d in opened)
     mod, state = get_game(game.engine), s.info["pbem.state"]
     result = mod.result(state)
+    card = localize.lookup(mod, state, localize.translation_for(mod, state, seat.language))
     named = [v for k, v in action.args if k in ("card", "replace")]
     named += [c for k, v in action.args if k == "cards" for c in v]
     return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
@@ -519,8 +521,7 @@ def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Actio
                    names=tuple(x.name for x in _seats(s, game_id)),
                    waiting=tuple((d.seat, d.kind) for d in mod.pending(state)),
                    winners=tuple(result.winners) if result else (),
-                   cards={c: mod.card_info(state, c) for c in named
-                          if hasattr(mod, "card_info")}, language=seat.language)
+                   cards={c: card(c) for c in named}, language=seat.language)
 
 
 def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
@@ -717,21 +718,19 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
         events = s.exec(select(EventLog).where(EventLog.game_id == game.id)
                         .order_by(EventLog.seq)).all()
         log = [e for e in events if e.visible_to is None or position in (e.visible_to or [])]
+    tr = localize.translation_for(mod, state, seat.language if seat else language())
     return {
-        "game": game, "seat": seat, "seats": seats, "card": _card_lookup(game, mod, state),
-        "view": mod.view(state, position) if state is not None else None,
+        "game": game, "seat": seat, "seats": seats, "card": localize.lookup(mod, state, tr),
+        "view": localize.view(mod.view(state, position), tr) if state is not None else None,
         "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
     }
 
 
-def _card_lookup(game: Game, mod: EngineGame | None = None, state: Any = None):
-    """A function from card id to printed card data, for narration."""
-    mod = mod or get_game(game.engine)
-    if state is None and game.state:
-        state = mod.from_json(json.loads(game.state))
-    if state is None or not hasattr(mod, "card_info"):
-        return lambda cid: {"id": cid, "name": cid}
-    return lambda cid: mod.card_info(state, cid)
+def _card_lookup(game: Game, lang: str) -> localize.CardLookup:
+    """A function from card id to printed card data in ``lang``, for narration."""
+    mod = get_game(game.engine)
+    state = mod.from_json(json.loads(game.state)) if game.state else None
+    return localize.lookup(mod, state, localize.translation_for(mod, state, lang))
 
 
 def admin_data(raw: str) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def test_new_game_prints_the_game_id_and_the_admin_link(app, client):
     assert admin.startswith(BASE_URL + "/admin/")
     page = client.get(path_of(admin))
     assert page.status_code == 200
-    assert text_of(page.get_data(as_text=True), "status") == "inviting"
+    assert text_of(page.get_data(as_text=True), "status") == "waiting for the players to accept"
     bob = seats_of(app, game_id)[1]
     assert (bob.name, bob.email, bob.language, bob.timezone) == (
         "Bob", "bob@example.com", "de", "Europe/Berlin")
