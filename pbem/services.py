@@ -27,7 +27,7 @@ from sqlmodel import Session, select
 
 from engine.core import Action, EngineError, Event, get_game
 from engine.core import Game as EngineGame
-from pbem import localize
+from pbem import i18n, localize
 from pbem.db import is_postgres, session_scope
 from pbem.errors import (
     AlreadyRecorded,
@@ -58,7 +58,7 @@ from pbem.tokens import lookup, mint, revoke_seat
 
 GAMES_OFFERED = ("cavemen",)
 OUTBOX_CHANNEL = "pbem_outbox"  # PostgreSQL NOTIFY channel: new mail to deliver
-LANGUAGES = ("en", "de")
+LANGUAGES = tuple(i18n.LANGUAGES)
 ONE_CLICK_BIDS = 8  # bid links offered in a decision email above the high bid
 # Bot moves played in one transaction after a move. A game of heuristic bots ends well
 # within it; bots that only play the timeout defaults never end a game, so when every seat

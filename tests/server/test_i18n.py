@@ -84,3 +84,13 @@ def test_placeholders_are_the_same_in_msgid_and_msgstr(lang):
 def _done(message) -> bool:
     strings = message.string if isinstance(message.string, tuple) else (message.string,)
     return not message.fuzzy and all(s.strip() for s in strings)
+
+
+@pytest.mark.parametrize("lang", translated_languages())
+def test_the_compiled_catalog_is_fresh(lang):
+    """The .mo files are built by the install step (`make translations`), not committed;
+    a stale one would show old words."""
+    po = CATALOGS / lang / "LC_MESSAGES" / "messages.po"
+    mo = po.with_suffix(".mo")
+    assert mo.is_file() and mo.stat().st_mtime >= po.stat().st_mtime, \
+        f"{mo} is missing or older than its .po: run `make translations`"
