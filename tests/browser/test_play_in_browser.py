@@ -16,12 +16,11 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 
 from playwright.sync_api import BrowserContext, Page, expect
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from pbem import services
+from tests.browser.mailbox import Mailbox, follow, html_link, is_result, mail_count, text_link
 from tests.browser.player import Board, cards_to_discard
 
 PLAYERS = [("Ann", "ann@example.test"), ("Bob", "bob@example.test"), ("Cy", "cy@example.test")]
@@ -30,104 +29,6 @@ TITLE = "Browser game"
 SEED = 173  # players of tests/browser/player.py end this game in 72 moves (median: 131)
 MAX_MOVES = 400
 SCREENSHOT_AT = 30  # moves
-
-
-@dataclass
-class Mail:
-    name: str
-    to: str
-    subject: str
-    preview: str  # the first line, which mail programs show under the subject
-
-
-class Mailbox:
-    """The /dev/mail pages, as a person uses them: open the list, click a subject."""
-
-    def __init__(self, page: Page, base: str) -> None:
-        self.page, self.base = page, base
-
-    def list(self) -> list[Mail]:
-        """Every email so far, newest first."""
-        resp = self.page.goto(self.base + "/dev/mail", wait_until="domcontentloaded")
-        assert resp is not None and resp.status == 200, resp
-        rows = self.page.eval_on_selector_all(
-            "#mails a", "els => els.map(a => [a.getAttribute('href'), "
-                        "a.closest('tr').cells[1].innerText, a.innerText, "
-                        "a.closest('td').querySelector('.preview').innerText])")
-        return [Mail(href.rsplit("/", 1)[-1], to, subject, preview)
-                for href, to, subject, preview in rows]
-
-    def wait(self, done, what: str, seconds: float = 10) -> list[Mail]:
-        """The whole list, reloaded until ``done(list)`` holds (the clock's mail loop
-        delivers a moment after the click that queued the emails)."""
-        deadline = time.monotonic() + seconds
-        while True:
-            mails = self.list()
-            if done(mails):
-                return mails
-            assert time.monotonic() < deadline, f"no email {what} within {seconds} s"
-            time.sleep(0.05)
-
-    def open(self, mail: Mail) -> str:
-        """Click the email in the list on screen; returns its plain-text part."""
-        with self.page.expect_navigation(url=f"**/dev/mail/{mail.name}",
-                                         wait_until="domcontentloaded"):
-            self.page.locator(f'#mails a[href="/dev/mail/{mail.name}"]').click()
-        return self.page.locator("pre").inner_text()
-
-    def find(self, pred) -> list[Mail]:
-        return [m for m in self.list() if pred(m)]
-
-
-def is_result(mail: Mail) -> bool:
-    return " wins the game." in mail.preview or "has ended" in mail.preview
-
-
-def mail_count(context: BrowserContext, base: str, settle: float = 0.3) -> int:
-    """How many emails the dev mailbox lists, looked up in a second tab once the clock's
-    mail loop had time to deliver anything just queued."""
-    time.sleep(settle)
-    other = context.new_page()
-    try:
-        return len(Mailbox(other, base).list())
-    finally:
-        other.close()
-
-
-def text_link(page: Page, path_part: str):
-    """The one link in the plain-text part whose address contains ``path_part``."""
-    link = page.locator("pre a", has_text=path_part)
-    expect(link).to_have_count(1)
-    return link
-
-
-def html_link(page: Page, name: str):
-    """A link in the HTML part, shown in the sandboxed frame, by its words."""
-    return page.frame_locator("iframe").get_by_role("link", name=name, exact=True).first
-
-
-def follow(page: Page, link, url: str) -> int:
-    """Click ``link`` and wait until the page it opens (matching ``url``) has loaded;
-    returns how many clicks were lost on the way.
-
-    Links in the email frame are in a sandboxed, out-of-process frame, and Chromium sends a
-    click there by the hit-test data it last painted: a click right after Playwright
-    scrolled the link into view (or while the frame is still painting) can land on the
-    old picture and nothing happens. A person clicks again; so does this. A lost click
-    starts no navigation, so clicking again never acts twice (and the links only open
-    confirmation pages)."""
-    for lost in range(3):
-        link.scroll_into_view_if_needed()
-        page.evaluate("() => new Promise(r => requestAnimationFrame("
-                      "() => requestAnimationFrame(r)))")
-        try:
-            with page.expect_navigation(url=url, wait_until="domcontentloaded",
-                                        timeout=3_000):
-                link.click()
-            return lost
-        except PlaywrightTimeoutError:
-            continue
-    raise AssertionError(f"three clicks on {link} did not open {url}")
 
 
 def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context, page,

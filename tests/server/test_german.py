@@ -40,7 +40,21 @@ SAME_IN_BOTH = {"pbem", "Cavemen", "Bot", "Ann", "Bob", "Cy", "Dee", "UTC", "Eur
                 "Megaloceros", "Styracosaurus", "Smilodon", "Mammut", "English",
                 "Deutsch", "Message", "ID", "References", "Host", "Status", "Email",
                 "Dev", "Game", "Friday"}
-TITLE = "Friday game"
+TITLE = "Feierabend"
+# Little words that only one of the two languages has: one of the other language's in a
+# text means a sentence (or half of one) was left untranslated.
+ONLY_IN = {
+    "en": {"the", "your", "you", "is", "are", "to", "and", "of", "for", "with", "has",
+           "this", "game", "turn", "who", "be", "by", "not", "on", "from"},
+    "de": {"der", "die", "das", "und", "du", "dein", "deine", "ist", "nicht", "mit",
+           "für", "zu", "ein", "eine", "hat", "spiel", "von", "auf", "dem", "den"},
+}
+
+
+def words(text: str) -> set[str]:
+    """The words of a text as a reader sees them, links and addresses left out."""
+    text = re.sub(r"https?://\S+|\S+@\S+", " ", text)
+    return {w.lower() for w in re.findall(r"[A-Za-zÄÖÜäöüß]+", text)}
 
 
 def fragments(text: str) -> set[str]:
@@ -55,7 +69,11 @@ def fragments(text: str) -> set[str]:
 
 
 def leftovers(german: str, english: str) -> set[str]:
-    return fragments(german) & fragments(english)
+    """Sentences left in English: the same in both renderings, or with a little English
+    word in the German one."""
+    stray = words(german) & ONLY_IN["en"]
+    return (fragments(german) & fragments(english)) | ({f"words: {sorted(stray)}"}
+                                                        if stray else set())
 
 
 def visible(html: str) -> str:
