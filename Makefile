@@ -27,7 +27,7 @@ translations: $(COMPILED)
 
 # Extract every msgid from pbem/ and templates/, merge into each catalog, compile.
 i18n: $(STAMP)
-	$(BIN)/pybabel extract -F babel.cfg -k lazy_gettext --no-location --sort-output \
+	$(BIN)/pybabel extract -F babel.cfg -k lazy_gettext -k mark --no-location --sort-output \
 	  --project pbem -o pbem/translations/messages.pot .
 	$(BIN)/pybabel update -i pbem/translations/messages.pot -d pbem/translations \
 	  --no-fuzzy-matching --ignore-obsolete

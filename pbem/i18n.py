@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 from babel.dates import format_datetime
 from babel.numbers import format_decimal
 from flask import Flask, g, has_request_context, request
-from flask_babel import Babel, get_locale
+from flask_babel import Babel, get_locale, gettext
 
 from pbem import ROOT
 
@@ -61,6 +61,18 @@ def format_deadline(iso: str, tz: str) -> dict[str, str]:
             "iso": when.isoformat()}
 
 
+def mark(text: str) -> str:
+    """Mark a string for the catalogs that is translated where it is shown, not where it
+    is made (a reason stored with an email, shown on the host page)."""
+    return text
+
+
+def translated(text: Any) -> str:
+    """The stored ``text`` in the current language when the catalog has it (else as it
+    is: a mail server's error message, say)."""
+    return gettext(str(text)) if text else ""
+
+
 def number(value: Any) -> str:
     """A number as the language writes it, without a needless ``.0`` (48, 1.5, 1,5)."""
     try:
@@ -76,6 +88,7 @@ def init_app(app: Flask) -> None:
                                  current_language=language)
     app.jinja_env.filters["num"] = number
     app.jinja_env.filters["sentence"] = sentence
+    app.jinja_env.filters["translated"] = translated
 
 
 def sentence(text: Any) -> str:

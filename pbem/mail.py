@@ -46,7 +46,7 @@ from sqlmodel import select
 from engine.core import get_game
 from pbem import headers, localize
 from pbem.db import session_scope
-from pbem.i18n import format_deadline, language
+from pbem.i18n import format_deadline, language, mark
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, Suppression, utcnow
 from pbem.tokens import mint
 
@@ -360,46 +360,47 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
     """Mint the claimed row's links and render it (None: it must not be sent now)."""
     with session_scope() as s:
         row = s.get(Outbox, row_id)
-        stale = _why_not_send(s, row)
+        game = s.get(Game, row.game_id) if row.game_id else None
+        seat = s.get(Seat, row.seat_id) if row.seat_id else None
+        # to the seat's own player (not, say, to someone offered the seat)
+        to_player = seat is not None and seat.email.lower() == row.rcpt
+        stale = _why_not_send(s, row, game, seat, to_player)
         if stale:
             row.status, row.last_error = "skipped", stale
             return None
-        seat = s.get(Seat, row.seat_id) if row.seat_id else None
-        with force_locale(language_of(row, seat)):
-            out, seen, merged = _render(s, row)
+        # the player's language as it is now (they may have changed it since queueing)
+        with force_locale(seat.language if to_player else row.language):
+            out, seen, merged = _render(s, row, game, seat, to_player)
         # what the seat has been told moves on only when the email went to its player
-        reader = row.seat_id if row.template != "handover_invite" else None
-        return out, reader, seen, merged
+        return out, row.seat_id if to_player else None, seen, merged
 
 
-def _why_not_send(s, row: Outbox) -> str | None:
+def _why_not_send(s, row: Outbox, game: Game | None, seat: Seat | None,
+                  to_player: bool) -> str | None:
     """Why this email must not go out now (checked at sending, not only at queueing)."""
     if s.get(Suppression, row.rcpt) is not None:
-        return "the address asked not to get email from this server"
+        return mark("the address asked not to get email from this server")
     decision_id = row.context.get("decision_id")
     if row.template == "decision" and decision_id is not None:
         decision = s.get(Decision, decision_id)
         if decision is None or decision.closed_at is not None:
-            return "the decision closed before this email could be sent"
-    seat = s.get(Seat, row.seat_id) if row.seat_id is not None else None
+            return mark("the decision closed before this email could be sent")
     if seat is None:
         return None
     if row.template == "handover_invite":
         pending = seat.pending_handover or {}
-        game = s.get(Game, row.game_id)
         if str(pending.get("email", "")).lower() != row.rcpt or game.status != "active":
-            return "the host withdrew or changed this hand-over, or the game ended"
+            return mark("the host withdrew or changed this hand-over, or the game ended")
         return None
-    if seat.email.lower() != row.rcpt:
+    if not to_player:
         # handed over (or re-invited): fresh links for the seat must not reach the old address
-        return "the seat went to someone else before this email could be sent"
-    game = s.get(Game, row.game_id)
+        return mark("the seat went to someone else before this email could be sent")
     if game is not None and not may_mail(game, seat, row.template):
-        return "this person has not joined the game"
+        return mark("this person has not joined the game")
     if seat.left_at is not None:
-        return "the player left the game"
+        return mark("the player left the game")
     if seat.mute_notices and row.template in MUTABLE_TEMPLATES:
-        return "the player asked for turn emails only"
+        return mark("the player asked for turn emails only")
     return None
 
 
@@ -432,18 +433,9 @@ def _record_failure(row_id: int, error: str, permanent: bool = False,
 # --------------------------------------------------------------------------- rendering
 
 
-def language_of(row: Outbox, seat: Seat | None) -> str:
-    """The language an email speaks: its player's as it is now (they may have changed
-    it since the email was queued), or the one it was queued in."""
-    if seat is not None and seat.email.lower() == row.rcpt and row.template != "handover_invite":
-        return seat.language
-    return row.language
-
-
-def _render(s, row: Outbox) -> tuple[Outgoing, int | None, list[int]]:
+def _render(s, row: Outbox, game: Game | None, seat: Seat | None,
+            to_player: bool) -> tuple[Outgoing, int | None, list[int]]:
     """Render ``row`` (inside ``force_locale`` of its language)."""
-    game = s.get(Game, row.game_id) if row.game_id else None
-    seat = s.get(Seat, row.seat_id) if row.seat_id else None
     links = {name: _mint_link(s, spec, row) for name, spec in row.context["links"].items()}
     unsubscribe = _mint_link(s, {"kind": "unsubscribe", "action": {"address": row.rcpt}}, row)
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
@@ -467,7 +459,7 @@ def _render(s, row: Outbox) -> tuple[Outgoing, int | None, list[int]]:
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq
-    tz = seat.timezone if seat and row.template != "handover_invite" else "UTC"
+    tz = seat.timezone if to_player else "UTC"
     if game is not None and game.status == "active" and game.paused_at is None:
         ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
     if "deadline" in row.context:  # as it is now (extended, paused...), not when queued
@@ -491,12 +483,12 @@ def thread_of(s, row: Outbox) -> list[str]:
     from the game (both really received, so every mail program can join the thread)."""
     if row.game_id is None:
         return []
-    sent = list(s.exec(select(Outbox.message_id).where(Outbox.game_id == row.game_id,
-                                                       Outbox.rcpt == row.rcpt,
-                                                       Outbox.status == "sent",
-                                                       Outbox.id != row.id)
-                       .order_by(Outbox.id)))
-    return list(dict.fromkeys([sent[0], sent[-1]])) if sent else []
+    sent = select(Outbox.message_id).where(Outbox.game_id == row.game_id,
+                                           Outbox.rcpt == row.rcpt, Outbox.status == "sent",
+                                           Outbox.id != row.id)
+    first = s.exec(sent.order_by(Outbox.id).limit(1)).first()
+    last = s.exec(sent.order_by(Outbox.id.desc()).limit(1)).first()
+    return list(dict.fromkeys([first, last])) if first else []
 
 
 def open_deadlines(s, game: Game, seats: list[Seat], tz: str) -> list[dict[str, str]]:

@@ -40,7 +40,7 @@ from pbem.errors import (
     WrongState,
 )
 from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
-from pbem.i18n import language, number
+from pbem.i18n import language, mark, number
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
 from pbem.models import (
     Decision,
@@ -451,8 +451,9 @@ def act_by_token(raw: str) -> Outcome:
     """The POST behind a one-click link: play the action bound to the token."""
     with session_scope() as s:
         token = _token(s, raw, "action")
-        return _act(s, token.game_id, token.seat_id, token.decision_id,
-                    Action.from_json(token.action), "player")
+        game, seat, decision = _locked_decision(s, token.game_id, token.seat_id,
+                                                token.decision_id)
+        return _act(s, game, seat, decision, Action.from_json(token.action), "player")
 
 
 def act_from_page(page_raw: str, decision_id: Any,
@@ -462,8 +463,8 @@ def act_from_page(page_raw: str, decision_id: Any,
     recorded"), then ``read_action(view, legal)`` turns the form into an action."""
     with session_scope() as s:
         token = _token(s, page_raw, "page")
-        game = _lock_game(s, token.game_id)
-        decision = _open_decision(s, token.game_id, token.seat_id, _decision_id(decision_id))
+        game, seat, decision = _locked_decision(s, token.game_id, token.seat_id,
+                                                _decision_id(decision_id))
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
         legal = mod.legal_actions(state, decision.position)
@@ -472,8 +473,8 @@ def act_from_page(page_raw: str, decision_id: Any,
         except EngineError as exc:
             raise IllegalMove(exc.code, decision.kind) from None
         except ValueError:
-            raise IllegalMove(gettext("action/missing"), decision.kind) from None
-        return _act(s, token.game_id, token.seat_id, decision.id, action, "player")
+            raise IllegalMove("action/missing", decision.kind) from None
+        return _act(s, game, seat, decision, action, "player", state)
 
 
 def _decision_id(value: Any) -> int:
@@ -499,17 +500,25 @@ def _open_decision(s: Session, game_id: str, seat_id: int, decision_id: int) -> 
     return decision
 
 
-def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Action,
-         source: str) -> Outcome:
+def _locked_decision(s: Session, game_id: str, seat_id: int,
+                     decision_id: int) -> tuple[Game, Seat, Decision]:
+    """The game (locked for this transaction), the seat, and its decision if still open."""
     game = _lock_game(s, game_id)
-    seat = s.get(Seat, seat_id)
     decision = _open_decision(s, game_id, seat_id, decision_id)
+    return game, s.get(Seat, seat_id), decision
+
+
+def _act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
+         source: str, state: Any = None) -> Outcome:
+    """A player's move on their open decision of the locked game (``state``: the game's
+    state, if the caller has read it already)."""
+    game_id, seat_id = game.id, seat.id
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
                          game_id=game_id)
     if source == "player":
         seat.timeouts_in_row = 0
-    opened = _play(s, game, seat, decision, action, source)
+    opened = _play(s, game, seat, decision, action, source, state)
     again = any(d.seat_id == seat_id for d in opened)
     mod, state = get_game(game.engine), s.info["pbem.state"]
     result = mod.result(state)
@@ -518,18 +527,20 @@ def _act(s: Session, game_id: str, seat_id: int, decision_id: int, action: Actio
     named += [c for k, v in action.args if k == "cards" for c in v]
     return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
                    again, game.status == "finished",
-                   names=tuple(x.name for x in _seats(s, game_id)),
+                   names=tuple(x.name for x in s.info["pbem.seats"]),
                    waiting=tuple((d.seat, d.kind) for d in mod.pending(state)),
                    winners=tuple(result.winners) if result else (),
                    cards={c: card(c) for c in named}, language=seat.language)
 
 
 def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
-          source: str) -> list[Decision]:
+          source: str, state: Any = None) -> list[Decision]:
     """Apply one move to the locked game, then let bots play their seats; returns the
-    decisions opened for people (their emails are queued)."""
+    decisions opened for people (their emails are queued). The new state and the seats
+    are left in ``s.info`` for the caller's answer."""
     mod = get_game(game.engine)
-    state = mod.from_json(json.loads(game.state))
+    if state is None:
+        state = mod.from_json(json.loads(game.state))
     try:
         state, events = mod.apply(state, seat.position, action)
     except EngineError as exc:
@@ -551,7 +562,7 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
         _commit_state(s, game, mod, state, events)
         opened = [d for d in opened if d.closed_at is None]
         opened += _sync_decisions(s, game, mod, state, seats)
-    s.info["pbem.state"] = state  # the new state, for the caller's response
+    s.info["pbem.state"], s.info["pbem.seats"] = state, seats
     return [d for d in opened if d.closed_at is None]
 
 
@@ -1354,17 +1365,17 @@ def _hold_reason(s: Session, game_id: str, rcpt: str, template: str) -> str | No
     if template in INVITE_TEMPLATES:
         if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
                 int(config["INVITE_LIMIT_PER_ADDRESS"]):
-            return "not sent: this address had as many invitations as one day allows"
+            return mark("not sent: this address had as many invitations as one day allows")
         return None
     hour = timedelta(hours=1)
     if _recent(s, Outbox.rcpt == rcpt, None, hour, exclude=TURN_TEMPLATES) >= \
             int(config["NOTICE_LIMIT_PER_ADDRESS"]):
-        return "held: this address had as many notices as one hour allows; " \
-               "summarised in the next turn email"
+        return mark("held: this address had as many notices as one hour allows; "
+                    "summarised in the next turn email")
     if _recent(s, Outbox.game_id == game_id, None, hour, exclude=TURN_TEMPLATES) >= \
             int(config["NOTICE_LIMIT_PER_GAME"]):
-        return "held: this game sent as many notices as one hour allows; " \
-               "summarised in the next turn email"
+        return mark("held: this game sent as many notices as one hour allows; "
+                    "summarised in the next turn email")
     return None
 
 

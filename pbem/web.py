@@ -291,15 +291,11 @@ def _action_from_form(view: dict[str, Any], legal: list[Action], form) -> Action
         pool = [c["id"] for c in view["pool"]]
         chosen = set(form.getlist("cards"))
         return Action.of("discard", cards=tuple(c for c in pool if c in chosen))
-    if form.get("amount"):
-        try:
-            amount = int(form["amount"])
-        except ValueError:
-            raise ValueError("the bid is not a whole number") from None
-        return parse_action(f"bid {amount}", legal)
+    if form.get("amount"):  # the engine's parser refuses what is not a bid
+        return parse_action(f"bid {form['amount'].strip()}", legal)
     choice = form.get("choice", "")
     if not choice:
-        raise ValueError("choose one of the options first")
+        raise ValueError("no choice in the form")  # read as "choose one of the options"
     return parse_action(choice, legal)
 
 

@@ -21,7 +21,7 @@ from sqlmodel import select
 
 from pbem import mail, services
 from pbem.db import session_scope
-from pbem.models import Outbox
+from pbem.models import Game, Outbox, Seat
 from tests.server.helpers import (
     PLAYERS,
     Inbox,
@@ -134,8 +134,10 @@ def render(app, row_id: int, lang: str) -> str:
     """An email of the outbox as its reader sees it: first line, text and HTML."""
     with app.app_context(), session_scope() as s:
         row = s.get(Outbox, row_id)
+        game, seat = s.get(Game, row.game_id), s.get(Seat, row.seat_id)
         with force_locale(lang):
-            out, _seen, _merged = mail._render(s, row)
+            out, _seen, _merged = mail._render(s, row, game, seat,
+                                               seat.email.lower() == row.rcpt)
         s.rollback()
     msg = email.message_from_bytes(out.data, policy=email.policy.default)
     text = msg.get_body(("plain",)).get_content()
@@ -196,8 +198,6 @@ def _page(app, client, url: str, lang: str) -> str:
     """The page as a reader in ``lang`` sees it: their seats speak ``lang``, and so does
     their browser."""
     with app.app_context(), session_scope() as s:
-        from pbem.models import Seat
-
         for seat in s.exec(select(Seat)):
             seat.language = lang
     resp = client.get(url, headers={"Accept-Language": lang})

@@ -28,7 +28,7 @@ def extracted(tmp_path_factory):
     """The msgids the code and templates use now (a fresh `pybabel extract`)."""
     pot = tmp_path_factory.mktemp("i18n") / "messages.pot"
     pybabel = str(Path(sys.executable).with_name("pybabel"))
-    subprocess.run([pybabel, "extract", "-F", "babel.cfg", "-k", "lazy_gettext",
+    subprocess.run([pybabel, "extract", "-F", "babel.cfg", "-k", "lazy_gettext", "-k", "mark",
                     "-o", str(pot), "."], cwd=ROOT, check=True, capture_output=True)
     with open(pot, "rb") as fh:
         return read_po(fh)
