@@ -136,7 +136,7 @@ def bulk_load(app, templates: list[dict], args, t0, due_plan: list[list[dict]]) 
         for i in range(args.games):
             tpl = templates[i % len(templates)]["game"]
             g = dict(tpl)
-            g.update(id=gid(i), title=f"bench {i}", thread_id=f"<pbem.thread.{gid(i)}@bench>",
+            g.update(id=gid(i), title=f"bench {i}",
                      spectator_key=f"{i:016x}", seed=i)
             rows.append(g)
             if len(rows) >= CHUNK:

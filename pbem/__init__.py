@@ -98,7 +98,7 @@ def _local_secret(inst: Path) -> str:
 
 def _redact_tokens(record) -> bool:
     """A logging filter: link tokens in a log line become ``<token>``."""
-    from pbem.gunicorn_conf import redact
+    from pbem.tokens import redact
 
     record.msg = redact(str(record.msg))
     if isinstance(record.args, tuple):

@@ -8,16 +8,11 @@ ones included.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from gunicorn.glogging import Logger
 
-SECRET_RE = re.compile(r"[A-Za-z0-9_%-]{32,}")
-
-
-def redact(text: str) -> str:
-    return SECRET_RE.sub("<token>", text)
+from pbem.tokens import redact
 
 
 class RedactingLogger(Logger):

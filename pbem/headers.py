@@ -17,6 +17,8 @@ import re
 import unicodedata
 from email.header import Header
 
+from pbem.i18n import mark
+
 MAX_ADDRESS = 254
 PLAIN_MAX = 60
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
@@ -39,13 +41,13 @@ class BadAddress(ValueError):
         self.code = code
 
 
-PROBLEMS = {
-    "empty": "the address is empty",
-    "long": "the address is too long",
-    "at": "an address has exactly one @",
-    "ascii": "use only ASCII letters, digits and . _ + - before the @",
-    "local": "the part before the @ has characters or dots an address cannot have",
-    "domain": "the part after the @ is not a mail domain",
+PROBLEMS = {  # marked for the catalogs; ``address_problem`` translates
+    "empty": mark("the address is empty"),
+    "long": mark("the address is too long"),
+    "at": mark("an address has exactly one @"),
+    "ascii": mark("use only ASCII letters, digits and . _ + - before the @"),
+    "local": mark("the part before the @ has characters or dots an address cannot have"),
+    "domain": mark("the part after the @ is not a mail domain"),
 }
 
 
@@ -53,16 +55,7 @@ def address_problem(exc: BadAddress) -> str:
     """Why an address was refused, in the current language."""
     from flask_babel import gettext
 
-    messages = {
-        "empty": gettext("the address is empty"),
-        "long": gettext("the address is too long"),
-        "at": gettext("an address has exactly one @"),
-        "ascii": gettext("use only ASCII letters, digits and . _ + - before the @"),
-        "local": gettext("the part before the @ has characters or dots an address cannot "
-                         "have"),
-        "domain": gettext("the part after the @ is not a mail domain"),
-    }
-    return messages[exc.code]
+    return gettext(PROBLEMS[exc.code])
 
 
 def parse_address(text: str) -> str:

@@ -36,9 +36,8 @@ from email.utils import format_datetime, parseaddr
 from pathlib import Path
 from typing import Any
 
-from babel.lists import format_list
 from flask import Flask, current_app, render_template
-from flask_babel import force_locale, get_locale, gettext, lazy_gettext
+from flask_babel import force_locale, gettext
 from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
@@ -63,14 +62,9 @@ TURN_TEMPLATES = frozenset({"decision", "result"})
 INVITE_TEMPLATES = frozenset({"host_confirm", "invitation", "handover_invite"})
 # What a player who chose "only my turns" no longer gets.
 MUTABLE_TEMPLATES = frozenset({"notice", "game_started"})
-GAME_TITLES = {"cavemen": lazy_gettext("Cavemen")}
 CHARSET = Charset("utf-8")
 CHARSET.body_encoding = QP  # readable in any mail program's source view
 WIRE = compat32.clone(linesep="\r\n", max_line_length=78)
-HEADER_NAMES = {"content-type", "mime-version", "subject", "from", "to", "date", "message-id",
-                "list-id", "list-unsubscribe", "list-unsubscribe-post", "auto-submitted",
-                "x-auto-response-suppress", "content-language"}
-THREAD_HEADERS = {"in-reply-to", "references"}
 
 
 # --------------------------------------------------------------------------- backends
@@ -508,15 +502,18 @@ def _mint_link(s, spec: dict, row: Outbox) -> str:
 
 
 def game_name(game: Game | None, seats: list[Seat]) -> str:
-    """What every email of a game is called: its title, or the game and its players
-    ("Cavemen: Ann, Bob and Cy"), in the current language."""
+    """What every email of a game is called: its title (set at creation, see
+    ``default_title``; computed the same way for a game made before titles were)."""
     if game is None:
         return "pbem"
-    if game.title:
-        return game.title
-    title = str(GAME_TITLES.get(game.engine, game.engine))
-    names = [x.name for x in seats]
-    return f"{title}: {format_list(names, locale=get_locale())}" if names else title
+    return game.title or default_title(get_game(game.engine), [x.name for x in seats])
+
+
+def default_title(game: Any, names: list[str]) -> str:
+    """The name of a game without a title: the game and its players, fixed at creation
+    so that every email of the game keeps one subject (mail programs thread on it)."""
+    title = f"{game.NAME.capitalize()}: {', '.join(names)}"
+    return title if len(title) <= 100 else title[:99].rsplit(" ", 1)[0] + "…"
 
 
 def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
@@ -552,13 +549,13 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     msg.attach(MIMEText(text, "plain", CHARSET))
     msg.attach(MIMEText(html, "html", CHARSET))
     data = msg.as_bytes(policy=WIRE)
-    _check_header_block(data, HEADER_NAMES | (THREAD_HEADERS if thread else set()))
+    _check_header_block(data, {k.lower() for k in msg})
     return Outgoing(sender, row.to_addr, data)
 
 
 def _check_header_block(data: bytes, expected: set[str]) -> None:
-    """Refuse to send a message whose top-level headers are not exactly the expected ones
-    (a last line of defence against header injection)."""
+    """Refuse to send a message whose written-out headers are not exactly the ones set
+    (a last line of defence against header injection through a value)."""
     found = [k.lower() for k in BytesHeaderParser(policy=compat32).parsebytes(data)]
     if sorted(found) != sorted(expected):
         raise ValueError(f"unexpected mail headers {sorted(set(found) ^ expected)}")

@@ -52,7 +52,6 @@ class Game(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     ended_at: datetime | None = None
-    thread_id: str = Field(max_length=200)  # Message-ID of the thread's first mail
     event_seq: int = 0  # last EventLog.seq written
     spectator_key: str = Field(max_length=32)  # public, not secret: the spectator URL
 

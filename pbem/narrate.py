@@ -15,7 +15,6 @@ from flask import Flask
 from jinja2 import BaseLoader, ChoiceLoader, Environment, TemplateNotFound
 
 HTML_SUFFIX = "@html"
-AUTOESCAPED = (".html", ".htm", ".xml", ".xhtml", ".svg", HTML_SUFFIX)
 NARRATION_IMPORT_RE = re.compile(r'''(import\s+"narration/[^"]+\.jinja)(")''')
 
 
@@ -37,4 +36,5 @@ class HtmlVariantLoader(BaseLoader):
 def init_app(app: Flask) -> None:
     env = app.jinja_env
     env.loader = ChoiceLoader([HtmlVariantLoader(env.loader), env.loader])
-    env.autoescape = lambda name: bool(name) and name.endswith(AUTOESCAPED)
+    env.autoescape = lambda name: bool(name) and (name.endswith(HTML_SUFFIX)
+                                                  or app.select_jinja_autoescape(name))

@@ -41,7 +41,7 @@ from pbem.errors import (
 )
 from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.i18n import language, mark, number
-from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
+from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, default_title, may_mail
 from pbem.models import (
     Decision,
     EventLog,
@@ -151,13 +151,6 @@ def check_title(text: str | None) -> str:
     return title
 
 
-def default_title(game: EngineGame, names: list[str]) -> str:
-    """The name of a game without a title: the game and its players, fixed at creation
-    so that every email of the game keeps one subject (mail programs thread on it)."""
-    title = f"{game.NAME.capitalize()}: {', '.join(names)}"
-    return title if len(title) <= 100 else title[:99].rsplit(" ", 1)[0] + "…"
-
-
 def _hours(value: Any) -> float:
     try:
         hours = float(value)
@@ -198,7 +191,7 @@ def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: A
             _check_may_invite(s, p.email)
         gid = secrets.token_hex(5)
         game = Game(id=gid, engine=engine_name, title=title, seed=_seed(seed), options={},
-                    hours_per_decision=hours, thread_id=_message_id(f"thread.{gid}"),
+                    hours_per_decision=hours,
                     **policy,
                     spectator_key=secrets.token_hex(8),
                     status="awaiting_host" if confirm_by_email else "inviting")
@@ -373,11 +366,9 @@ def replace_player(admin_raw: str, position: int, player: PlayerIn) -> None:
         if not 0 <= position < len(seats) or seats[position].invite != "declined":
             raise InvalidInput(gettext("only a seat whose invitation was declined can be "
                                        "re-invited"))
-        others = [PlayerIn(x.name, x.email, x.language, x.timezone)
-                  for x in seats if x.position != position]
-        (new,) = validate_players([*others, player], get_game(game.engine))[-1:]
-        _check_may_invite(s, new.email)
         seat = seats[position]
+        new = _validate_newcomer(s, game, seat, player)
+        _check_may_invite(s, new.email)
         revoke_seat(s, seat.id)
         seat.name, seat.email, seat.invite = new.name, new.email, "invited"
         seat.left_at, seat.mute_notices = None, False

@@ -14,6 +14,14 @@ from sqlmodel import Session, select
 from pbem.models import Token, utcnow
 
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
+# Anything in a log line that may be a link token: 32 or more URL-safe characters (ours
+# are 43), percent-encoded ones included.
+SECRET_RE = re.compile(r"[A-Za-z0-9_%-]{32,}")
+
+
+def redact(text: str) -> str:
+    """``text`` with every possible link token written as ``<token>`` (for logs)."""
+    return SECRET_RE.sub("<token>", text)
 
 
 def new_token() -> str:

@@ -1,4 +1,4 @@
-"""hardening: outbox rcpt, notification settings, pending hand-over, suppression
+"""hardening: outbox rcpt, notification settings, pending hand-over, suppression, no game thread id
 
 Revision ID: 0003
 Revises: 0002
@@ -36,6 +36,10 @@ def upgrade() -> None:
         batch_op.create_index('ix_outbox_rcpt', ['rcpt', 'created_at'], unique=False)
     op.execute("UPDATE outbox SET rcpt = lower(to_addr)")
 
+    with op.batch_alter_table('game', schema=None) as batch_op:
+        # every email now threads on the first one its reader received
+        batch_op.drop_column('thread_id')
+
     with op.batch_alter_table('seat', schema=None) as batch_op:
         batch_op.add_column(sa.Column('mute_notices', sa.Boolean(), server_default='0', nullable=False))
         batch_op.add_column(sa.Column('left_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True))
@@ -61,4 +65,6 @@ def downgrade() -> None:
         batch_op.drop_column('rcpt')
 
     op.drop_table('suppression')
+    with op.batch_alter_table('game', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('thread_id', sqlmodel.sql.sqltypes.AutoString(length=200), server_default='', nullable=False))
     # ### end Alembic commands ###

@@ -193,7 +193,7 @@ def test_gunicorn_access_log_never_holds_a_link_token(tmp_path):
 
 
 def test_tokens_are_redacted_even_when_percent_encoded_and_in_error_logs(app, caplog):
-    from pbem.gunicorn_conf import redact
+    from pbem.tokens import redact
 
     raw = "tzoC8" + "Q" * 38
     assert redact(f"GET /admin/%74{raw[1:]}%2D HTTP/1.1") == "GET /admin/<token> HTTP/1.1"
