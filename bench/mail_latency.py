@@ -66,7 +66,6 @@ import os
 import random
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -93,7 +92,7 @@ from pbem.migrate import upgrade  # noqa: E402
 from pbem.models import Decision, Game, Outbox  # noqa: E402
 from pbem.tokens import mint  # noqa: E402
 from tests.pgcluster import PostgresCluster, PostgresUnavailable, free_port  # noqa: E402
-from tests.smtpsink import SmtpSink  # noqa: E402
+from tests.smtpsink import SmtpSink, Tarpit  # noqa: E402
 
 BIN = Path(sys.executable).parent
 MAIL_FROM = "pbem bench <games@bench.example.org>"
@@ -199,56 +198,6 @@ class Sink(SmtpSink):
             for rec in batch:
                 if match(rec):
                     return rec
-
-
-class Tarpit:
-    """A TCP server that accepts and then holds every connection without a word: a mail
-    server that is hung (no 220 greeting ever comes)."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.held: list[socket.socket] = []
-        self.accepted = 0
-        self._sock: socket.socket | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self, retry_for: float = 10.0) -> None:
-        end = time.monotonic() + retry_for
-        while True:
-            sock = socket.socket()
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind(("127.0.0.1", self.port))
-                break
-            except OSError:
-                sock.close()
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.2)
-        sock.listen(64)
-        self._sock = sock
-        self._thread = threading.Thread(target=self._accept, daemon=True, name="tarpit")
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return  # closed
-            self.accepted += 1
-            self.held.append(conn)
-
-    def stop(self) -> None:
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-            self._sock.close()
-            self._sock = None
-        for conn in self.held:
-            with contextlib.suppress(OSError):
-                conn.close()
-        self.held.clear()
 
 
 # --------------------------------------------------------------------------- processes

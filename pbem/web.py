@@ -354,17 +354,16 @@ def notifications(raw: str):
 def unsubscribe(raw: str):
     """One-click unsubscribe (RFC 8058): a mail program POSTs ``List-Unsubscribe=
     One-Click`` without any form of ours; a person gets a page with the choices."""
-    info = services.describe_unsubscribe(raw)
-    if request.method != "POST":
-        return render_template("pages/unsubscribe.html", info=info, raw=raw)
-    if request.form.get("List-Unsubscribe") == "One-Click":
-        how = "one-click"
-    else:
-        _require_sig(raw)
-        how = request.form.get("how", "")
-    done = services.unsubscribe(raw, how)
+    done = None
+    if request.method == "POST":
+        if request.form.get("List-Unsubscribe") == "One-Click":
+            how = "one-click"
+        else:
+            _require_sig(raw)
+            how = request.form.get("how", "")
+        done = str(NOTIFY_DONE[services.unsubscribe(raw, how)])
     return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
-                           raw=raw, done=str(NOTIFY_DONE[done]))
+                           raw=raw, done=done)
 
 
 # --------------------------------------------------------------------------- the host

@@ -25,7 +25,7 @@ from engine.cavemen.bots import heuristic_bot
 from engine.core import Action, format_action, get_game
 from pbem import mail, services
 from pbem.db import get_engine, session_scope
-from pbem.models import Decision, Game, Seat, Token, metadata
+from pbem.models import Decision, Game, Outbox, Seat, Token, metadata
 from pbem.tokens import form_signature, hash_token
 
 BASE_URL = "http://pbem.test"
@@ -274,6 +274,12 @@ def open_decisions(app: Flask, game_id: str) -> list[Decision]:
         return list(s.exec(select(Decision).where(Decision.game_id == game_id,
                                                   Decision.closed_at.is_(None))
                            .order_by(Decision.id)))
+
+
+def outbox(app: Flask, *where) -> list[Outbox]:
+    """The outbox rows (matching ``where``), oldest first."""
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(Outbox).where(*where).order_by(Outbox.id)))
 
 
 def load(app: Flask, model, key):

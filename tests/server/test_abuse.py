@@ -23,6 +23,7 @@ from tests.server.helpers import (
     new_game_data,
     new_game_form,
     only_form,
+    outbox,
     path_of,
     seats_of,
     snapshot,
@@ -38,9 +39,6 @@ def admin(client, table, control: str, **fields):
     return client.post(form.action, data=form.data(**fields))
 
 
-def outbox(app, *where) -> list[Outbox]:
-    with app.app_context(), session_scope() as s:
-        return list(s.exec(select(Outbox).where(*where).order_by(Outbox.id)))
 
 
 # --------------------------------------------------------------------------- hand-overs

@@ -10,7 +10,7 @@ from sqlmodel import select
 
 from pbem.db import session_scope
 from pbem.models import Game, Outbox
-from tests.server.helpers import BASE_URL, Inbox, path_of, seats_of, text_of
+from tests.server.helpers import BASE_URL, Inbox, outbox, path_of, seats_of, text_of
 
 ANN = "Ann <ann@example.com>"
 BOB = "Bob <bob@example.com> de Europe/Berlin"
@@ -39,9 +39,6 @@ def games(app) -> list[Game]:
         return list(s.exec(select(Game)))
 
 
-def outbox(app) -> list[Outbox]:
-    with app.app_context(), session_scope() as s:
-        return list(s.exec(select(Outbox).order_by(Outbox.id)))
 
 
 def test_new_game_prints_the_game_id_and_the_admin_link(app, client):

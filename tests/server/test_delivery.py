@@ -4,8 +4,6 @@ server that accepts connections and never answers stalls only that loop."""
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from datetime import timedelta
 
@@ -13,9 +11,7 @@ import pytest
 
 from pbem import clock, mail, services
 from pbem.db import is_postgres
-from pbem.models import Outbox
 from pbem.tokens import form_signature
-from tests.pgcluster import free_port
 from tests.server.helpers import (
     PLAYERS,
     SECRET,
@@ -23,56 +19,22 @@ from tests.server.helpers import (
     new_game_form,
     only_form,
     open_decisions,
+    outbox,
     path_of,
 )
-
-
-class Tarpit:
-    """A 'mail server' that accepts TCP connections and never says a word."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.connections = 0
-        self._sock = socket.create_server(("127.0.0.1", self.port))
-        self._held: list[socket.socket] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        self._sock.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            self.connections += 1
-            self._held.append(conn)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for conn in self._held:
-            conn.close()
-        self._sock.close()
+from tests.smtpsink import Tarpit
 
 
 @pytest.fixture
 def tarpit():
     pit = Tarpit()
+    pit.start()
     try:
         yield pit
     finally:
-        pit.close()
+        pit.stop()
 
 
-def outbox(app) -> list[Outbox]:
-    from sqlmodel import select
-
-    from pbem.db import session_scope
-
-    with app.app_context(), session_scope() as s:
-        return list(s.exec(select(Outbox).order_by(Outbox.id)))
 
 
 FIVE = [*PLAYERS, services.PlayerIn("Dee", "dee@example.com"),
@@ -95,7 +57,7 @@ def test_requests_only_queue_and_never_touch_the_mail_server(make_app, tarpit):
     resp = client.post("/new", data=new_game_data(new_game_form(client)))
     assert resp.status_code == 200
     time.sleep(0.2)
-    assert tarpit.connections == 0
+    assert tarpit.accepted == 0
     rows = outbox(app)
     assert len(rows) == 5 + 10 + 1
     assert {(r.status, r.attempts) for r in rows} == {("pending", 0)}
@@ -147,7 +109,7 @@ def test_a_hung_mail_server_stalls_only_the_mail_loop(make_app, tarpit):
     with app.app_context():
         services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False, start=True)
         assert mail.deliver_due() == {"sent": 0, "failed": 1, "skipped": 0}
-    assert tarpit.connections == 1
+    assert tarpit.accepted == 1
     rows = outbox(app)
     assert [(r.status, r.attempts) for r in rows] == [("pending", 1), ("pending", 0),
                                                       ("pending", 0)]
@@ -157,12 +119,12 @@ def test_a_hung_mail_server_stalls_only_the_mail_loop(make_app, tarpit):
                     SMTP_TIMEOUT=30, MAIL_POLL_INTERVAL=0.05)
     thread, stop = clock.start_mail_thread(slow)
     try:
-        _wait_for(lambda: tarpit.connections == 2, 10)  # the loop now hangs in SMTP
+        _wait_for(lambda: tarpit.accepted == 2, 10)  # the loop now hangs in SMTP
         (decision,) = open_decisions(slow, rows[0].game_id)
         result = clock.sweep(slow, now=decision.deadline_at + timedelta(seconds=1))
         assert (result["timeouts"], result["errors"]) == (1, 0)  # played all the same
-        assert thread.is_alive() and tarpit.connections == 2  # still waiting on SMTP
+        assert thread.is_alive() and tarpit.accepted == 2  # still waiting on SMTP
     finally:
         stop.set()
-        tarpit.close()  # lets the hung connection fail at once
+        tarpit.stop()  # lets the hung connection fail at once
         thread.join(10)

@@ -72,8 +72,13 @@ def leftovers(german: str, english: str) -> set[str]:
     """Sentences left in English: the same in both renderings, or with a little English
     word in the German one."""
     stray = words(german) & ONLY_IN["en"]
-    return (fragments(german) & fragments(english)) | ({f"words: {sorted(stray)}"}
-                                                        if stray else set())
+    return (fragments(german) & fragments(english)) | {
+        f"{word!r} in: {context(german, word)}" for word in stray}
+
+
+def context(text: str, word: str) -> str:
+    found = re.search(rf"(?i).{{0,40}}\b{word}\b.{{0,40}}", text, re.S)
+    return " ".join(found.group(0).split()) if found else ""
 
 
 def visible(html: str) -> str:
@@ -127,6 +132,10 @@ def world(make_app):
         services.set_bot(admin, 1, "heuristic")
         services.set_bot(admin, 2, "heuristic")  # the bots play it to the end
     inbox.deliver()
+    with app.app_context(), session_scope() as s:
+        failed = [r.last_error for r in s.exec(select(Outbox)) if r.attempts > 1
+                  or r.status == "undeliverable"]
+    assert failed == []  # every email rendered and went out at the first try
     return app, table, client
 
 
@@ -204,3 +213,4 @@ def _page(app, client, url: str, lang: str) -> str:
     html = resp.get_data(as_text=True)
     assert f'<html lang="{lang}">' in html, url
     return visible(html)
+

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlmodel import select
 
 from pbem.db import session_scope
-from pbem.models import Game, Outbox
+from pbem.models import Game
 from pbem.services import PlayerIn
 from pbem.tokens import form_signature
 from tests.server.helpers import (
@@ -18,6 +18,7 @@ from tests.server.helpers import (
     new_game_data,
     new_game_form,
     only_form,
+    outbox,
     path_of,
     seats_of,
     snapshot,
@@ -32,9 +33,6 @@ def games(app) -> list[Game]:
         return list(s.exec(select(Game)))
 
 
-def outbox(app) -> list[Outbox]:
-    with app.app_context(), session_scope() as s:
-        return list(s.exec(select(Outbox).order_by(Outbox.id)))
 
 
 def confirm(client, mail) -> None:

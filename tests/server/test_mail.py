@@ -26,6 +26,7 @@ from tests.server.helpers import (
     new_game_data,
     new_game_form,
     only_form,
+    outbox,
     path_of,
     text_of,
 )
@@ -252,9 +253,6 @@ def test_line_breaks_in_a_reinvited_name_are_refused(app, client):
 # --------------------------------------------------------------------------- the outbox
 
 
-def outbox_rows(app) -> list[Outbox]:
-    with app.app_context(), session_scope() as s:
-        return list(s.exec(select(Outbox).order_by(Outbox.id)))
 
 
 def make_due(app) -> None:
@@ -272,7 +270,7 @@ def test_a_failed_send_is_kept_and_retried_once_due(app, inbox):
         for _ in range(3):
             assert mail.deliver_due() == {"sent": 0, "failed": 1, "skipped": 0}
         assert mail.deliver_due() == {"sent": 0, "failed": 0, "skipped": 0}  # backing off
-    rows = outbox_rows(app)
+    rows = outbox(app)
     assert [(r.status, r.attempts) for r in rows] == [("pending", 1)] * 3
     assert all(r.last_error == "mail server down" for r in rows)
     inbox.backend.fail = None
@@ -281,7 +279,7 @@ def test_a_failed_send_is_kept_and_retried_once_due(app, inbox):
         assert mail.deliver_due() == {"sent": 3, "failed": 0, "skipped": 0}
         make_due(app)
         assert mail.deliver_due() == {"sent": 0, "failed": 0, "skipped": 0}
-    assert [(r.status, r.attempts, r.last_error) for r in outbox_rows(app)] == [
+    assert [(r.status, r.attempts, r.last_error) for r in outbox(app)] == [
         ("sent", 2, None)] * 3
     assert sorted(m.to_addr for m in inbox.all()) == sorted(p.email for p in PLAYERS)
 
@@ -301,7 +299,7 @@ def test_a_decision_email_for_a_closed_decision_is_not_sent(app, inbox):
     make_due(app)
     with app.app_context():
         mail.deliver_due()
-    row = next(r for r in outbox_rows(app) if r.context.get("decision_id") == decision.id)
+    row = next(r for r in outbox(app) if r.context.get("decision_id") == decision.id)
     assert (row.status, row.last_error) == (
         "skipped", "the decision closed before this email could be sent")
     assert all(m.decision_id != decision.id for m in inbox.all())

@@ -17,6 +17,7 @@ from tests.server.helpers import (
     forms,
     new_game_data,
     new_game_form,
+    outbox,
     path_of,
     snapshot,
     text_of,
@@ -257,17 +258,14 @@ def test_a_sender_that_keeps_dying_while_sending_gives_the_email_up(make_app):
                              start=True)
     for _ in range(8):
         with app.app_context():  # a claim whose sender then dies: the lease runs out
-            for row in outbox_rows(app):
+            for row in outbox(app):
                 mail._claim(row.id)
         let_backoff_pass(app)
         with app.app_context(), session_scope() as s:
             for row in s.exec(select(Outbox).where(Outbox.status == "sending")):
                 row.next_attempt_at = utcnow()
-    rows = outbox_rows(app)
+    rows = outbox(app)
     assert {(r.status, r.attempts) for r in rows} == {("undeliverable", 5)}
     assert "gave up after 5 attempts" in rows[0].last_error
 
 
-def outbox_rows(app) -> list[Outbox]:
-    with app.app_context(), session_scope() as s:
-        return list(s.exec(select(Outbox).order_by(Outbox.id)))
