@@ -1,0 +1,33 @@
+"""Stone Age. The module itself is the game (see engine.core.Game)."""
+
+from engine.stoneage.data import Building, Card, Data, DataError, load_data, parse_data
+from engine.stoneage.rules import (
+    MAX_PLAYERS,
+    MIN_PLAYERS,
+    NAME,
+    Board,
+    Spot,
+    State,
+    Step,
+    abandon,
+    apply,
+    check_invariants,
+    data,
+    default_action,
+    final_scores,
+    from_json,
+    legal_actions,
+    pending,
+    result,
+    setup,
+    setup_with_events,
+    to_json,
+    view,
+)
+
+__all__ = [
+    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "Board", "Building", "Card", "Data", "DataError",
+    "Spot", "State", "Step", "abandon", "apply", "check_invariants", "data",
+    "default_action", "final_scores", "from_json", "legal_actions", "load_data",
+    "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "view",
+]

@@ -1,0 +1,271 @@
+"""Stone Age bots: ``random`` (any legal action) and ``heuristic`` (plays to win).
+
+A bot is ``choose(state, seat, rng) -> Action`` and only ever returns a legal action. The
+``rng`` is the caller's ``random.Random``; bots keep no state between calls.
+
+The heuristic bot values every placement in points: it hunts enough to feed its people,
+grows people and agriculture while the game is young, takes the tool maker, builds what
+it can pay, values civilization cards by what they add to its own final scoring (culture
+sets, its multipliers) and their top effect, and sends the rest of its people where the
+open buildings' resources come from. In the use phase it gathers first, then builds, then
+takes cards; it feeds with resources rather than lose 10 points.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from engine.core import Action
+from engine.stoneage.data import PAYABLE, RESOURCE_VALUE
+from engine.stoneage.rules import (
+    DECLINE,
+    MAX_AGRICULTURE,
+    MAX_PEOPLE,
+    NO_TOOLS,
+    STARVE,
+    YIELD,
+    State,
+    _building_payments,
+    _home,
+    _payments_of_size,
+    data,
+    default_action,
+    final_scores,
+    legal_actions,
+    pending,
+)
+
+Bot = Callable[[State, int, random.Random], Action]
+
+
+def random_bot(state: State, seat: int, rng: random.Random) -> Action:
+    """Any legal action, uniformly."""
+    return rng.choice(legal_actions(state, seat))
+
+
+def heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
+    kind = next(d.kind for d in pending(state) if d.seat == seat)
+    if kind == "place":
+        return _place(state, seat)
+    if kind == "use":
+        return _use(state, seat)
+    if kind == "card":
+        return _card(state, seat)
+    if kind == "build":
+        return _build(state, seat)
+    if kind == "feed":
+        return _feed(state, seat)
+    if kind == "pick":
+        return _pick(state, seat)
+    return default_action(state, seat)  # tools: the fewest reaching the best yield
+
+
+BOTS: dict[str, Bot] = {"random": random_bot, "heuristic": heuristic_bot}
+
+
+# --------------------------------------------------------------------------- valuing
+
+
+def rounds_left(state: State) -> int:
+    """A guess at the rounds still to play (this one included)."""
+    stacks = min(len(s) for s in state.stacks)
+    cards = (len(state.pile) + 4) // max(2, state.n)
+    return max(1, min(stacks * 2, cards, 30 - state.round))
+
+
+def food_need(state: State, seat: int) -> int:
+    """Food still missing for the next feeding, counting agriculture."""
+    b = state.boards[seat]
+    return max(0, b.people - b.agriculture - b.food)
+
+
+def card_value(state: State, seat: int, card_id: str) -> float:
+    """What a civilization card adds: its end scoring for this seat, and its top."""
+    d = data()
+    card = d.cards[card_id]
+    board = state.boards[seat]
+    left = rounds_left(state)
+    before = final_scores(state, seat)
+    with_card = state._replace(boards=tuple(
+        b._replace(cards=(*b.cards, card_id)) if s == seat else b
+        for s, b in enumerate(state.boards)))
+    after = final_scores(with_card, seat)
+    value = float(after["culture"] - before["culture"])
+    if card.figure:
+        growth = {"farmer": min(MAX_AGRICULTURE, board.agriculture + left // 3),
+                  "toolmaker": min(12, sum(board.tools) + sum(board.spent) + left // 3),
+                  "hutbuilder": len(board.buildings) + left // 2,
+                  "shaman": min(MAX_PEOPLE, board.people + left // 4)}
+        value += card.count * growth[card.figure]
+    top = card.top
+    if top == "food":
+        value += card.amount * 0.5
+    elif top == "resource":
+        value += card.amount * RESOURCE_VALUE[card.resource] * 0.8
+    elif top == "points":
+        value += card.amount
+    elif top == "any":
+        value += 8
+    elif top == "agriculture":
+        value += min(left, 8) if board.agriculture < MAX_AGRICULTURE else 0
+    elif top == "tool_step":
+        value += min(left, 6) * 0.6
+    elif top == "one_time_tool":
+        value += card.value
+    elif top == "dice":
+        value += 5
+    elif top == "dice_for_all" or top == "extra_card":
+        value += 4
+    return value
+
+
+def _needed_resources(state: State, seat: int) -> dict[str, float]:
+    """How much each building resource is wanted for the open buildings."""
+    d = data()
+    board = state.boards[seat]
+    want = {r: 1.0 for r in PAYABLE}
+    for stack in state.stacks:
+        if not stack:
+            continue
+        tile = d.buildings[stack[0]]
+        if tile.cost is not None:
+            for r, n, have in zip(PAYABLE, tile.cost, board.res, strict=True):
+                if n > have:
+                    want[r] += 0.4 * (n - have)
+    return want
+
+
+def _place_value(state: State, seat: int, action: Action) -> float:
+    d = data()
+    place, count = action.get("at"), action.get("count")
+    board = state.boards[seat]
+    left = rounds_left(state)
+    need = food_need(state, seat)
+    tools = sum(board.tools)
+    if place == "hut":
+        if board.people >= MAX_PEOPLE or left < 3:
+            return 0.0
+        return 2.2 * min(left, 10)
+    if place == "field":
+        if board.agriculture >= MAX_AGRICULTURE:
+            return 0.0
+        return 1.6 * min(left, 10) + (3 if need else 0)
+    if place == "toolmaker":
+        if sum(board.tools) + sum(board.spent) >= 12:
+            return 0.0
+        return 0.9 * min(left, 8)
+    if place.startswith("building"):
+        stack = state.stacks[int(place[-1]) - 1]
+        tile = d.buildings[stack[0]]
+        payments = _building_payments(board, tile)
+        if not payments:
+            return 0.0
+        best = max(sum(RESOURCE_VALUE[r] for r in p) for p in payments)
+        return best + 3
+    if place.startswith("card"):
+        slot = int(place[-1]) - 1
+        if not _payments_of_size(board, slot + 1):
+            return 0.0
+        return card_value(state, seat, state.civ[slot]) - 2.5 * (slot + 1)
+    # resource places: the expected yield, as points
+    resource = YIELD[place]
+    value = RESOURCE_VALUE[resource]
+    expected = max(0.0, (3.5 * count + tools) / value - 0.45)
+    if resource == "food":
+        fed = min(expected, need)
+        return fed * 3.0 + (expected - fed) * 0.6
+    return expected * value * _needed_resources(state, seat)[resource] * 0.9
+
+
+def _place(state: State, seat: int) -> Action:
+    legal = legal_actions(state, seat)
+    home = _home(state, seat)
+    need = food_need(state, seat)
+    hunting = any(s.place == "hunt" and s.seat == seat for s in state.spots)
+    # People to keep for hunting so that nobody starves.
+    reserve = min(home, int(need / 1.75 + 0.99)) if (need and not hunting) else 0
+    single = [a for a in legal if a.get("at") not in YIELD]
+    best, best_value = None, 0.0
+    for action in single:
+        if home - action.get("count") < reserve:
+            continue
+        value = _place_value(state, seat, action)
+        if value > best_value:
+            best, best_value = action, value
+    if best is not None and best_value >= 4:
+        return best
+    # Gather: hunt what is needed, else the place worth most with the people at home.
+    if reserve:
+        for action in legal:
+            if action.get("at") == "hunt" and action.get("count") == reserve:
+                return action
+    gather = [a for a in legal if a.get("at") in YIELD]
+    if gather:
+        top = {}
+        for a in gather:
+            top[a.get("at")] = a  # the most people each place takes
+        return max(top.values(), key=lambda a: _place_value(state, seat, a))
+    return best or legal[0]
+
+
+# --------------------------------------------------------------------------- using
+
+
+USE_ORDER = ("hunt", "forest", "clay", "quarry", "river", "building1", "building2",
+             "building3", "building4", "card1", "card2", "card3", "card4")
+
+
+def _use(state: State, seat: int) -> Action:
+    legal = legal_actions(state, seat)
+    return min(legal, key=lambda a: USE_ORDER.index(a.get("at")))
+
+
+def _card(state: State, seat: int) -> Action:
+    legal = legal_actions(state, seat)
+    step = state.step
+    slot = int(step.place[-1]) - 1
+    if card_value(state, seat, state.civ[slot]) < 1.5 * (slot + 1):
+        return DECLINE
+    return min((a for a in legal if a != DECLINE), key=_cost)
+
+
+def _build(state: State, seat: int) -> Action:
+    legal = [a for a in legal_actions(state, seat) if a != DECLINE]
+    short = food_need(state, seat) - 0  # resources to keep for feeding this round
+    board = state.boards[seat]
+
+    def key(action: Action) -> tuple[int, int]:
+        pay = action.get("pay")
+        keeps = sum(board.res) + board.wild - len(pay) >= short
+        return (keeps, _cost(action))
+
+    return max(legal, key=key)
+
+
+def _feed(state: State, seat: int) -> Action:
+    board = state.boards[seat]
+    if board.short > 6:
+        return STARVE
+    return default_action(state, seat)
+
+
+def _pick(state: State, seat: int) -> Action:
+    legal = legal_actions(state, seat)
+    board = state.boards[seat]
+    faces = {a.get("face"): a for a in legal}
+    left = rounds_left(state)
+    order = [6, 5, 4, 3, 2, 1] if left > 3 else [4, 3, 2, 1, 6, 5]
+    if board.agriculture >= MAX_AGRICULTURE:
+        order.remove(6)
+    for face in order:
+        if face in faces:
+            return faces[face]
+    return legal[0]
+
+
+def _cost(action: Action) -> int:
+    return sum(RESOURCE_VALUE[r] for r in action.get("pay", ()))
+
+
+__all__ = ["BOTS", "NO_TOOLS", "card_value", "heuristic_bot", "random_bot", "rounds_left"]

@@ -1,0 +1,1097 @@
+"""Stone Age as a pure engine (see ../shared/games/stoneage.md).
+
+Module order: constants, state types, the contract functions (setup, pending,
+legal_actions, apply, default_action, view, result, JSON), the round machine
+(``_advance``), then helpers. Components come from the data file (``data.py``).
+
+Decisions (kinds), their actions, and what a timeout plays:
+- ``place``: ``place at=PLACE count=N`` (PLACE: hunt, forest, clay, quarry, river,
+  toolmaker, hut, field, card1..card4, building1..building4). Timeout: every person at
+  home to the Hunting grounds; if the seat stands there already, the most people on the
+  first open resource place (forest, clay, quarry, river), else the first legal place.
+- ``use``: ``use at=PLACE``, which of the seat's placements to resolve next (asked only
+  when two or more are left; village places are resolved first, automatically, as doing
+  them first can never hurt). Timeout: the earliest placement.
+- ``tools``: after a roll, ``tools use=(t2, t1, S07, ...)`` (tiles by value, one-time
+  tools by card) or ``no_tools``; asked only when some unused tool would raise the
+  yield. Timeout: the smallest set of tools (permanent tiles before one-time tools) that
+  reaches the highest yield.
+- ``card``: ``take pay=(wood, ...)`` (the card's position cost in any building
+  resources) or ``decline``; asked only when the seat can pay. Timeout: take, paying the
+  least valuable resources.
+- ``build``: ``build pay=(...)`` (exactly the cost; variable tiles: the resources paid)
+  or ``decline``; asked only when the seat can pay. Timeout: build, paying the
+  combination worth the most points.
+- ``pick``: ``pick face=N``, a die of "dice for all" (1 Wood, 2 Brick, 3 Stone, 4 Gold,
+  5 a tool step, 6 agriculture), asked of each player in turn from the taker; asked only
+  while the remaining dice differ. Timeout: agriculture, tool step, Gold, Stone, Brick,
+  Wood, the first of these that still helps.
+- ``feed``: ``feed pay=(...)``, resources paying the people Food did not cover, or
+  ``starve`` (lose 10 points); asked only when Food is short and the resources could pay
+  all of the rest (several seats at once). Timeout: pay with the least valuable.
+
+Readings of the rules (marked "Reading" where they are applied):
+- G02's two resources of choice are held as "resources of choice" (``wild``) and named
+  when spent: any payment or feeding may use them for any missing resource; at the end
+  each one still held scores 1 point like a resource.
+- Food short and resources not enough for all of the rest: nothing more is paid, the
+  10 points are lost, the resources are kept.
+- A tool step when the seat has three tiles raises a lowest tile, an unused one first.
+- A placement that cannot be resolved (a card or building the seat cannot pay) is
+  resolved automatically as declined, and narrated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from itertools import combinations, combinations_with_replacement
+from typing import Any, NamedTuple
+
+from engine.core import (
+    Action,
+    Decision,
+    Event,
+    GameOver,
+    IllegalAction,
+    NotYourTurn,
+    Result,
+    Rng,
+    SetupError,
+    StateCorrupt,
+)
+from engine.stoneage.data import (
+    CARD_SLOTS,
+    PAYABLE,
+    RESOURCE_VALUE,
+    Building,
+    Data,
+    DataError,
+    load_data,
+)
+
+NAME = "stoneage"
+MIN_PLAYERS, MAX_PLAYERS = 2, 4
+START_PEOPLE, MAX_PEOPLE, START_FOOD = 5, 10, 12
+MAX_AGRICULTURE, MAX_TILES, MAX_TILE_VALUE = 10, 3, 4
+STACK_SIZE, STACKS = 7, 4
+RESOURCE_PLACES = ("hunt", "forest", "clay", "quarry", "river")
+VILLAGE = ("toolmaker", "hut", "field")
+YIELD = {"hunt": "food", "forest": "wood", "clay": "brick", "quarry": "stone",
+         "river": "gold"}
+CAPACITY = 7
+COLOURS = {2: 1, 3: 2, 4: 4}  # players -> colours allowed on forest, clay, quarry, river
+STARVE_POINTS = 10
+FACES = {1: "wood", 2: "brick", 3: "stone", 4: "gold", 5: "tool", 6: "agriculture"}
+PHASES = ("place", "use", "feed", "over")
+
+DECLINE = Action.of("decline")
+NO_TOOLS = Action.of("no_tools")
+STARVE = Action.of("starve")
+
+
+# --------------------------------------------------------------------------- state
+
+
+class Board(NamedTuple):
+    """A player's board. ``res`` counts wood, brick, stone, gold; ``tools`` are unused
+    tiles and ``spent`` tiles used this round (values); ``one_time`` the unused one-time
+    tool cards; ``cards`` the civilization cards held (hidden from the others)."""
+
+    people: int = START_PEOPLE
+    food: int = START_FOOD
+    res: tuple[int, int, int, int] = (0, 0, 0, 0)
+    wild: int = 0
+    agriculture: int = 0
+    tools: tuple[int, ...] = ()
+    spent: tuple[int, ...] = ()
+    one_time: tuple[str, ...] = ()
+    cards: tuple[str, ...] = ()
+    buildings: tuple[str, ...] = ()
+    score: int = 0
+    short: int = 0  # people still unfed while a feed decision is open
+
+
+class Spot(NamedTuple):
+    """People of one seat on one place."""
+
+    place: str
+    seat: int
+    count: int
+
+
+class Step(NamedTuple):
+    """A decision inside the use phase: ``tools`` after a roll (``dice``), ``card`` or
+    ``build`` payment, or ``pick`` of "dice for all" (``dice`` = the dice left)."""
+
+    kind: str
+    seat: int
+    place: str
+    resource: str | None = None
+    dice: tuple[int, ...] = ()
+    taker: int | None = None
+
+
+class State(NamedTuple):
+    """The whole game as an immutable value."""
+
+    players: tuple[str, ...]
+    data: str  # the component file's digest
+    boards: tuple[Board, ...]
+    spots: tuple[Spot, ...]  # in order of placement
+    civ: tuple[str | None, ...]  # the open cards, cost 1 first
+    pile: tuple[str, ...]  # civilization cards face down, top first
+    stacks: tuple[tuple[str, ...], ...]  # building stacks, top first
+    start: int
+    round: int
+    phase: str
+    turn: int
+    step: Step | None
+    feeding: tuple[int, ...]
+    home: tuple[int, ...]  # seats told this round that they have no place left
+    rng: Rng
+    winners: tuple[int, ...] = ()
+    end: str | None = None  # buildings | cards | abandoned
+
+    @property
+    def n(self) -> int:
+        return len(self.players)
+
+
+_DATA: Data | None = None
+
+
+def data() -> Data:
+    """The standard components (loaded once)."""
+    global _DATA
+    if _DATA is None:
+        _DATA = load_data()
+    return _DATA
+
+
+# --------------------------------------------------------------------------- contract
+
+
+def setup(players: Sequence[str], seed: int, options: Mapping[str, Any] | None = None) -> State:
+    """A new game: boards in seat order, one stack of 7 buildings per player, 4 open
+    cards, a random start player; round 1 begins with the start player's placement."""
+    return setup_with_events(players, seed, options)[0]
+
+
+def setup_with_events(players: Sequence[str], seed: int,
+                      options: Mapping[str, Any] | None = None) -> tuple[State, list[Event]]:
+    if options:
+        raise SetupError(f"Stone Age takes no options, not {sorted(options)}")
+    players = tuple(players)
+    if not MIN_PLAYERS <= len(players) <= MAX_PLAYERS:
+        raise SetupError(f"Stone Age is for {MIN_PLAYERS} to {MAX_PLAYERS} players, "
+                         f"not {len(players)}", players=len(players))
+    try:
+        d = data()
+    except DataError as exc:
+        raise SetupError(exc.message) from None
+    n = len(players)
+    rng = Rng(seed)
+    tiles, rng = rng.shuffled(d.building_ids)
+    cards, rng = rng.shuffled(d.card_ids)
+    start, rng = rng.randint(0, n - 1)
+    stacks = tuple(tiles[i * STACK_SIZE:(i + 1) * STACK_SIZE] for i in range(n))
+    state = State(players, d.digest, tuple(Board() for _ in players), (),
+                  cards[:CARD_SLOTS], cards[CARD_SLOTS:], stacks, start, 1, "place", start,
+                  None, (), (), rng)
+    events = [Event("game_started", None, {"players": n, "start": start,
+                                           "stacks": len(stacks)})]
+    events.append(Event("round_started", None, {"round": 1, "start": start}))
+    return _next_placer(state, start, events), events
+
+
+def pending(state: State) -> list[Decision]:
+    """The open decisions; empty only when the game is over."""
+    phase = state.phase
+    if phase == "place":
+        home = _home(state, state.turn)
+        return [Decision(state.turn, "place", (("home", home),))]
+    if phase == "use":
+        step = state.step
+        if step is None:
+            places = tuple(s.place for s in _spots_of(state, state.turn))
+            return [Decision(state.turn, "use", (("places", places),))]
+        if step.kind == "tools":
+            return [Decision(step.seat, "tools", (("place", step.place),
+                                                  ("resource", step.resource),
+                                                  ("dice", step.dice)))]
+        if step.kind == "pick":
+            return [Decision(step.seat, "pick", (("dice", step.dice),))]
+        return [Decision(step.seat, step.kind, (("place", step.place),))]
+    if phase == "feed":
+        return [Decision(s, "feed", (("short", state.boards[s].short),))
+                for s in state.feeding]
+    return []
+
+
+def decision_kind(state: State, seat: int) -> str:
+    for d in pending(state):
+        if d.seat == seat:
+            return d.kind
+    if state.phase == "over":
+        raise GameOver("the game is over")
+    raise NotYourTurn(f"seat {seat} has no decision to make now", seat=seat)
+
+
+def legal_actions(state: State, seat: int) -> list[Action]:
+    """Every action ``seat`` may take now (the only actions ``apply`` accepts)."""
+    global _LAST_LEGAL
+    last = _LAST_LEGAL
+    if last[0] is state and last[1] == seat:
+        return list(last[2])
+    kind = decision_kind(state, seat)
+    actions = _legal_actions(state, seat, kind)
+    _LAST_LEGAL = (state, seat, tuple(actions), frozenset(actions))
+    return actions
+
+
+_LAST_LEGAL: tuple[Any, int, tuple[Action, ...], frozenset[Action]] = (None, -1, (), frozenset())
+
+
+def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
+    if kind == "place":
+        return _place_actions(state, seat)
+    if kind == "use":
+        return [Action("use", (("at", s.place),)) for s in _spots_of(state, seat)]
+    step = state.step
+    board = state.boards[seat]
+    if kind == "tools":
+        return [NO_TOOLS, *(Action("tools", (("use", combo),))
+                            for combo in _tool_sets(board))]
+    if kind == "card":
+        cost = _slot(step.place) + 1
+        return [*(Action("take", (("pay", p),)) for p in _payments_of_size(board, cost)),
+                DECLINE]
+    if kind == "build":
+        tile = data().buildings[state.stacks[_slot(step.place)][0]]
+        return [*(Action("build", (("pay", p),)) for p in _building_payments(board, tile)),
+                DECLINE]
+    if kind == "pick":
+        return [Action("pick", (("face", f),)) for f in sorted(set(step.dice))]
+    # feed
+    return [*(Action("feed", (("pay", p),)) for p in _payments_of_size(board, board.short)),
+            STARVE]
+
+
+def apply(state: State, seat: int, action: Action) -> tuple[State, list[Event]]:
+    """Play ``action`` for ``seat`` and everything automatic after it."""
+    if state.phase == "over":
+        raise GameOver("the game is over")
+    kind = decision_kind(state, seat)
+    action = _normalised(action)
+    legal_actions(state, seat)
+    last = _LAST_LEGAL
+    if not _well_typed(action) or action not in last[3]:
+        raise IllegalAction(f"{action} is not a legal {kind} action now", seat=seat,
+                            action=action.to_json(), decision=kind)
+    events: list[Event] = []
+    if kind == "place":
+        state = _place(state, seat, action.get("at"), action.get("count"), events)
+    elif kind == "use":
+        place = action.get("at")
+        state = _resolve(state, seat, place, events)
+    elif kind == "tools":
+        state = _finish_roll(state, seat, action.get("use", ()), events)
+    elif kind == "card":
+        state = _take_card(state, seat, action, events)
+    elif kind == "build":
+        state = _build(state, seat, action, events)
+    elif kind == "pick":
+        state = _pick(state, seat, action.get("face"), events)
+    else:
+        state = _feed(state, seat, action, events)
+    return _advance(state, events), events
+
+
+def default_action(state: State, seat: int) -> Action:
+    """What a timeout plays (see the module docstring); always legal."""
+    kind = decision_kind(state, seat)
+    legal = legal_actions(state, seat)
+    board = state.boards[seat]
+    if kind == "place":
+        return _default_place(legal)
+    if kind == "use":
+        return legal[0]
+    if kind == "tools":
+        return _best_tools(state, legal)
+    if kind in ("card", "feed"):
+        return min(legal[:-1], key=_pay_value)
+    if kind == "build":
+        return max(legal[:-1], key=_pay_value)
+    faces = [a.get("face") for a in legal]
+    for face in (6, 5, 4, 3, 2, 1):
+        if face in faces and _face_helps(board, face):
+            return Action("pick", (("face", face),))
+    return legal[0]
+
+
+def view(state: State, seat: int | None) -> dict[str, Any]:
+    """What ``seat`` (or a spectator, None) may see: everything public, and the seat's
+    own civilization cards and one-time tools. At the end every card is shown."""
+    d = data()
+    over = state.phase == "over"
+    boards = []
+    for s, b in enumerate(state.boards):
+        mine = over or s == seat
+        entry: dict[str, Any] = {
+            "seat": s, "player": state.players[s], "start": s == state.start,
+            "people": b.people, "home": _home(state, s), "food": b.food,
+            "resources": dict(zip(PAYABLE, b.res, strict=True)), "wild": b.wild,
+            "agriculture": b.agriculture, "tools": list(b.tools), "spent": list(b.spent),
+            "tool_value": sum(b.tools) + sum(b.spent),
+            "buildings": [d.buildings[t].to_view() for t in b.buildings],
+            "score": b.score, "cards_held": len(b.cards),
+        }
+        if mine:
+            entry["cards"] = [d.cards[c].to_view() for c in b.cards]
+            entry["one_time"] = [{"card": c, "value": d.cards[c].value} for c in b.one_time]
+            entry["final"] = final_scores(state, s)
+        boards.append(entry)
+    step = state.step
+    return {
+        "game": NAME, "round": state.round, "phase": state.phase, "start": state.start,
+        "turn": state.turn,
+        "placements": [{"place": p.place, "seat": p.seat, "count": p.count}
+                       for p in state.spots],
+        "cards": [None if c is None else {**d.cards[c].to_view(), "cost": i + 1}
+                  for i, c in enumerate(state.civ)],
+        "card_pile": len(state.pile),
+        "buildings": [{"stack": i + 1, "left": len(st),
+                       "top": d.buildings[st[0]].to_view() if st else None}
+                      for i, st in enumerate(state.stacks)],
+        "step": None if step is None else {
+            "kind": step.kind, "seat": step.seat, "place": step.place,
+            "resource": step.resource, "dice": list(step.dice), "taker": step.taker},
+        "feeding": list(state.feeding),
+        "boards": boards,
+        "winners": list(state.winners), "end": state.end,
+    }
+
+
+def result(state: State) -> Result | None:
+    if state.phase != "over":
+        return None
+    return Result(state.winners, state.end or "")
+
+
+def abandon(state: State) -> tuple[State, list[Event]]:
+    """End the game without a winner (the host abandons it)."""
+    if state.phase == "over":
+        raise GameOver("the game is over")
+    state = state._replace(phase="over", step=None, feeding=(), winners=(), end="abandoned")
+    return state, [Event("game_abandoned", None, {"round": state.round})]
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def final_scores(state: State, seat: int) -> dict[str, Any]:
+    """The end scoring of a seat as it would be now: points so far, culture sets, the
+    four figure multipliers, resources left; plus the tie-break figure."""
+    d = data()
+    b = state.boards[seat]
+    symbols: dict[str, int] = {}
+    figures = {"farmer": 0, "toolmaker": 0, "hutbuilder": 0, "shaman": 0}
+    for cid in b.cards:
+        card = d.cards[cid]
+        if card.culture:
+            symbols[card.culture] = symbols.get(card.culture, 0) + 1
+        else:
+            figures[card.figure] += card.count
+    sets = []
+    counts = dict(symbols)
+    while counts:
+        sets.append(len(counts))
+        counts = {k: v - 1 for k, v in counts.items() if v > 1}
+    culture = sum(s * s for s in sets)
+    tool_value = sum(b.tools) + sum(b.spent)
+    multipliers = {
+        "farmer": (figures["farmer"], b.agriculture),
+        "toolmaker": (figures["toolmaker"], tool_value),
+        "hutbuilder": (figures["hutbuilder"], len(b.buildings)),
+        "shaman": (figures["shaman"], b.people),
+    }
+    resources = sum(b.res) + b.wild
+    total = (b.score + culture + sum(a * m for a, m in multipliers.values()) + resources)
+    return {
+        "points": b.score, "culture_sets": sets, "culture": culture,
+        "multipliers": {k: {"figures": a, "times": m, "points": a * m}
+                        for k, (a, m) in multipliers.items()},
+        "resources": resources, "total": total,
+        "tiebreak": b.agriculture + tool_value + b.people,
+    }
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def to_json(state: State) -> dict[str, Any]:
+    return {
+        "game": NAME, "players": list(state.players), "data": state.data,
+        "boards": [{"people": b.people, "food": b.food, "res": list(b.res), "wild": b.wild,
+                    "agriculture": b.agriculture, "tools": list(b.tools),
+                    "spent": list(b.spent), "one_time": list(b.one_time),
+                    "cards": list(b.cards), "buildings": list(b.buildings),
+                    "score": b.score, "short": b.short} for b in state.boards],
+        "spots": [list(s) for s in state.spots],
+        "civ": list(state.civ), "pile": list(state.pile),
+        "stacks": [list(s) for s in state.stacks],
+        "start": state.start, "round": state.round, "phase": state.phase,
+        "turn": state.turn,
+        "step": None if state.step is None else {
+            "kind": state.step.kind, "seat": state.step.seat, "place": state.step.place,
+            "resource": state.step.resource, "dice": list(state.step.dice),
+            "taker": state.step.taker},
+        "feeding": list(state.feeding), "home": list(state.home),
+        "rng": state.rng.to_json(), "winners": list(state.winners), "end": state.end,
+    }
+
+
+def from_json(raw: Mapping[str, Any]) -> State:
+    """Read a stored state back; raises StateCorrupt on anything that does not fit."""
+    try:
+        if raw.get("game") != NAME:
+            raise StateCorrupt(f"not a {NAME} state")
+        if raw["data"] != data().digest:
+            raise StateCorrupt("the Stone Age component file changed since the game began")
+        boards = tuple(Board(
+            b["people"], b["food"], tuple(b["res"]), b["wild"], b["agriculture"],
+            tuple(b["tools"]), tuple(b["spent"]), tuple(b["one_time"]), tuple(b["cards"]),
+            tuple(b["buildings"]), b["score"], b["short"]) for b in raw["boards"])
+        step = raw["step"]
+        state = State(
+            tuple(raw["players"]), raw["data"], boards,
+            tuple(Spot(*s) for s in raw["spots"]), tuple(raw["civ"]), tuple(raw["pile"]),
+            tuple(tuple(s) for s in raw["stacks"]), raw["start"], raw["round"],
+            raw["phase"], raw["turn"],
+            None if step is None else Step(step["kind"], step["seat"], step["place"],
+                                           step["resource"], tuple(step["dice"]),
+                                           step["taker"]),
+            tuple(raw["feeding"]), tuple(raw["home"]), Rng.from_json(raw["rng"]),
+            tuple(raw["winners"]), raw["end"])
+    except StateCorrupt:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise StateCorrupt(f"unreadable Stone Age state: {exc!r}") from None
+    check_invariants(state)
+    return state
+
+
+def check_invariants(state: State) -> None:
+    """Raise StateCorrupt if the state breaks a rule that always holds."""
+    d = data()
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise StateCorrupt(f"invariant broken: {what}")
+
+    n = state.n
+    need(MIN_PLAYERS <= n <= MAX_PLAYERS, "player count")
+    need(state.phase in PHASES, "phase")
+    need(0 <= state.start < n and 0 <= state.turn < n, "seats")
+    need(len(state.civ) == CARD_SLOTS and len(state.stacks) == n, "table layout")
+    cards = [c for c in state.civ if c is not None] + list(state.pile)
+    for b in state.boards:
+        need(START_PEOPLE <= b.people <= MAX_PEOPLE, "people 5 to 10")
+        need(b.food >= 0 and b.wild >= 0 and len(b.res) == 4 and min(b.res) >= 0,
+             "resources never negative")
+        need(0 <= b.agriculture <= MAX_AGRICULTURE, "agriculture 0 to 10")
+        tiles = (*b.tools, *b.spent)
+        need(len(tiles) <= MAX_TILES and all(1 <= t <= MAX_TILE_VALUE for t in tiles),
+             "at most 3 tool tiles of 1 to 4")
+        need(not tiles or max(tiles) - min(tiles) <= 1, "tool tiles raised evenly")
+        need(set(b.one_time) <= set(b.cards), "one-time tools are held cards")
+        cards.extend(b.cards)
+    for s in range(n):
+        need(_home(state, s) >= 0, "every person in exactly one place")
+    need(sorted(cards) == sorted(d.card_ids), "every civilization card in one place")
+    tiles_seen = [t for st in state.stacks for t in st]
+    tiles_seen += [t for b in state.boards for t in b.buildings]
+    need(len(set(tiles_seen)) == len(tiles_seen) and set(tiles_seen) <= set(d.building_ids),
+         "every building tile in one place")
+    places = [(s.place, s.seat) for s in state.spots]
+    need(len(set(places)) == len(places), "one group per seat and place")
+
+
+# --------------------------------------------------------------------------- the round
+
+
+def _advance(state: State, events: list[Event]) -> State:
+    """Run everything automatic until a decision is open or the game is over."""
+    while True:
+        if state.phase == "place":
+            return state
+        if state.phase == "use":
+            if state.step is not None:
+                return state
+            spots = _spots_of(state, state.turn)
+            if len(spots) > 1:
+                return state
+            if len(spots) == 1:
+                state = _resolve(state, state.turn, spots[0].place, events)
+                continue
+            nxt = (state.turn + 1) % state.n
+            if nxt == state.start:
+                state = _begin_feeding(state, events)
+                continue
+            state = _begin_use(state, nxt, events)
+            continue
+        if state.phase == "feed":
+            if state.feeding:
+                return state
+            state = _end_round(state, events)
+            continue
+        return state
+
+
+def _next_placer(state: State, seat: int, events: list[Event]) -> State:
+    """The first seat from ``seat`` clockwise that can still place; the use phase when
+    nobody can. Ruling: a seat with people at home but no legal place keeps them home."""
+    for i in range(state.n):
+        s = (seat + i) % state.n
+        if _home(state, s) == 0:
+            continue
+        if _place_actions(state, s):
+            return state._replace(turn=s)
+        if s not in state.home:
+            events.append(Event("no_place_left", s, {"home": _home(state, s)}))
+            state = state._replace(home=(*state.home, s))
+    events.append(Event("placement_over", None, {"round": state.round}))
+    return _begin_use(state._replace(phase="use"), state.start, events)
+
+
+def _place(state: State, seat: int, place: str, count: int, events: list[Event]) -> State:
+    state = state._replace(spots=(*state.spots, Spot(place, seat, count)))
+    events.append(Event("people_placed", seat, {"place": place, "count": count}))
+    return _next_placer(state, (seat + 1) % state.n, events)
+
+
+def _begin_use(state: State, seat: int, events: list[Event]) -> State:
+    """A seat's use turn: its village places first (never worse first), then its
+    choice of the rest."""
+    state = state._replace(turn=seat, step=None)
+    for place in VILLAGE:
+        if any(s.place == place for s in _spots_of(state, seat)):
+            state = _resolve(state, seat, place, events)
+    return state
+
+
+def _resolve(state: State, seat: int, place: str, events: list[Event]) -> State:
+    spot = next(s for s in state.spots if s.seat == seat and s.place == place)
+    state = state._replace(spots=tuple(s for s in state.spots if s != spot))
+    board = state.boards[seat]
+    if place in YIELD:
+        dice, rng = state.rng.dice(spot.count)
+        state = state._replace(rng=rng)
+        events.append(Event("dice_rolled", seat, {"place": place, "dice": list(dice),
+                                                  "total": sum(dice)}))
+        return _roll_result(state, seat, place, YIELD[place], dice, events)
+    if place == "toolmaker":
+        return _tool_step(state, seat, events)
+    if place == "hut":
+        if board.people >= MAX_PEOPLE:
+            events.append(Event("nothing_gained", seat, {"place": place, "why": "cap"}))
+            return state
+        events.append(Event("person_born", seat, {"people": board.people + 1}))
+        return _with(state, seat, people=board.people + 1)
+    if place == "field":
+        return _agriculture(state, seat, events)
+    slot = _slot(place)
+    if place.startswith("card"):
+        if not _payments_of_size(board, slot + 1):
+            events.append(Event("card_unaffordable", seat, {"slot": slot + 1,
+                                                            "cost": slot + 1}))
+            return state
+        return state._replace(step=Step("card", seat, place))
+    tile = data().buildings[state.stacks[slot][0]]
+    if not _building_payments(board, tile):
+        events.append(Event("building_unaffordable", seat, {"stack": slot + 1,
+                                                            "tile": tile.id}))
+        return state
+    return state._replace(step=Step("build", seat, place))
+
+
+def _roll_result(state: State, seat: int, place: str, resource: str,
+                 dice: tuple[int, ...], events: list[Event]) -> State:
+    """After a roll: ask for tools if any could raise the yield, else gain."""
+    board = state.boards[seat]
+    value = RESOURCE_VALUE[resource]
+    total = sum(dice)
+    extra = sum(board.tools) + sum(data().cards[c].value for c in board.one_time)
+    if extra and (total + extra) // value > total // value:
+        return state._replace(step=Step("tools", seat, place, resource, dice))
+    return _gain(state, seat, resource, total // value, place, events)
+
+
+def _finish_roll(state: State, seat: int, use: tuple[str, ...],
+                 events: list[Event]) -> State:
+    step = state.step
+    board = state.boards[seat]
+    tools, spent, one_time = list(board.tools), list(board.spent), list(board.one_time)
+    added = 0
+    for t in use:
+        if t.startswith("t"):
+            value = int(t[1:])
+            tools.remove(value)
+            spent.append(value)
+            added += value
+        else:
+            one_time.remove(t)
+            added += data().cards[t].value
+    if use:
+        tiles = [int(t[1:]) for t in use if t.startswith("t")]
+        cards = [data().cards[t].value for t in use if not t.startswith("t")]
+        events.append(Event("tools_added", seat, {"tiles": tiles, "one_time": cards,
+                                                  "added": added}))
+    state = _with(state, seat, tools=tuple(sorted(tools, reverse=True)),
+                  spent=tuple(sorted(spent, reverse=True)), one_time=tuple(one_time))
+    state = state._replace(step=None)
+    total = sum(step.dice) + added
+    return _gain(state, seat, step.resource, total // RESOURCE_VALUE[step.resource],
+                 step.place, events)
+
+
+def _gain(state: State, seat: int, resource: str, amount: int, place: str,
+          events: list[Event]) -> State:
+    events.append(Event("resources_gained", seat, {"resource": resource, "amount": amount,
+                                                   "place": place}))
+    return _add(state, seat, resource, amount)
+
+
+def _add(state: State, seat: int, resource: str, amount: int) -> State:
+    board = state.boards[seat]
+    if resource == "food":
+        return _with(state, seat, food=board.food + amount)
+    res = list(board.res)
+    res[PAYABLE.index(resource)] += amount
+    return _with(state, seat, res=tuple(res))
+
+
+def _tool_step(state: State, seat: int, events: list[Event]) -> State:
+    board = state.boards[seat]
+    tools, spent = list(board.tools), list(board.spent)
+    if len(tools) + len(spent) < MAX_TILES:
+        tools.append(1)
+    else:
+        low = min((*tools, *spent))
+        if low >= MAX_TILE_VALUE:
+            events.append(Event("nothing_gained", seat, {"place": "toolmaker", "why": "cap"}))
+            return state
+        # Reading: an unused tile is raised first (it can be used at once).
+        if low in tools:
+            tools[tools.index(low)] += 1
+        else:
+            spent[spent.index(low)] += 1
+    tools.sort(reverse=True)
+    spent.sort(reverse=True)
+    events.append(Event("tool_made", seat, {"tools": sorted((*tools, *spent),
+                                                            reverse=True)}))
+    return _with(state, seat, tools=tuple(tools), spent=tuple(spent))
+
+
+def _agriculture(state: State, seat: int, events: list[Event]) -> State:
+    board = state.boards[seat]
+    if board.agriculture >= MAX_AGRICULTURE:
+        events.append(Event("nothing_gained", seat, {"place": "field", "why": "cap"}))
+        return state
+    events.append(Event("agriculture_raised", seat, {"agriculture": board.agriculture + 1}))
+    return _with(state, seat, agriculture=board.agriculture + 1)
+
+
+def _take_card(state: State, seat: int, action: Action, events: list[Event]) -> State:
+    step = state.step
+    slot = _slot(step.place)
+    card_id = state.civ[slot]
+    state = state._replace(step=None)
+    if action.kind == "decline":
+        events.append(Event("card_declined", seat, {"slot": slot + 1}))
+        return state
+    pay = action.get("pay")
+    state = _pay(state, seat, pay)
+    civ = list(state.civ)
+    civ[slot] = None
+    board = state.boards[seat]
+    state = state._replace(civ=tuple(civ))
+    state = _with(state, seat, cards=(*board.cards, card_id))
+    card = data().cards[card_id]
+    events.append(Event("card_taken", seat, {"slot": slot + 1, "paid": list(pay),
+                                             "top": card.top}))
+    events.append(Event("card_kept", seat, {"card": card_id}, visible_to=(seat,)))
+    return _top_effect(state, seat, card_id, step.place, events)
+
+
+def _top_effect(state: State, seat: int, card_id: str, place: str,
+                events: list[Event]) -> State:
+    card = data().cards[card_id]
+    board = state.boards[seat]
+    top = card.top
+    if top == "food":
+        return _gain(state, seat, "food", card.amount, place, events)
+    if top == "resource":
+        return _gain(state, seat, card.resource, card.amount, place, events)
+    if top == "points":
+        events.append(Event("points_scored", seat, {"points": card.amount}))
+        return _with(state, seat, score=board.score + card.amount)
+    if top == "any":
+        events.append(Event("resources_of_choice", seat, {"amount": card.amount}))
+        return _with(state, seat, wild=board.wild + card.amount)
+    if top == "agriculture":
+        return _agriculture(state, seat, events)
+    if top == "tool_step":
+        return _tool_step(state, seat, events)
+    if top == "one_time_tool":
+        events.append(Event("one_time_tool", seat, {"value": card.value},
+                            visible_to=(seat,)))
+        return _with(state, seat, one_time=(*board.one_time, card_id))
+    if top == "dice":
+        dice, rng = state.rng.dice(2)
+        state = state._replace(rng=rng)
+        events.append(Event("dice_rolled", seat, {"place": place, "dice": list(dice),
+                                                  "total": sum(dice)}))
+        return _roll_result(state, seat, place, card.resource, dice, events)
+    if top == "dice_for_all":
+        dice, rng = state.rng.dice(state.n)
+        state = state._replace(rng=rng)
+        events.append(Event("dice_for_all", seat, {"dice": list(dice)}))
+        return _next_pick(state._replace(step=Step("pick", seat, place, None, dice, seat)),
+                          events)
+    # extra_card
+    if not state.pile:
+        events.append(Event("nothing_gained", seat, {"place": place, "why": "pile"}))
+        return state
+    extra, pile = state.pile[0], state.pile[1:]
+    state = state._replace(pile=pile)
+    events.append(Event("extra_card_drawn", seat, {"pile": len(pile)}))
+    events.append(Event("card_kept", seat, {"card": extra, "extra": True},
+                        visible_to=(seat,)))
+    return _with(state, seat, cards=(*state.boards[seat].cards, extra))
+
+
+def _next_pick(state: State, events: list[Event]) -> State:
+    """Dice for all: the picker picks while the dice left differ; the rest is automatic."""
+    step = state.step
+    while step.dice and len(set(step.dice)) == 1:
+        state = _apply_face(state, step.seat, step.dice[0], events)
+        step = step._replace(seat=(step.seat + 1) % state.n, dice=step.dice[1:])
+    if not step.dice:
+        return state._replace(step=None)
+    return state._replace(step=step)
+
+
+def _pick(state: State, seat: int, face: int, events: list[Event]) -> State:
+    step = state.step
+    dice = list(step.dice)
+    dice.remove(face)
+    state = _apply_face(state, seat, face, events)
+    step = step._replace(seat=(seat + 1) % state.n, dice=tuple(dice))
+    return _next_pick(state._replace(step=step), events)
+
+
+def _apply_face(state: State, seat: int, face: int, events: list[Event]) -> State:
+    events.append(Event("die_picked", seat, {"face": face, "gain": FACES[face]}))
+    gain = FACES[face]
+    if gain == "tool":
+        return _tool_step(state, seat, events)
+    if gain == "agriculture":
+        return _agriculture(state, seat, events)
+    return _add(state, seat, gain, 1)
+
+
+def _build(state: State, seat: int, action: Action, events: list[Event]) -> State:
+    slot = _slot(state.step.place)
+    state = state._replace(step=None)
+    stack = state.stacks[slot]
+    if action.kind == "decline":
+        events.append(Event("building_declined", seat, {"stack": slot + 1,
+                                                        "tile": stack[0]}))
+        return state
+    pay = action.get("pay")
+    tile = data().buildings[stack[0]]
+    points = tile.points if tile.points is not None else sum(RESOURCE_VALUE[r] for r in pay)
+    state = _pay(state, seat, pay)
+    stacks = list(state.stacks)
+    stacks[slot] = stack[1:]
+    state = state._replace(stacks=tuple(stacks))
+    board = state.boards[seat]
+    state = _with(state, seat, buildings=(*board.buildings, tile.id),
+                  score=board.score + points)
+    events.append(Event("building_built", seat, {"stack": slot + 1, "tile": tile.id,
+                                                 "paid": list(pay), "points": points,
+                                                 "left": len(stack) - 1}))
+    return state
+
+
+def _pay(state: State, seat: int, pay: tuple[str, ...]) -> State:
+    """Pay resources: what the seat owns first, resources of choice for the rest."""
+    board = state.boards[seat]
+    res = list(board.res)
+    wild = board.wild
+    for r in pay:
+        i = PAYABLE.index(r)
+        if res[i]:
+            res[i] -= 1
+        else:
+            wild -= 1
+    return _with(state, seat, res=tuple(res), wild=wild)
+
+
+def _begin_feeding(state: State, events: list[Event]) -> State:
+    state = state._replace(phase="feed", step=None, turn=state.start)
+    asked = []
+    for i in range(state.n):
+        seat = (state.start + i) % state.n
+        board = state.boards[seat]
+        food = board.food + board.agriculture
+        if board.agriculture:
+            events.append(Event("harvest", seat, {"food": board.agriculture}))
+        if food >= board.people:
+            events.append(Event("people_fed", seat, {"food": board.people}))
+            state = _with(state, seat, food=food - board.people)
+            continue
+        short = board.people - food
+        state = _with(state, seat, food=0, short=short)
+        events.append(Event("food_short", seat, {"food": food, "short": short}))
+        if sum(board.res) + board.wild >= short:
+            asked.append(seat)
+        else:
+            state = _starve(state, seat, events)
+    return state._replace(feeding=tuple(asked))
+
+
+def _feed(state: State, seat: int, action: Action, events: list[Event]) -> State:
+    state = state._replace(feeding=tuple(s for s in state.feeding if s != seat))
+    if action.kind == "starve":
+        return _starve(state, seat, events)
+    pay = action.get("pay")
+    events.append(Event("people_fed_with_resources", seat, {"paid": list(pay)}))
+    state = _pay(state, seat, pay)
+    return _with(state, seat, short=0)
+
+
+def _starve(state: State, seat: int, events: list[Event]) -> State:
+    board = state.boards[seat]
+    events.append(Event("people_starved", seat, {"short": board.short,
+                                                 "points": -STARVE_POINTS}))
+    return _with(state, seat, score=board.score - STARVE_POINTS, short=0)
+
+
+def _end_round(state: State, events: list[Event]) -> State:
+    """After feeding: the end conditions, else the next round (start player passes,
+    cards slide to the cheap end and are refilled, tools turn back)."""
+    ended = [i + 1 for i, st in enumerate(state.stacks) if not st]
+    left = [c for c in state.civ if c is not None]
+    missing = CARD_SLOTS - len(left)
+    if ended:
+        return _game_over(state, "buildings", events)
+    if missing > len(state.pile):
+        return _game_over(state, "cards", events)
+    civ = (*left, *state.pile[:missing])
+    state = state._replace(civ=civ, pile=state.pile[missing:])
+    if missing:
+        events.append(Event("cards_refilled", None, {"new": missing, "pile": len(state.pile)}))
+    boards = tuple(b._replace(tools=tuple(sorted((*b.tools, *b.spent), reverse=True)),
+                              spent=()) for b in state.boards)
+    start = (state.start + 1) % state.n
+    state = state._replace(boards=boards, start=start, round=state.round + 1,
+                           phase="place", home=(), feeding=())
+    events.append(Event("round_started", None, {"round": state.round, "start": start}))
+    return _next_placer(state, start, events)
+
+
+def _game_over(state: State, why: str, events: list[Event]) -> State:
+    finals = [final_scores(state, s) for s in range(state.n)]
+    best = max((f["total"], f["tiebreak"]) for f in finals)
+    winners = tuple(s for s, f in enumerate(finals) if (f["total"], f["tiebreak"]) == best)
+    events.append(Event("game_ended", None, {
+        "why": why, "round": state.round, "winners": list(winners),
+        "scores": [{"seat": s, **f} for s, f in enumerate(finals)]}))
+    return state._replace(phase="over", step=None, feeding=(), winners=winners, end=why)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _with(state: State, seat: int, **changes: Any) -> State:
+    boards = list(state.boards)
+    boards[seat] = boards[seat]._replace(**changes)
+    return state._replace(boards=tuple(boards))
+
+
+def _spots_of(state: State, seat: int) -> list[Spot]:
+    return [s for s in state.spots if s.seat == seat]
+
+
+def _home(state: State, seat: int) -> int:
+    """People of a seat not standing on a place (not placed yet, or back home)."""
+    return state.boards[seat].people - sum(s.count for s in state.spots if s.seat == seat)
+
+
+def _slot(place: str) -> int:
+    return int(place[-1]) - 1
+
+
+def _place_actions(state: State, seat: int) -> list[Action]:
+    home = _home(state, seat)
+    if not home:
+        return []
+    taken: dict[str, list[Spot]] = {}
+    for s in state.spots:
+        taken.setdefault(s.place, []).append(s)
+    out = []
+    for place in RESOURCE_PLACES:
+        here = taken.get(place, ())
+        if any(s.seat == seat for s in here):
+            continue
+        if place == "hunt":
+            room = home
+        else:
+            if len(here) >= COLOURS[state.n]:
+                continue
+            room = min(home, CAPACITY - sum(s.count for s in here))
+        out.extend(Action("place", (("at", place), ("count", c))) for c in range(1, room + 1))
+    village_used = sum(1 for p in VILLAGE if p in taken)
+    if state.n == 4 or village_used < 2:
+        for place in VILLAGE:
+            if place in taken:
+                continue
+            need = 2 if place == "hut" else 1
+            if home >= need:
+                out.append(Action("place", (("at", place), ("count", need))))
+    for i, card in enumerate(state.civ):
+        place = f"card{i + 1}"
+        if card is not None and place not in taken:
+            out.append(Action("place", (("at", place), ("count", 1))))
+    for i, stack in enumerate(state.stacks):
+        place = f"building{i + 1}"
+        if stack and place not in taken:
+            out.append(Action("place", (("at", place), ("count", 1))))
+    return out
+
+
+@lru_cache(maxsize=64)
+def _multisets(size: int) -> tuple[tuple[str, ...], ...]:
+    return tuple(combinations_with_replacement(PAYABLE, size))
+
+
+def _payable(board: Board, pay: tuple[str, ...]) -> bool:
+    missing = 0
+    for i, r in enumerate(PAYABLE):
+        n = pay.count(r)
+        if n > board.res[i]:
+            missing += n - board.res[i]
+    return missing <= board.wild
+
+
+def _payments_of_size(board: Board, size: int) -> list[tuple[str, ...]]:
+    if size <= 0 or sum(board.res) + board.wild < size:
+        return []
+    return [p for p in _multisets(size) if _payable(board, p)]
+
+
+def _building_payments(board: Board, tile: Building) -> list[tuple[str, ...]]:
+    if tile.cost is not None:
+        pay = tuple(r for r, n in zip(PAYABLE, tile.cost, strict=True) for _ in range(n))
+        return [pay] if _payable(board, pay) else []
+    if tile.count:
+        return [p for p in _payments_of_size(board, tile.count) if len(set(p)) == tile.kinds]
+    out = []
+    for size in range(1, tile.max + 1):
+        found = _payments_of_size(board, size)
+        if not found:
+            break
+        out.extend(found)
+    return out
+
+
+def _tool_ids(board: Board) -> list[str]:
+    return [*(f"t{v}" for v in board.tools), *board.one_time]
+
+
+def _tool_sets(board: Board) -> list[tuple[str, ...]]:
+    """Every distinct non-empty set of unused tools (tiles of equal value are alike)."""
+    ids = _tool_ids(board)
+    seen: dict[tuple[str, ...], None] = {}
+    for size in range(1, len(ids) + 1):
+        for combo in combinations(ids, size):
+            seen.setdefault(_tool_order(combo), None)
+    return list(seen)
+
+
+def _tool_order(tools: Sequence[str]) -> tuple[str, ...]:
+    """Tiles by value, highest first, then one-time tools by card id."""
+    return tuple(sorted(tools, key=lambda t: (0, -int(t[1:])) if t.startswith("t")
+                        else (1, t)))
+
+
+def _tool_value(tool: str) -> int:
+    return int(tool[1:]) if tool.startswith("t") else data().cards[tool].value
+
+
+def _best_tools(state: State, legal: list[Action]) -> Action:
+    """The fewest tools reaching the highest yield: the least tool value, permanent
+    tiles before one-time tools."""
+    step = state.step
+    value = RESOURCE_VALUE[step.resource]
+    total = sum(step.dice)
+
+    def key(action: Action) -> tuple[int, int, int, int]:
+        tools = action.get("use", ())
+        added = sum(_tool_value(t) for t in tools)
+        one_time = sum(1 for t in tools if not t.startswith("t"))
+        return (-((total + added) // value), added, one_time, len(tools))
+
+    return min(legal, key=key)
+
+
+def _pay_value(action: Action) -> int:
+    return sum(RESOURCE_VALUE[r] for r in action.get("pay", ()))
+
+
+def _default_place(legal: list[Action]) -> Action:
+    by_place: dict[str, list[Action]] = {}
+    for a in legal:
+        by_place.setdefault(a.get("at"), []).append(a)
+    for place in RESOURCE_PLACES:
+        if place in by_place:
+            return by_place[place][-1]  # the most people
+    return legal[0]
+
+
+def _face_helps(board: Board, face: int) -> bool:
+    if face == 6:
+        return board.agriculture < MAX_AGRICULTURE
+    if face == 5:
+        return sum(board.tools) + sum(board.spent) < MAX_TILES * MAX_TILE_VALUE
+    return True
+
+
+def _well_typed(action: Action) -> bool:
+    for _, value in action.args:
+        kind = type(value)
+        if kind is tuple:
+            if not all(type(v) is str for v in value):
+                return False
+        elif kind is not str and kind is not int:
+            return False
+    return True
+
+
+def _normalised(action: Action) -> Action:
+    """Payments and tools in any order mean the same: put them in the listed order."""
+    if len(action.args) != 1:
+        return action
+    name, value = action.args[0]
+    if type(value) is not tuple or not all(type(v) is str for v in value):
+        return action
+    if name == "pay" and action.kind in ("take", "build", "feed") and all(
+            v in PAYABLE for v in value):
+        return Action(action.kind, (("pay", tuple(sorted(value, key=PAYABLE.index))),))
+    if name == "use" and action.kind == "tools" and all(
+            (v.startswith("t") and v[1:].isdigit()) or v.isalnum() for v in value):
+        return Action("tools", (("use", _tool_order(value)),))
+    return action
