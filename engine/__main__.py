@@ -1,11 +1,12 @@
-"""Command line: ``python -m engine simulate cavemen --players 4 --games 100 --bot heuristic``."""
+"""Command line: ``python -m engine simulate stoneage --players 4 --games 100 --bot heuristic``
+(any registered game: cavemen, stoneage)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from engine.core import EngineError
+from engine.core import EngineError, games
 from engine.sim import report, simulate
 
 
@@ -13,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine")
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("simulate", help="bots play many games; prints speed and balance")
-    sim.add_argument("game", choices=["cavemen"])
+    sim.add_argument("game", choices=sorted(games()))
     sim.add_argument("--players", type=int, default=4)
     sim.add_argument("--games", type=int, default=100)
     sim.add_argument("--bot", choices=["random", "heuristic"], default="heuristic")

@@ -316,9 +316,9 @@ def check_turn(game: Game, state: Any, seat: int) -> None:
 
 def games() -> dict[str, Game]:
     """The registry of playable games by name."""
-    from engine import cavemen
+    from engine import cavemen, stoneage
 
-    return {cavemen.NAME: cavemen}
+    return {cavemen.NAME: cavemen, stoneage.NAME: stoneage}
 
 
 def get_game(name: str) -> Game:

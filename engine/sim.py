@@ -1,7 +1,9 @@
 """Self-play simulation: bots play whole games through the engine contract only.
 
 Used by ``python -m engine simulate`` and by the tests and benchmarks. Games that reach
-the round cap are reported as unfinished, never dropped.
+the round cap are reported as unfinished, never dropped. A game offers its bots as
+``BOTS`` and its own figures as ``stats`` (``summary(state, events)`` and
+``report(records)``); the rest is the same for every game.
 """
 
 from __future__ import annotations
@@ -13,11 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.core import Game, get_game
-
-TAKE_EVENTS = {"caveman_recruited": "recruited", "cave_explored": "explored",
-               "invention_made": "invented", "beast_hunted": "hunted",
-               "fire_invented": "invented"}
+from engine.core import Event, Game, get_game
 
 
 @dataclass
@@ -30,40 +28,35 @@ class GameRecord:
     finished: bool
     how: str
     taken: Counter = field(default_factory=Counter)
+    kinds: Counter = field(default_factory=Counter)  # decisions asked, by kind
+    points: list[int] | None = None  # final scores by seat, for games that score
+    winners: tuple[int, ...] = ()
 
 
 def play_game(game: Game, players: int, seed: int, bot: str, round_cap: int = 200,
               options: dict[str, Any] | None = None) -> GameRecord:
     """Play one game with the same bot in every seat."""
-    from engine.cavemen.bots import BOTS  # the only game with bots so far
-
-    choose = BOTS[bot]
+    choose = game.BOTS[bot]
     rng = random.Random(seed)
     state = game.setup([f"Player {i + 1}" for i in range(players)], seed, options)
     decisions = 0
-    taken: Counter = Counter()
-    conch_how = "kept"
+    kinds: Counter = Counter()
+    events: list[Event] = []
     while game.result(state) is None and state.round <= round_cap:
         decision = game.pending(state)[0]
         action = choose(state, decision.seat, rng)
-        state, events = game.apply(state, decision.seat, action)
+        state, new = game.apply(state, decision.seat, action)
+        events.extend(new)
         decisions += 1
-        for ev in events:
-            if ev.kind in TAKE_EVENTS:
-                taken[ev.data["card"]] += 1
-            elif ev.kind == "conch_won":
-                conch_how = "bought" if ev.actor != ev.data["from"] else "kept (paid)"
-            elif ev.kind == "conch_kept":
-                conch_how = "kept"
+        kinds[decision.kind] += 1
     res = game.result(state)
     finished = res is not None
     played = state.round if finished else state.round - 1  # the capped round never began
-    how = "unfinished"
-    if finished:
-        locked = "after the deck ran out" if state.fire_locked else "from the deck"
-        how = f"Fire, conch {conch_how}, {locked}"
+    info = game.stats.summary(state, events)
+    winners = tuple(res.winners) if finished else ()
     return GameRecord(seed, players, played, decisions,
-                      res.winners[0] if finished and res.winners else None, finished, how, taken)
+                      winners[0] if len(winners) == 1 else None, finished, info["how"],
+                      info["taken"], kinds, info["points"], winners)
 
 
 def percentile(values: list[int], pct: float) -> int:
@@ -81,14 +74,19 @@ def simulate(name: str, players: int, games: int, bot: str, seed: int,
 
 def report(name: str, players: int, bot: str, records: list[GameRecord],
            elapsed: float) -> str:
-    """The simulator's printout (see ``python -m engine simulate --help``)."""
-    from engine.core import get_game
+    """The simulator's printout (see ``python -m engine simulate --help``).
 
+    Wins by seat count a shared win as a fraction for each winner; the email load is
+    the decisions a player is asked per round (each may be one email)."""
     n = len(records)
     decisions = sum(r.decisions for r in records)
     rounds = [r.rounds for r in records]
     finished = [r for r in records if r.finished]
-    wins = Counter(r.winner for r in finished)
+    wins: Counter = Counter()
+    for r in finished:
+        for w in r.winners:
+            wins[w] += 1 / len(r.winners)
+    shared = sum(1 for r in finished if len(r.winners) > 1)
     lines = [
         f"{name}: {n} games, {players} players, bot {bot}",
         f"speed: {n / elapsed:,.1f} games/s, {decisions / elapsed:,.0f} decisions/s "
@@ -100,18 +98,19 @@ def report(name: str, players: int, bot: str, records: list[GameRecord],
     ]
     for seat in range(players):
         share = wins[seat] / len(finished) if finished else 0.0
-        lines.append(f"  seat {seat + 1}: {wins[seat]:5d}  {share:6.1%}  "
+        lines.append(f"  seat {seat + 1}: {wins[seat]:7.1f}  {share:6.1%}  "
                      f"({share * players:.2f}x fair)")
+    if shared:
+        lines.append(f"shared wins: {shared}")
+    seat_rounds = sum(r.rounds * r.players for r in records) or 1
+    kinds: Counter = Counter()
+    for r in records:
+        kinds.update(r.kinds)
+    lines.append(f"decisions per player per round: {decisions / seat_rounds:.2f}")
+    for kind, count in kinds.most_common():
+        lines.append(f"  {kind:10s} {count / seat_rounds:5.2f}")
     lines.append("how games were won:")
     for how, count in Counter(r.how for r in records).most_common():
         lines.append(f"  {count:5d}  {how}")
-    taken: Counter = Counter()
-    for r in records:
-        taken.update(r.taken)
-    state = get_game(name).setup(["a", "b"], 0)
-    deck = state.deck
-    lines.append("cards taken per game (recruited/explored/invented/hunted):")
-    for cid in deck.deck_ids:
-        card = deck.card(cid)
-        lines.append(f"  {cid:5s} {card.type:9s} {card.name:18s} {taken[cid] / n:5.2f}")
+    lines.extend(get_game(name).stats.report(records))
     return "\n".join(lines)

@@ -37,3 +37,8 @@ __all__ = [
     "Translation", "load_deck", "load_translation", "parse_deck", "pending", "result", "scores",
     "setup", "setup_with_events", "to_json", "translation", "view",
 ]
+
+from engine.cavemen import stats  # noqa: E402  (the simulator's figures)
+from engine.cavemen.bots import BOTS  # noqa: E402  (after the rules: the bots use them)
+
+__all__ += ["BOTS", "stats"]

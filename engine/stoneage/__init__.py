@@ -31,3 +31,8 @@ __all__ = [
     "default_action", "final_scores", "from_json", "legal_actions", "load_data",
     "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "view",
 ]
+
+from engine.stoneage import stats  # noqa: E402  (the simulator's figures)
+from engine.stoneage.bots import BOTS  # noqa: E402  (after the rules: the bots use them)
+
+__all__ += ["BOTS", "stats"]

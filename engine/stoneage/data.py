@@ -162,6 +162,18 @@ def _table(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
     return value
 
 
+def _entry(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(where, "is not a table")
+    return value
+
+
+def _only(entry: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    extra = set(entry) - allowed
+    if extra:
+        raise _fail(where, f"has fields it does not use: {sorted(extra)}")
+
+
 def _int(entry: Mapping[str, Any], key: str, where: str, low: int, high: int) -> int:
     value = entry.get(key)
     if type(value) is not int or not low <= value <= high:
@@ -197,6 +209,7 @@ def parse_data(doc: Mapping[str, Any], digest: str = "") -> Data:
     values = {}
     for key, entry in resources.items():
         where = f"resources.{key}"
+        entry = _entry(entry, where)
         values[key] = _int(entry, "value", where, 1, 20)
         named(f"resource.{key}", entry.get("name"), f"{where}.name")
     if values != RESOURCE_VALUE:
@@ -207,6 +220,7 @@ def parse_data(doc: Mapping[str, Any], digest: str = "") -> Data:
         raise _fail("places", f"must be exactly {', '.join(PLACES)} in that order")
     for key, entry in places.items():
         where = f"places.{key}"
+        entry = _entry(entry, where)
         if entry.get("kind") not in ("resource", "village", "card", "building"):
             raise _fail(where, f"kind must be resource, village, card or building, "
                                f"not {entry.get('kind')!r}")
@@ -224,6 +238,7 @@ def parse_data(doc: Mapping[str, Any], digest: str = "") -> Data:
     if tuple(sorted(figures)) != tuple(sorted(FIGURES)):
         raise _fail("figures", f"must be exactly {', '.join(FIGURES)}")
     for key, entry in figures.items():
+        entry = _entry(entry, f"figures.{key}")
         for part, prefix in (("name", "figure"), ("plural", "figures"), ("counts", "counts")):
             named(f"{prefix}.{key}", entry.get(part), f"figures.{key}.{part}")
 
@@ -257,10 +272,12 @@ def _entries(value: Any, what: str, count: int) -> list[tuple[str, Mapping[str, 
 def _buildings(value: Any) -> list[Building]:
     out = []
     for where, entry in _entries(value, "buildings", 28):
+        _only(entry, {"id", "cost", "count", "kinds", "max"}, where)
         shapes = [k for k in ("cost", "count", "max") if k in entry]
         if len(shapes) != 1:
             raise _fail(where, "needs exactly one of cost, count (with kinds) or max")
         if "cost" in entry:
+            _only(entry, {"id", "cost"}, where)
             cost = entry["cost"]
             if not isinstance(cost, Mapping) or not cost:
                 raise _fail(where, "cost must be a table of resource counts")
@@ -271,12 +288,14 @@ def _buildings(value: Any) -> list[Building]:
                     raise _fail(where, f"cost of {kind} must be 1 to 7, not {n!r}")
             out.append(Building(entry["id"], tuple(cost.get(k, 0) for k in PAYABLE)))
         elif "count" in entry:
+            _only(entry, {"id", "count", "kinds"}, where)
             count = _int(entry, "count", where, 1, 7)
             kinds = _int(entry, "kinds", where, 1, 4)
             if kinds > count:
                 raise _fail(where, f"cannot pay {count} resources in {kinds} kinds")
             out.append(Building(entry["id"], count=count, kinds=kinds))
         else:
+            _only(entry, {"id", "max"}, where)
             out.append(Building(entry["id"], max=_int(entry, "max", where, 1, 7)))
     return out
 
@@ -285,7 +304,8 @@ def _cards(value: Any, culture: tuple[str, ...]) -> list[Card]:
     out = []
     for where, entry in _entries(value, "cards", 36):
         top = entry.get("top")
-        if not isinstance(top, Mapping) or top.get("kind") not in TOP_KINDS:
+        if not isinstance(top, Mapping) or not isinstance(top.get("kind"), str) or (
+                top["kind"] not in TOP_KINDS):
             raise _fail(where, f"top must be a table whose kind is one of "
                                f"{', '.join(TOP_KINDS)}")
         kind = top["kind"]
@@ -305,10 +325,12 @@ def _cards(value: Any, culture: tuple[str, ...]) -> list[Card]:
         if ("culture" in entry) == ("figure" in entry):
             raise _fail(where, "needs exactly one of culture or figure")
         if "culture" in entry:
+            _only(entry, {"id", "top", "culture"}, where)
             if entry["culture"] not in culture:
                 raise _fail(where, f"culture {entry['culture']!r} is not a culture symbol")
             out.append(Card(entry["id"], kind, culture=entry["culture"], **fields))
         else:
+            _only(entry, {"id", "top", "figure", "count"}, where)
             if entry["figure"] not in FIGURES:
                 raise _fail(where, f"figure {entry['figure']!r} is not one of "
                                    f"{', '.join(FIGURES)}")

@@ -19,7 +19,7 @@ engine contract (engine/core.py, DESIGN.md) at every decision:
   call, and the game is replayed under a different global seed);
 - replaying the same seed and actions rebuilds the same state and the same events.
 
-A game joins by adding a :class:`GameSpec` to ``SPECS`` (Stone Age will).
+A game joins by adding a :class:`GameSpec` to ``SPECS``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from engine import cavemen
+from engine import cavemen, stoneage
 from engine.cavemen.bots import BOTS as CAVEMEN_BOTS
 from engine.core import (
     Action,
@@ -56,6 +56,7 @@ from engine.core import (
     format_action,
     parse_action,
 )
+from engine.stoneage.bots import BOTS as STONEAGE_BOTS
 
 Bot = Callable[[Any, int, random.Random], Action]
 ROOT = Path(__file__).resolve().parents[2]
@@ -464,7 +465,150 @@ CAVEMEN = GameSpec(
     equivalent=cavemen_equivalent,
 )
 
-SPECS = {"cavemen": CAVEMEN}
+
+# --------------------------------------------------------------------------- Stone Age
+
+
+def stoneage_check_state(state: stoneage.State) -> None:
+    """Stone Age invariants beyond the engine's own ``check_invariants``: every person in
+    exactly one place, resources never negative, at most 3 tool tiles and 12 in all."""
+    stoneage.check_invariants(state)
+    for seat, board in enumerate(state.boards):
+        placed = sum(s.count for s in state.spots if s.seat == seat)
+        home = stoneage.view(state, seat)["boards"][seat]["home"]
+        assert placed + home == board.people and home >= 0, (seat, board, state.spots)
+        assert min(board.res) >= 0 and board.food >= 0 and board.wild >= 0, board
+        tiles = (*board.tools, *board.spent)
+        assert len(tiles) <= 3 and sum(tiles) <= 12, board
+        assert 0 <= board.agriculture <= 10 and 5 <= board.people <= 10, board
+    counts: Counter = Counter(s.place for s in state.spots)
+    for spot in state.spots:
+        if spot.place.startswith(("card", "building")) or spot.place in ("toolmaker", "field"):
+            assert spot.count == 1 and counts[spot.place] == 1, spot
+        elif spot.place == "hut":
+            assert spot.count == 2 and counts["hut"] == 1, spot
+        elif spot.place != "hunt":
+            on = [s for s in state.spots if s.place == spot.place]
+            assert sum(s.count for s in on) <= 7, on
+            assert len(on) <= {2: 1, 3: 2, 4: 4}[state.n], on
+    if state.n < 4 and state.phase == "place":
+        assert sum(1 for p in ("toolmaker", "hut", "field") if counts[p]) <= 2
+    over = state.phase == "over"
+    assert over == (stoneage.result(state) is not None)
+    if over and state.end != "abandoned":
+        assert state.winners
+
+
+def stoneage_illegal_actions(state: stoneage.State, seat: int) -> Iterator[Action]:
+    """Actions a Stone Age seat must never be allowed."""
+    kind = next(d.kind for d in stoneage.pending(state) if d.seat == seat)
+    board = state.boards[seat]
+    home = board.people - sum(s.count for s in state.spots if s.seat == seat)
+    if kind == "place":
+        for place in ("hunt", "forest", "river", "toolmaker", "hut", "field", "card1",
+                      "card4", "building1", f"building{state.n + 1}", "card5", "nowhere"):
+            for count in (0, -1, home + 1, 8, 2 if place != "hut" else 1):
+                yield Action.of("place", at=place, count=count)
+        for spot in state.spots:
+            yield Action.of("place", at=spot.place, count=1)
+        yield Action.of("place", at="hunt")
+        yield Action.of("use", at="hunt")
+    elif kind == "use":
+        mine = {s.place for s in state.spots if s.seat == seat}
+        for place in ("hunt", "forest", "clay", "quarry", "river", "toolmaker", "hut",
+                      "field", "card1", "card2", "building1", "nowhere"):
+            if place not in mine:
+                yield Action.of("use", at=place)
+        yield Action.of("decline")
+    elif kind == "tools":
+        owned = [f"t{v}" for v in board.tools] + list(board.one_time)
+        for tool in ("t1", "t2", "t3", "t4", "t5", "S06", "S07", "S08", "G01"):
+            if owned.count(tool) == 0:
+                yield Action.of("tools", use=(tool,))
+            yield Action.of("tools", use=(tool,) * (owned.count(tool) + 1))
+        yield Action.of("tools", use=())
+        yield Action.of("tools")
+        for spent in board.spent:
+            if f"t{spent}" not in owned:
+                yield Action.of("tools", use=(f"t{spent}",))
+    elif kind in ("card", "build", "feed"):
+        verb = {"card": "take", "build": "build", "feed": "feed"}[kind]
+        res = dict(zip(("wood", "brick", "stone", "gold"), board.res, strict=True))
+        for name, have in res.items():
+            yield Action.of(verb, pay=(name,) * (have + board.wild + 1))
+        yield Action.of(verb, pay=("food",))
+        yield Action.of(verb, pay=("iron",))
+        yield Action.of(verb, pay=())
+        yield Action.of(verb)
+        if kind == "feed":
+            yield Action.of("feed", pay=("wood",) * (board.short + 1))
+            if board.short > 1:
+                yield Action.of("feed", pay=("wood",) * (board.short - 1))
+            yield Action.of("decline")
+        else:
+            yield Action.of("starve")
+    else:  # pick
+        for face in (0, 7, -1, *(f for f in range(1, 7) if f not in state.step.dice)):
+            yield Action.of("pick", face=face)
+        yield Action.of("pick", face="6")
+        yield Action.of("pick")
+
+
+def stoneage_equivalent(state: stoneage.State, seat: int, action: Action) -> Action | None:
+    """Stone Age accepts payments and tools in any order (rules.py, ``_normalised``)."""
+    if len(action.args) != 1 or type(action.args[0][1]) is not tuple:
+        return None
+    name, value = action.args[0]
+    if not all(type(v) is str for v in value):
+        return None
+    order = ("wood", "brick", "stone", "gold")
+    if name == "pay" and action.kind in ("take", "build", "feed") and set(value) <= set(order):
+        return Action.of(action.kind, pay=tuple(sorted(value, key=order.index)))
+    if name == "use" and action.kind == "tools":
+        tiles = sorted((v for v in value if v.startswith("t") and v[1:].isdigit()),
+                       key=lambda t: -int(t[1:]))
+        rest = sorted(v for v in value if not (v.startswith("t") and v[1:].isdigit()))
+        return Action.of("tools", use=(*tiles, *rest))
+    return None
+
+
+def stoneage_hidden_orders(state: stoneage.State) -> list[Sequence[str]]:
+    return [state.pile, *(stack[1:] for stack in state.stacks)]
+
+
+def stoneage_check_view(state: stoneage.State, seat: int | None, view: dict[str, Any],
+                        tokens: list[str]) -> None:
+    """Held civilization cards (and one-time tools) only in their owner's view until the
+    end; the face-down pile and the tiles under the tops never named."""
+    over = state.phase == "over"
+    assert view["card_pile"] == len(state.pile) and type(view["card_pile"]) is int
+    hidden = set(state.pile) | {t for stack in state.stacks for t in stack[1:]}
+    for other, board in enumerate(state.boards):
+        entry = view["boards"][other]
+        assert entry["cards_held"] == len(board.cards)
+        if over or other == seat:
+            assert [c["id"] for c in entry["cards"]] == list(board.cards)
+        else:
+            assert "cards" not in entry and "one_time" not in entry and "final" not in entry
+            hidden |= set(board.cards)
+    shown = hidden.intersection(tokens)
+    assert not shown, f"view for seat {seat} names hidden cards or tiles {sorted(shown)[:5]}"
+
+
+STONEAGE = GameSpec(
+    game=stoneage,
+    bots=STONEAGE_BOTS,
+    check_state=stoneage_check_state,
+    illegal_actions=stoneage_illegal_actions,
+    hidden_orders=stoneage_hidden_orders,
+    check_view=stoneage_check_view,
+    end_early=stoneage.abandon,
+    equivalent=stoneage_equivalent,
+)
+
+SPECS = {"cavemen": CAVEMEN, "stoneage": STONEAGE}
+GAME_PLAYERS = [(name, n) for name in sorted(SPECS)
+                for n in range(SPECS[name].game.MIN_PLAYERS, SPECS[name].game.MAX_PLAYERS + 1)]
 
 # --------------------------------------------------------------------------- tests
 
@@ -483,8 +627,7 @@ def conformance_settings(examples: int):
                     phases=(Phase.explicit, Phase.generate))
 
 
-@pytest.mark.parametrize("name", sorted(SPECS))
-@pytest.mark.parametrize("players", [2, 3, 4, 5])
+@pytest.mark.parametrize(("name", "players"), GAME_PLAYERS)
 @conformance_settings(examples=4)
 @given(seed=SEEDS)
 def test_random_bot_playouts_conform(name: str, players: int, seed: int) -> None:
@@ -492,8 +635,7 @@ def test_random_bot_playouts_conform(name: str, players: int, seed: int) -> None
     assert out.decisions > 0
 
 
-@pytest.mark.parametrize("name", sorted(SPECS))
-@pytest.mark.parametrize("players", [2, 3, 4, 5])
+@pytest.mark.parametrize(("name", "players"), GAME_PLAYERS)
 @conformance_settings(examples=3)
 @given(seed=SEEDS)
 def test_heuristic_bot_playouts_conform_and_finish(name: str, players: int,
@@ -502,8 +644,7 @@ def test_heuristic_bot_playouts_conform_and_finish(name: str, players: int,
     assert out.finished, f"a heuristic game with seed {seed} did not finish"
 
 
-@pytest.mark.parametrize("name", sorted(SPECS))
-@pytest.mark.parametrize("players", [2, 3, 4, 5])
+@pytest.mark.parametrize(("name", "players"), GAME_PLAYERS)
 @conformance_settings(examples=2)
 @given(seed=SEEDS)
 def test_mixed_bot_playouts_conform(name: str, players: int, seed: int) -> None:
@@ -543,21 +684,58 @@ def test_checked_playouts_refuse_many_unlisted_actions() -> None:
     assert out.refused["equivalent"], "no reordered discard was tried"
 
 
-@pytest.mark.parametrize("players", [2, 3, 4, 5])
-def test_abandoned_games_conform(players: int) -> None:
+def test_stoneage_playouts_reach_every_decision_kind_and_the_end() -> None:
+    """The same drivers reach every Stone Age decision kind, simultaneous feeding, both
+    end conditions' machinery, every top effect and the end."""
+    kinds: Counter = Counter()
+    event_kinds: Counter = Counter()
+    finished = 0
+    for players in (2, 3, 4):
+        for seed in range(8):
+            mix = list(BOT_MIXES)[seed % 3]
+            out = play_and_check(STONEAGE, players, seed, BOT_MIXES[mix](players),
+                                 max_decisions=3000, checked=False)
+            kinds.update(out.kinds)
+            event_kinds.update(out.event_kinds)
+            finished += out.finished
+    assert {"place", "use", "tools", "card", "build", "pick", "feed"} <= set(kinds), kinds
+    assert kinds["feed x2"] + kinds["feed x3"] + kinds["feed x4"], "no simultaneous feeding"
+    assert finished >= 16, finished
+    for kind in ("people_placed", "placement_over", "dice_rolled",
+                 "tools_added", "resources_gained", "tool_made", "person_born",
+                 "agriculture_raised", "card_taken", "card_kept", "card_declined",
+                 "card_unaffordable", "points_scored", "resources_of_choice",
+                 "one_time_tool", "dice_for_all", "die_picked", "extra_card_drawn",
+                 "building_built", "building_declined", "building_unaffordable", "harvest",
+                 "people_fed", "food_short", "people_fed_with_resources", "people_starved",
+                 "cards_refilled", "round_started", "game_ended", "nothing_gained"):
+        assert event_kinds[kind], f"no playout produced {kind}"
+
+
+def test_checked_stoneage_playouts_refuse_many_unlisted_actions() -> None:
+    out = play_and_check(STONEAGE, 3, 77, "heuristic", sample=1)
+    assert out.finished
+    assert out.refused["illegal"] > 20 * out.decisions
+    assert out.refused["not_your_turn"] >= 3 * out.decisions
+    assert out.refused["equivalent"], "no reordered payment was tried"
+
+
+@pytest.mark.parametrize(("name", "players"), GAME_PLAYERS)
+def test_abandoned_games_conform(name: str, players: int) -> None:
+    spec = SPECS[name]
     rng = random.Random(players)
-    game = CAVEMEN.game
+    game = spec.game
     state = game.setup([f"P{i}" for i in range(players)], players, None)
     for _ in range(rng.randrange(5, 60)):
         seat = game.pending(state)[0].seat
-        state, _ = game.apply(state, seat, CAVEMEN.bots["random"](state, seat, rng))
+        state, _ = game.apply(state, seat, spec.bots["random"](state, seat, rng))
     last = game.legal_actions(state, game.pending(state)[0].seat)
-    state, events = CAVEMEN.end_early(state)
+    state, events = spec.end_early(state)
     check_events(events, players)
     assert game.result(state).winners == ()
-    check_game_over(CAVEMEN, state, last)
+    check_game_over(spec, state, last)
     with pytest.raises(GameOver):
-        CAVEMEN.end_early(state)
+        spec.end_early(state)
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

@@ -96,7 +96,7 @@ def test_the_simulator_prints_win_shares_by_seat(heuristic_run) -> None:
     wins = Counter(r.winner for r in records)
     total = 0
     for seat, text in enumerate(seats):
-        m = re.fullmatch(r"  seat (\d): +(\d+) +([\d.]+)%  \(([\d.]+)x fair\)", text)
+        m = re.fullmatch(r"  seat (\d): +(\d+)\.0 +([\d.]+)%  \(([\d.]+)x fair\)", text)
         assert m, text
         assert int(m[1]) == seat + 1 and int(m[2]) == wins[seat]
         assert float(m[3]) == pytest.approx(100 * wins[seat] / 8, abs=0.05)
