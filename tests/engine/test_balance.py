@@ -7,6 +7,7 @@ same check on a smaller sample, so a rules or deck change that breaks the shape 
 
 from __future__ import annotations
 
+import random
 import statistics
 from collections import Counter
 
@@ -27,3 +28,41 @@ def test_heuristic_games_end_in_10_to_25_rounds_without_a_dominant_seat(players:
     fair = GAMES / players
     # 1.5x fair share over 2,000 games; a small sample gets a wider margin (about 3 sigma).
     assert max(wins.values()) <= fair * 1.5 + 3 * (fair ** 0.5), wins
+
+
+STONEAGE_GAMES = 90
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+def test_stoneage_heuristic_games_end_in_10_to_20_rounds_without_a_dominant_seat(
+        players: int) -> None:
+    records, _ = simulate("stoneage", players, STONEAGE_GAMES, "heuristic",
+                          seed=2000 * players, round_cap=60)
+    assert all(r.finished for r in records), [r.seed for r in records if not r.finished]
+    assert 10 <= statistics.median(r.rounds for r in records) <= 20
+    wins: Counter = Counter()
+    for r in records:
+        for w in r.winners:
+            wins[w] += 1 / len(r.winners)
+    fair = STONEAGE_GAMES / players
+    # 1.3x fair share over 2,000 games (the simulator); about 3 sigma more on a sample.
+    assert max(wins.values()) <= fair * 1.3 + 3 * (fair ** 0.5), wins
+    assert statistics.median(p for r in records for p in r.points) >= 80
+
+
+def test_stoneage_heuristic_bot_beats_the_random_bot() -> None:
+    """At least 95% of 2-player games (the simulator's figure is over 2,000 games)."""
+    from engine import stoneage
+
+    won = 0
+    games = 60
+    for seed in range(games):
+        seats = ["heuristic", "random"] if seed % 2 else ["random", "heuristic"]
+        rng = random.Random(seed)
+        state = stoneage.setup(["a", "b"], seed)
+        while stoneage.result(state) is None:
+            seat = stoneage.pending(state)[0].seat
+            action = stoneage.BOTS[seats[seat]](state, seat, rng)
+            state, _ = stoneage.apply(state, seat, action)
+        won += state.winners == (seats.index("heuristic"),)
+    assert won >= 0.95 * games, won

@@ -14,37 +14,39 @@ from pathlib import Path
 
 import pytest
 
-from engine import cavemen
-from engine.cavemen.bots import heuristic_bot
-from engine.core import format_action
+from engine.core import format_action, get_game
 
 GOLDEN = Path(__file__).with_name("golden")
-CASES = [(2, 11), (3, 7), (5, 3)]
+CASES = [("cavemen", 2, 11), ("cavemen", 3, 7), ("cavemen", 5, 3), ("stoneage", 2, 11),
+         ("stoneage", 3, 7), ("stoneage", 4, 3)]
 
 
-def transcript(players: int, seed: int) -> list[str]:
-    state, events = cavemen.setup_with_events([f"P{i + 1}" for i in range(players)], seed)
+def transcript(name: str, players: int, seed: int) -> list[str]:
+    game = get_game(name)
+    heuristic_bot = game.BOTS["heuristic"]
+    state, events = game.setup_with_events([f"P{i + 1}" for i in range(players)], seed)
     lines = [f"setup players={players} seed={seed}"]
     lines += [_event(e) for e in events]
     rng = random.Random(seed)
-    while cavemen.result(state) is None:
-        decision = cavemen.pending(state)[0]
+    while game.result(state) is None:
+        decision = game.pending(state)[0]
         action = heuristic_bot(state, decision.seat, rng)
         lines.append(f"> seat {decision.seat} {decision.kind}: {format_action(action)}")
-        state, events = cavemen.apply(state, decision.seat, action)
+        state, events = game.apply(state, decision.seat, action)
         lines += [_event(e) for e in events]
-    lines.append(f"result {json.dumps(cavemen.result(state).to_json(), sort_keys=True)}")
+    lines.append(f"result {json.dumps(game.result(state).to_json(), sort_keys=True)}")
     return lines
 
 
 def _event(e) -> str:
-    return f"  {e.kind} actor={e.actor} {json.dumps(dict(e.data), sort_keys=True)}"
+    seen = "" if e.visible_to is None else f" to={list(e.visible_to)}"
+    return f"  {e.kind} actor={e.actor}{seen} {json.dumps(dict(e.data), sort_keys=True)}"
 
 
-@pytest.mark.parametrize(("players", "seed"), CASES)
-def test_playthrough_matches_golden_transcript(players: int, seed: int) -> None:
-    path = GOLDEN / f"cavemen_{players}p_seed{seed}.txt"
-    lines = transcript(players, seed)
+@pytest.mark.parametrize(("name", "players", "seed"), CASES)
+def test_playthrough_matches_golden_transcript(name: str, players: int, seed: int) -> None:
+    path = GOLDEN / f"{name}_{players}p_seed{seed}.txt"
+    lines = transcript(name, players, seed)
     if os.environ.get("UPDATE_GOLDEN") == "1":
         path.write_text("\n".join(lines) + "\n")
     assert path.exists(), f"no golden transcript {path.name}; run with UPDATE_GOLDEN=1"

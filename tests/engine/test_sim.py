@@ -237,3 +237,36 @@ def test_report_counts_every_game_once() -> None:
     assert "cavemen: 4 games, 2 players, bot random" in text
     rows = section(text.splitlines(), "how games were won:")
     assert sum(int(r.split()[0]) for r in rows) == 4
+
+
+def test_the_simulator_runs_stone_age_with_scores_by_seat(capsys) -> None:
+    code = main(["simulate", "stoneage", "--players", "2", "--games", "6", "--seed", "3"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert lines[0] == "stoneage: 6 games, 2 players, bot heuristic"
+    records, _ = simulate("stoneage", 2, 6, "heuristic", 3)
+    everyone = [p for r in records for p in r.points]
+    m = line(lines, r"final score: mean ([\d.]+), sd ([\d.]+), min (-?\d+), max (-?\d+)")
+    assert float(m[1]) == pytest.approx(statistics.fmean(everyone), abs=0.05)
+    assert float(m[2]) == pytest.approx(statistics.pstdev(everyone), abs=0.05)
+    assert (int(m[3]), int(m[4])) == (min(everyone), max(everyone))
+    seats = section(lines, "final score by seat")
+    for seat, text in enumerate(seats):
+        mine = [r.points[seat] for r in records]
+        m = re.fullmatch(r"  seat (\d): +([\d.]+) +([\d.]+)", text)
+        assert m and int(m[1]) == seat + 1, text
+        assert float(m[2]) == pytest.approx(statistics.fmean(mine), abs=0.05)
+    assert len(seats) == 2
+    m = line(lines, r"decisions per player per round: ([\d.]+)")
+    per_round = sum(r.decisions for r in records) / sum(2 * r.rounds for r in records)
+    assert float(m[1]) == pytest.approx(per_round, abs=0.005)
+    kinds = dict(x.split() for x in section(lines, "decisions per player per round"))
+    assert {"place", "use"} <= set(kinds)
+    assert sum(float(v) for v in kinds.values()) == pytest.approx(per_round, abs=0.05)
+    rows = section(lines, "how games were won:")
+    assert sum(int(x.split()[0]) for x in rows) == 6
+    built = section(lines, "buildings built per game:")
+    assert len(built) == 28
+    built_total = sum(v for r in records for k, v in r.taken.items() if k.startswith("B"))
+    assert built_total >= 6 * 7  # a stack of 7 ran empty in every game
+    assert sum(float(x.split()[1]) for x in built) * 6 == pytest.approx(built_total, abs=0.2)
