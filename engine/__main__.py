@@ -18,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--players", type=int, default=4)
     sim.add_argument("--games", type=int, default=100)
     sim.add_argument("--bot", choices=["random", "heuristic"], default="heuristic")
+    sim.add_argument("--against", choices=["random", "heuristic"], default=None,
+                     help="one seat plays --bot, the others this bot (the seat rotates)")
     sim.add_argument("--seed", type=int, default=1)
     sim.add_argument("--round-cap", type=int, default=200)
     args = parser.parse_args(argv)
@@ -27,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--round-cap must be at least 1")
     try:
         records, elapsed = simulate(args.game, args.players, args.games, args.bot, args.seed,
-                                    args.round_cap)
+                                    args.round_cap, args.against)
     except EngineError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2

@@ -31,12 +31,14 @@ class GameRecord:
     kinds: Counter = field(default_factory=Counter)  # decisions asked, by kind
     points: list[int] | None = None  # final scores by seat, for games that score
     winners: tuple[int, ...] = ()
+    seats: tuple[str, ...] = ()  # the bot in each seat
 
 
 def play_game(game: Game, players: int, seed: int, bot: str, round_cap: int = 200,
-              options: dict[str, Any] | None = None) -> GameRecord:
-    """Play one game with the same bot in every seat."""
-    choose = game.BOTS[bot]
+              options: dict[str, Any] | None = None,
+              seats: list[str] | None = None) -> GameRecord:
+    """Play one game with the same bot in every seat, or ``seats`` naming one per seat."""
+    chooser = [game.BOTS[b] for b in (seats or [bot] * players)]
     rng = random.Random(seed)
     state = game.setup([f"Player {i + 1}" for i in range(players)], seed, options)
     decisions = 0
@@ -44,7 +46,7 @@ def play_game(game: Game, players: int, seed: int, bot: str, round_cap: int = 20
     events: list[Event] = []
     while game.result(state) is None and state.round <= round_cap:
         decision = game.pending(state)[0]
-        action = choose(state, decision.seat, rng)
+        action = chooser[decision.seat](state, decision.seat, rng)
         state, new = game.apply(state, decision.seat, action)
         events.extend(new)
         decisions += 1
@@ -56,7 +58,8 @@ def play_game(game: Game, players: int, seed: int, bot: str, round_cap: int = 20
     winners = tuple(res.winners) if finished else ()
     return GameRecord(seed, players, played, decisions,
                       winners[0] if len(winners) == 1 else None, finished, info["how"],
-                      info["taken"], kinds, info["points"], winners)
+                      info["taken"], kinds, info["points"], winners,
+                      tuple(seats or [bot] * players))
 
 
 def percentile(values: list[int], pct: float) -> int:
@@ -65,10 +68,19 @@ def percentile(values: list[int], pct: float) -> int:
 
 
 def simulate(name: str, players: int, games: int, bot: str, seed: int,
-             round_cap: int = 200) -> tuple[list[GameRecord], float]:
+             round_cap: int = 200, against: str | None = None,
+             ) -> tuple[list[GameRecord], float]:
+    """Bots play ``games`` games. With ``against``, one seat plays ``bot`` and the others
+    ``against``; the seat of ``bot`` moves round the table from game to game."""
     game = get_game(name)
     start = time.perf_counter()
-    records = [play_game(game, players, seed + i, bot, round_cap) for i in range(games)]
+    records = []
+    for i in range(games):
+        seats = None
+        if against:
+            seats = [against] * players
+            seats[i % players] = bot
+        records.append(play_game(game, players, seed + i, bot, round_cap, seats=seats))
     return records, time.perf_counter() - start
 
 
@@ -87,8 +99,12 @@ def report(name: str, players: int, bot: str, records: list[GameRecord],
         for w in r.winners:
             wins[w] += 1 / len(r.winners)
     shared = sum(1 for r in finished if len(r.winners) > 1)
+    versus = records[0].seats if records and len(set(records[0].seats)) > 1 else None
+    title = f"{name}: {n} games, {players} players, bot {bot}"
+    if versus:
+        title += f" against {next(b for b in versus if b != bot)}"
     lines = [
-        f"{name}: {n} games, {players} players, bot {bot}",
+        title,
         f"speed: {n / elapsed:,.1f} games/s, {decisions / elapsed:,.0f} decisions/s "
         f"({elapsed:.1f} s)",
         f"rounds per game: median {statistics.median(rounds):g}, "
@@ -102,6 +118,10 @@ def report(name: str, players: int, bot: str, records: list[GameRecord],
                      f"({share * players:.2f}x fair)")
     if shared:
         lines.append(f"shared wins: {shared}")
+    if versus:
+        alone = sum(1 for r in finished if len(r.winners) == 1
+                    and r.seats[r.winners[0]] == bot)
+        lines.append(f"{bot} won alone: {alone} of {n} ({alone / n:.1%})")
     seat_rounds = sum(r.rounds * r.players for r in records) or 1
     kinds: Counter = Counter()
     for r in records:

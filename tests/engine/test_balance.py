@@ -7,7 +7,6 @@ same check on a smaller sample, so a rules or deck change that breaks the shape 
 
 from __future__ import annotations
 
-import random
 import statistics
 from collections import Counter
 
@@ -52,17 +51,8 @@ def test_stoneage_heuristic_games_end_in_10_to_20_rounds_without_a_dominant_seat
 
 def test_stoneage_heuristic_bot_beats_the_random_bot() -> None:
     """At least 95% of 2-player games (the simulator's figure is over 2,000 games)."""
-    from engine import stoneage
-
-    won = 0
     games = 60
-    for seed in range(games):
-        seats = ["heuristic", "random"] if seed % 2 else ["random", "heuristic"]
-        rng = random.Random(seed)
-        state = stoneage.setup(["a", "b"], seed)
-        while stoneage.result(state) is None:
-            seat = stoneage.pending(state)[0].seat
-            action = stoneage.BOTS[seats[seat]](state, seat, rng)
-            state, _ = stoneage.apply(state, seat, action)
-        won += state.winners == (seats.index("heuristic"),)
+    records, _ = simulate("stoneage", 2, games, "heuristic", seed=7, against="random")
+    assert [r.seats for r in records[:2]] == [("heuristic", "random"), ("random", "heuristic")]
+    won = sum(1 for r in records if len(r.winners) == 1 and r.seats[r.winners[0]] == "heuristic")
     assert won >= 0.95 * games, won
