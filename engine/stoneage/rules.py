@@ -935,6 +935,12 @@ def _slot(place: str) -> int:
     return int(place[-1]) - 1
 
 
+_PLACE_ROWS = {place: tuple(Action("place", (("at", place), ("count", c)))
+                           for c in range(MAX_PEOPLE + 1))
+               for place in (*RESOURCE_PLACES, *VILLAGE, *(f"card{i}" for i in range(1, 5)),
+                             *(f"building{i}" for i in range(1, 5)))}
+
+
 def _place_actions(state: State, seat: int) -> list[Action]:
     home = _home(state, seat)
     if not home:
@@ -953,7 +959,7 @@ def _place_actions(state: State, seat: int) -> list[Action]:
             if len(here) >= COLOURS[state.n]:
                 continue
             room = min(home, CAPACITY - sum(s.count for s in here))
-        out.extend(Action("place", (("at", place), ("count", c))) for c in range(1, room + 1))
+        out.extend(_PLACE_ROWS[place][1:room + 1])
     village_used = sum(1 for p in VILLAGE if p in taken)
     if state.n == 4 or village_used < 2:
         for place in VILLAGE:
@@ -961,15 +967,15 @@ def _place_actions(state: State, seat: int) -> list[Action]:
                 continue
             need = 2 if place == "hut" else 1
             if home >= need:
-                out.append(Action("place", (("at", place), ("count", need))))
+                out.append(_PLACE_ROWS[place][need])
     for i, card in enumerate(state.civ):
         place = f"card{i + 1}"
         if card is not None and place not in taken:
-            out.append(Action("place", (("at", place), ("count", 1))))
+            out.append(_PLACE_ROWS[place][1])
     for i, stack in enumerate(state.stacks):
         place = f"building{i + 1}"
         if stack and place not in taken:
-            out.append(Action("place", (("at", place), ("count", 1))))
+            out.append(_PLACE_ROWS[place][1])
     return out
 
 
