@@ -172,7 +172,9 @@ def parse_action(text: str, legal: Sequence[Action]) -> Action:
 
     Syntax first (words separated by blanks, case-insensitive), then an exact match on the
     formatted legal actions, then a unique prefix match (``recruit H03`` when only one way
-    to pay exists). Raises InvalidAction, IllegalAction or AmbiguousAction.
+    to pay exists), then a unique match of the same words in any order after the first
+    (``take brick wood`` for ``take wood brick``). Raises InvalidAction, IllegalAction or
+    AmbiguousAction.
     """
     words = text.strip().lower().split()
     if not words:
@@ -184,6 +186,12 @@ def parse_action(text: str, legal: Sequence[Action]) -> Action:
     prefix = [a for w, a in formatted if w[: len(words)] == words]
     if len(prefix) == 1:
         return prefix[0]
+    if not prefix:
+        # The same words in another order ("take brick wood", "discard C02 B01").
+        key = (words[0], sorted(words[1:]))
+        same = [a for w, a in formatted if (w[0], sorted(w[1:])) == key]
+        if len(same) == 1:
+            return same[0]
     if prefix:
         raise AmbiguousAction(
             f"{text!r} matches {len(prefix)} actions", text=text,

@@ -14,8 +14,8 @@ Decisions (kinds), their actions, and what a timeout plays:
   them first can never hurt). Timeout: the earliest placement.
 - ``tools``: after a roll, ``tools use=(t2, t1, S07, ...)`` (tiles by value, one-time
   tools by card) or ``no_tools``; asked only when some unused tool would raise the
-  yield. Timeout: the smallest set of tools (permanent tiles before one-time tools) that
-  reaches the highest yield.
+  yield. Timeout: the tools of least total value that reach the highest yield (on a tie,
+  permanent tiles before one-time tools, then the fewest).
 - ``card``: ``take pay=(wood, ...)`` (the card's position cost in any building
   resources) or ``decline``; asked only when the seat can pay. Timeout: take, paying the
   least valuable resources.

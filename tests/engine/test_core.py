@@ -156,12 +156,17 @@ def test_parse_action_refuses_an_ambiguous_prefix_listing_candidates(text: str) 
 
 
 @pytest.mark.parametrize("text", ["bid 99", "bid 1 2", "recruit H05", "dance", "forage",
-                                  "discard C02 B01", "pass now"])
+                                  "discard C02 C02", "pass now"])
 def test_parse_action_refuses_an_illegal_command(text: str) -> None:
     with pytest.raises(IllegalAction) as info:
         parse_action(text, LEGAL)
     assert info.value.code == "action/illegal"
     assert info.value.data["text"] == text
+
+
+def test_parse_action_reads_the_same_words_in_another_order() -> None:
+    assert parse_action("discard C02 B01", LEGAL) == parse_action("discard B01 C02", LEGAL)
+    assert format_action(parse_action("DISCARD c02 b01", LEGAL)) == "discard B01 C02"
 
 
 def test_parse_action_names_an_unavailable_kind() -> None:
