@@ -124,8 +124,15 @@ def choose_language():
 @bp.get("/")
 def home():
     session.setdefault("csrf", secrets.token_urlsafe(16))
-    return render_template("pages/home.html", games=sorted(services.GAMES_OFFERED),
-                           form={}, csrf=session["csrf"])
+    return render_template("pages/home.html", games=_offered(), form={}, csrf=session["csrf"])
+
+
+def _offered() -> list[dict[str, Any]]:
+    # TODO(issue 10): from services once split
+    from engine.core import get_game
+
+    return [{"name": name, "min": get_game(name).MIN_PLAYERS, "max": get_game(name).MAX_PLAYERS}
+            for name in services.GAMES_OFFERED]
 
 
 @bp.post("/new")
@@ -137,14 +144,14 @@ def new_game():
     try:
         players = _players_from_form(form)
         created = services.create_game(
-            form.get("game", "cavemen"), players, form.get("hours", "48"),
+            form.get("game") or services.GAMES_OFFERED[0], players, form.get("hours", "48"),
             title=form.get("title", ""), client=request.remote_addr or "unknown",
             reminders=form.get("reminders") or None, absent_after=form.get("absent_after", 2),
             absent_bot=form.get("absent_bot", "heuristic"),
             vacation_days=form.get("vacation_days", 7))
     except ServiceError as exc:
-        return render_template("pages/home.html", games=sorted(services.GAMES_OFFERED),
-                               form=form, csrf=expected, error=exc), exc.status
+        return render_template("pages/home.html", games=_offered(), form=form, csrf=expected,
+                               error=exc), exc.status
     return render_template("pages/created.html", host=players[0], game_id=created.game_id)
 
 
@@ -250,7 +257,7 @@ def one_click(raw: str):
 def _after_move(outcome: services.Outcome):
     """A short page: what was recorded, who acts next, and this seat's next decision at
     once if it has one (no board or log: the game page has those)."""
-    data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
+    data = services.game_for_page(outcome.page_token, with_log=False)
     g.language = outcome.language
     return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
                            outcome=outcome)
@@ -284,19 +291,32 @@ def game_act(raw: str):
     return _after_move(outcome)
 
 
+MAX_FORM_COUNT = 20  # no count field of any game goes higher
+
+
 def _action_from_form(view: dict[str, Any], legal: list[Action], form) -> Action:
-    """Read the full decision form: a choice in the game's notation, a bid amount, or the
-    pool cards to discard. The engine then checks legality with its own code."""
-    if "cards" in form or form.get("kind") == "discard":
-        pool = [c["id"] for c in view["pool"]]
-        chosen = set(form.getlist("cards"))
-        return Action.of("discard", cards=tuple(c for c in pool if c in chosen))
-    if form.get("amount"):  # the engine's parser refuses what is not a bid
-        return parse_action(f"bid {form['amount'].strip()}", legal)
-    choice = form.get("choice", "")
-    if not choice:
+    """Read the full decision form of any game as a command in the game's notation:
+    ``choice`` (an action as written, or its verb), ``amount`` (a number for the verb),
+    ``kind`` with ``cards``/``word`` (a verb and the words after it) and ``count.<word>``
+    (a word N times, e.g. ``count.wood=2``). The engine's parser and legality check
+    decide; nothing here knows a game."""
+    verb, choice = form.get("kind", "").strip(), form.get("choice", "").strip()
+    amount = form.get("amount", "").strip()
+    if amount:
+        words = [(choice.split() or [verb])[0], amount]
+    elif verb:
+        words = [verb, *form.getlist("cards"), *form.getlist("word")]
+        for key, value in form.items(multi=True):
+            if key.startswith("count.") and value.strip():
+                if not value.strip().isdigit() or int(value) > MAX_FORM_COUNT:
+                    raise ValueError(f"bad count {value!r}")
+                words += [key.removeprefix("count.")] * int(value)
+    else:
+        words = [choice]
+    text = " ".join(w for w in words if w)
+    if not text:
         raise ValueError("no choice in the form")  # read as "choose one of the options"
-    return parse_action(choice, legal)
+    return parse_action(text, legal)
 
 
 @bp.get("/watch/<key>")

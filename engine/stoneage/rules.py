@@ -370,6 +370,7 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         "feeding": list(state.feeding),
         "boards": boards,
         "winners": list(state.winners), "end": state.end,
+        "result": None if state.phase != "over" else result(state).to_json(),
     }
 
 

@@ -188,10 +188,11 @@ class Form:
     checkboxes: dict[str, list[str]] = field(default_factory=dict)
     inputs: dict[str, str] = field(default_factory=dict)
     selects: dict[str, list[str]] = field(default_factory=dict)
+    checked: dict[str, str] = field(default_factory=dict)  # radios checked in the page
 
     def data(self, **extra: Any) -> dict[str, Any]:
-        """What pressing its button sends: hidden fields plus ``extra``."""
-        return {**self.hidden, **extra}
+        """What pressing its button sends: hidden fields, checked radios, plus ``extra``."""
+        return {**self.hidden, **self.checked, **extra}
 
 
 class FormParser(HTMLParser):
@@ -213,6 +214,8 @@ class FormParser(HTMLParser):
                 form.hidden[name] = value
             elif kind == "radio":
                 form.radios.setdefault(name, []).append(value)
+                if "checked" in a:
+                    form.checked[name] = value
             elif kind == "checkbox":
                 form.checkboxes.setdefault(name, []).append(value)
             elif name:
