@@ -19,6 +19,7 @@ from engine.cavemen.rules import (
     card_info,
     check_invariants,
     default_action,
+    email_choices,
     from_json,
     legal_actions,
     pending,
@@ -33,9 +34,10 @@ from engine.cavemen.rules import (
 
 __all__ = [
     "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "Card", "Deck", "DeckError", "State", "abandon",
-    "apply", "card_info", "check_invariants", "default_action", "from_json", "legal_actions",
-    "Translation", "load_deck", "load_translation", "parse_deck", "pending", "result", "scores",
-    "setup", "setup_with_events", "to_json", "translation", "view",
+    "apply", "card_info", "check_invariants", "default_action", "email_choices",
+    "from_json", "legal_actions", "Translation", "load_deck", "load_translation",
+    "parse_deck", "pending", "result", "scores", "setup", "setup_with_events", "to_json",
+    "translation", "view",
 ]
 
 from engine.cavemen import stats  # noqa: E402  (the simulator's figures)

@@ -284,6 +284,25 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
     }
 
 
+EMAIL_BIDS = 8  # bids an email offers as links above the high bid
+
+
+def email_choices(state: State, seat: int) -> list[Action]:
+    """The choices an email offers as one-click links (the game page has them all):
+    pass and the lowest few bids; every action but recruiting in place of another
+    caveman; every loss; a discard is chosen on the page."""
+    kind = _decision_kind(state, seat)
+    legal = legal_actions(state, seat)
+    if kind == "bid":
+        return [a for a in legal if a.kind == "pass"] + [
+            a for a in legal if a.kind == "bid"][:EMAIL_BIDS]
+    if kind == "act":
+        return [a for a in legal if a.get("replace") is None]
+    if kind in ("starve", "casualty"):
+        return legal
+    return []
+
+
 def card_info(state: State, card_id: str) -> dict[str, Any]:
     """A card's printed data, for narration."""
     return state.deck.card(card_id).to_view()

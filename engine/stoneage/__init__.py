@@ -11,9 +11,11 @@ from engine.stoneage.rules import (
     Step,
     abandon,
     apply,
+    card_info,
     check_invariants,
     data,
     default_action,
+    email_choices,
     final_scores,
     from_json,
     legal_actions,
@@ -22,14 +24,16 @@ from engine.stoneage.rules import (
     setup,
     setup_with_events,
     to_json,
+    translation,
     view,
 )
 
 __all__ = [
     "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "Board", "Building", "Card", "Data", "DataError",
-    "Spot", "State", "Step", "abandon", "apply", "check_invariants", "data",
-    "default_action", "final_scores", "from_json", "legal_actions", "load_data",
-    "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "view",
+    "Spot", "State", "Step", "abandon", "apply", "card_info", "check_invariants", "data",
+    "default_action", "email_choices", "final_scores", "from_json", "legal_actions", "load_data",
+    "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "translation",
+    "view",
 ]
 
 from engine.stoneage import stats  # noqa: E402  (the simulator's figures)

@@ -128,6 +128,16 @@ class Data:
         table = self.names.get(lang) or self.names["en"]
         return table.get(key) or self.names["en"][key]
 
+    def label(self, key: str, lang: str = "en") -> str:
+        """The printed name of any id: a card ("Medicine"), a resource ("Wood"), a place
+        ("Forest"), a culture symbol or a figure; an unknown id is shown as it is."""
+        if key in self.cards:
+            return self.card_name(key, lang)
+        for prefix in ("resource", "place", "culture", "figure"):
+            if f"{prefix}.{key}" in self.names["en"]:
+                return self.name(f"{prefix}.{key}", lang)
+        return key
+
     def card_name(self, card_id: str, lang: str = "en") -> str:
         """A card is called after its bottom: "Medicine", "2 Farmers"."""
         card = self.cards[card_id]

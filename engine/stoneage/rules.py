@@ -330,6 +330,31 @@ def default_action(state: State, seat: int) -> Action:
     return legal[0]
 
 
+EMAIL_PAYMENTS = 4  # payment choices an email offers as links; the rest on the game page
+
+
+def email_choices(state: State, seat: int) -> list[Action]:
+    """The choices an email offers as one-click links (the game page has them all): each
+    place once (with as many people as fit), the next place to use, no tools or the
+    timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
+    points) beside the first few ways to pay (cheapest first; for a building, the most
+    points first)."""
+    kind = decision_kind(state, seat)
+    legal = legal_actions(state, seat)
+    if kind == "place":
+        most: dict[str, Action] = {}
+        for a in legal:
+            most[a.get("at")] = a  # counts ascend: the last is the most people
+        return list(most.values())
+    if kind == "tools":
+        best = default_action(state, seat)
+        return [NO_TOOLS] if best == NO_TOOLS else [best, NO_TOOLS]
+    if kind in ("card", "build", "feed"):
+        payments = sorted(legal[:-1], key=_pay_value, reverse=kind == "build")
+        return [*payments[:EMAIL_PAYMENTS], legal[-1]]
+    return legal
+
+
 def view(state: State, seat: int | None) -> dict[str, Any]:
     """What ``seat`` (or a spectator, None) may see: everything public, and the seat's
     own civilization cards and one-time tools. At the end every card is shown."""
@@ -354,8 +379,8 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         boards.append(entry)
     step = state.step
     return {
-        "game": NAME, "round": state.round, "phase": state.phase, "start": state.start,
-        "turn": state.turn,
+        "game": NAME, "you": seat, "round": state.round, "phase": state.phase,
+        "start": state.start, "turn": state.turn,
         "placements": [{"place": p.place, "seat": p.seat, "count": p.count}
                        for p in state.spots],
         "cards": [None if c is None else {**d.cards[c].to_view(), "cost": i + 1}
@@ -386,6 +411,41 @@ def abandon(state: State) -> tuple[State, list[Event]]:
         raise GameOver("the game is over")
     state = state._replace(phase="over", step=None, feeding=(), winners=(), end="abandoned")
     return state, [Event("game_abandoned", None, {"round": state.round})]
+
+
+def card_info(state: State, key: str) -> dict[str, Any]:
+    """The printed data of a card or tile, or the name of any other id (a resource, a
+    place, a culture symbol, a figure), for narration."""
+    d = data()
+    if key in d.cards:
+        return {**d.cards[key].to_view(), "name": d.card_name(key)}
+    if key in d.buildings:
+        return {**d.buildings[key].to_view(), "name": d.name("place.building")}
+    return {"id": key, "name": d.label(key)}
+
+
+class Names(NamedTuple):
+    """The printed names in one language (the server's ``translation`` hook)."""
+
+    lang: str
+
+    def card_name(self, key: str) -> str:
+        if key in data().buildings:
+            return data().name("place.building", self.lang)
+        return data().label(key, self.lang)
+
+    def card_text(self, key: str) -> str:
+        return ""
+
+    def tribe_name(self, name: str) -> str:
+        return name
+
+
+def translation(state: State, lang: str) -> Names | None:
+    """Names in ``lang`` ("de", "de-AT" falls back to "de"); None for a language the
+    data file has no names in (then the English names are shown)."""
+    base = lang.replace("_", "-").split("-", 1)[0]
+    return Names(base) if base in data().names else None
 
 
 # --------------------------------------------------------------------------- scoring
