@@ -44,7 +44,7 @@ from pathlib import Path
 from sqlmodel import select
 
 from engine.cavemen.bots import heuristic_bot
-from engine.core import get_game
+from engine.registry import get_game
 from pbem import create_app, mail, services
 from pbem.db import session_scope
 from pbem.migrate import upgrade

@@ -396,7 +396,7 @@ class Games:
         from sqlmodel import select
 
         from engine.cavemen.bots import heuristic_bot
-        from engine.core import get_game
+        from engine.registry import get_game
         from pbem import services
         from pbem.db import session_scope
         from pbem.models import Decision, Game, Outbox, Seat, utcnow

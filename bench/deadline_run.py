@@ -354,7 +354,8 @@ def check(run: Run, game: str, t_start: datetime, t_kill: datetime, t_restart: d
                                   for p, n, b, t in seats))
     print(f"  clock runs: sweeps that did something {sweeps}, busy sweeps {busy}")
 
-    from engine.core import get_game
+
+    from engine.registry import get_game
 
     mod = get_game("cavemen")
     state = mod.from_json(json.loads(run.one("SELECT state FROM game WHERE id = ?", game)))

@@ -18,7 +18,8 @@ import statistics
 import time
 from typing import Any
 
-from engine.core import Game, games
+from engine.core import Game
+from engine.registry import games
 
 
 def record(game: Game, players: int, seed: int) -> tuple[Any, list]:

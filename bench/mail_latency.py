@@ -85,7 +85,7 @@ from sqlalchemy import func  # noqa: E402
 from sqlmodel import select  # noqa: E402
 
 from engine.cavemen.bots import heuristic_bot  # noqa: E402
-from engine.core import get_game  # noqa: E402
+from engine.registry import get_game  # noqa: E402
 from pbem import DefaultConfig, create_app, services  # noqa: E402
 from pbem.db import get_engine, session_scope  # noqa: E402
 from pbem.migrate import upgrade  # noqa: E402

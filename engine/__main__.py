@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.core import EngineError, games
+from engine.core import EngineError
+from engine.registry import games
 from engine.sim import report, simulate
 
 

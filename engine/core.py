@@ -299,6 +299,7 @@ class Game(Protocol):
     """What a game module offers (see the module docstring)."""
 
     NAME: str
+    TITLE: str
     MIN_PLAYERS: int
     MAX_PLAYERS: int
 
@@ -321,16 +322,3 @@ def check_turn(game: Game, state: Any, seat: int) -> None:
     if not any(d.seat == seat for d in game.pending(state)):
         raise NotYourTurn(f"seat {seat} has no decision to make now", seat=seat)
 
-
-def games() -> dict[str, Game]:
-    """The registry of playable games by name."""
-    from engine import cavemen, stoneage
-
-    return {cavemen.NAME: cavemen, stoneage.NAME: stoneage}
-
-
-def get_game(name: str) -> Game:
-    try:
-        return games()[name]
-    except KeyError:
-        raise SetupError(f"unknown game {name!r}", game=name) from None

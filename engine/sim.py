@@ -15,7 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.core import Event, Game, get_game
+from engine.core import Event, Game
+from engine.registry import get_game
 
 
 @dataclass

@@ -42,7 +42,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
 
-from engine.core import get_game
+from engine.registry import get_game
 from pbem import headers, localize
 from pbem.db import session_scope
 from pbem.i18n import format_deadline, language, mark
@@ -512,7 +512,7 @@ def game_name(game: Game | None, seats: list[Seat]) -> str:
 def default_title(game: Any, names: list[str]) -> str:
     """The name of a game without a title: the game and its players, fixed at creation
     so that every email of the game keeps one subject (mail programs thread on it)."""
-    title = f"{game.NAME.capitalize()}: {', '.join(names)}"
+    title = f"{game.TITLE}: {', '.join(names)}"
     return title if len(title) <= 100 else title[:99].rsplit(" ", 1)[0] + "…"
 
 

@@ -124,15 +124,8 @@ def choose_language():
 @bp.get("/")
 def home():
     session.setdefault("csrf", secrets.token_urlsafe(16))
-    return render_template("pages/home.html", games=_offered(), form={}, csrf=session["csrf"])
-
-
-def _offered() -> list[dict[str, Any]]:
-    # TODO(issue 10): from services once split
-    from engine.core import get_game
-
-    return [{"name": name, "min": get_game(name).MIN_PLAYERS, "max": get_game(name).MAX_PLAYERS}
-            for name in services.GAMES_OFFERED]
+    return render_template("pages/home.html", games=services.offered_games(), form={},
+                           csrf=session["csrf"])
 
 
 @bp.post("/new")
@@ -150,8 +143,8 @@ def new_game():
             absent_bot=form.get("absent_bot", "heuristic"),
             vacation_days=form.get("vacation_days", 7))
     except ServiceError as exc:
-        return render_template("pages/home.html", games=_offered(), form=form, csrf=expected,
-                               error=exc), exc.status
+        return render_template("pages/home.html", games=services.offered_games(), form=form,
+                               csrf=expected, error=exc), exc.status
     return render_template("pages/created.html", host=players[0], game_id=created.game_id)
 
 

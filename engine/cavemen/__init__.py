@@ -13,6 +13,7 @@ from engine.cavemen.rules import (
     MAX_PLAYERS,
     MIN_PLAYERS,
     NAME,
+    TITLE,
     State,
     abandon,
     apply,
@@ -33,7 +34,7 @@ from engine.cavemen.rules import (
 )
 
 __all__ = [
-    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "Card", "Deck", "DeckError", "State", "abandon",
+    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "TITLE", "Card", "Deck", "DeckError", "State", "abandon",
     "apply", "card_info", "check_invariants", "default_action", "email_choices",
     "from_json", "legal_actions", "Translation", "load_deck", "load_translation",
     "parse_deck", "pending", "result", "scores", "setup", "setup_with_events", "to_json",

@@ -48,6 +48,7 @@ from engine.core import (
 )
 
 NAME = "cavemen"
+TITLE = "Cavemen"  # the name in email subjects (a proper name, not translated)
 MIN_PLAYERS, MAX_PLAYERS = 2, 5
 START_RESOURCES = {2: (9, 4), 3: (8, 4), 4: (7, 4), 5: (7, 4)}  # players -> (Food, Teeth)
 FIRST_DRAW_EXTRA, LATER_DRAW_EXTRA = 5, 2

@@ -5,6 +5,7 @@ from engine.stoneage.rules import (
     MAX_PLAYERS,
     MIN_PLAYERS,
     NAME,
+    TITLE,
     Board,
     Spot,
     State,
@@ -29,7 +30,7 @@ from engine.stoneage.rules import (
 )
 
 __all__ = [
-    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "Board", "Building", "Card", "Data", "DataError",
+    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "TITLE", "Board", "Building", "Card", "Data", "DataError",
     "Spot", "State", "Step", "abandon", "apply", "card_info", "check_invariants", "data",
     "default_action", "email_choices", "final_scores", "from_json", "legal_actions", "load_data",
     "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "translation",

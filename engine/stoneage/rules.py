@@ -71,6 +71,7 @@ from engine.stoneage.data import (
 )
 
 NAME = "stoneage"
+TITLE = "Stone Age"  # the name in email subjects (a proper name, not translated)
 MIN_PLAYERS, MAX_PLAYERS = 2, 4
 START_PEOPLE, MAX_PEOPLE, START_FOOD = 5, 10, 12
 MAX_AGRICULTURE, MAX_TILES, MAX_TILE_VALUE = 10, 3, 4

@@ -23,7 +23,8 @@ from playwright.sync_api import expect
 from sqlmodel import select
 
 from engine.cavemen.bots import heuristic_bot
-from engine.core import Action, get_game
+from engine.core import Action
+from engine.registry import get_game
 from pbem import services
 from pbem.db import session_scope
 from pbem.models import Decision, Game, Token
@@ -104,7 +105,7 @@ def press(player: Player, url: str, button: str = "button[type=submit]") -> str:
 
 
 def test_each_player_gets_only_their_own_language(live_server, browser, monkeypatch):
-    monkeypatch.setattr(services, "_seed", lambda seed: SEED if seed is None else seed)
+    monkeypatch.setattr(services.games, "_seed", lambda seed: SEED if seed is None else seed)
     base, app, mailbox_dir = live_server.url, live_server.app, live_server.mailbox
     ann, bernd = Player(browser, base, ANN), Player(browser, base, BERND)
     try:

@@ -773,7 +773,8 @@ def test_engine_never_calls_module_level_random(name: str,
 
 REPLAY_SCRIPT = """
 import json, sys
-from engine.core import Action, get_game
+from engine.core import Action
+from engine.registry import get_game
 spec = json.load(open(sys.argv[1]))
 game = get_game(spec["game"])
 state = game.setup(spec["players"], spec["seed"], None)

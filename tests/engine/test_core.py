@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from pathlib import Path
 
 import pytest
 
@@ -26,10 +27,11 @@ from engine.core import (
     StateCorrupt,
     check_turn,
     format_action,
-    games,
-    get_game,
     parse_action,
 )
+from engine.registry import games, get_game
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # --------------------------------------------------------------------------- Action
 
@@ -342,9 +344,20 @@ def test_engine_errors_are_ordinary_exceptions() -> None:
 # --------------------------------------------------------------------------- registry
 
 
-def test_get_game_finds_cavemen() -> None:
-    assert get_game("cavemen") is cavemen
-    assert games()["cavemen"] is cavemen
+def test_get_game_finds_both_games() -> None:
+    from engine import stoneage
+
+    assert get_game("cavemen") is cavemen and get_game("stoneage") is stoneage
+    assert games() == {"cavemen": cavemen, "stoneage": stoneage}
+
+
+def test_nothing_in_the_engine_imports_the_registry() -> None:
+    """The registry names the games; no game (nor the core) imports it back."""
+    engine = ROOT / "engine"
+    for path in engine.rglob("*.py"):
+        if path.name in ("registry.py", "__main__.py", "sim.py"):
+            continue  # the tools that look games up by name
+        assert "engine.registry" not in path.read_text(), path
 
 
 @pytest.mark.parametrize("name", ["chess", "", "Cavemen", "stoneage "])
@@ -360,9 +373,13 @@ def test_every_registered_game_offers_the_contract(name: str) -> None:
     game = games()[name]
     assert name == game.NAME
     assert 1 <= game.MIN_PLAYERS <= game.MAX_PLAYERS
+    assert isinstance(game.TITLE, str) and game.TITLE
     for fn in ("setup", "pending", "legal_actions", "apply", "default_action", "view",
-               "result", "to_json", "from_json"):
+               "result", "to_json", "from_json", "email_choices", "setup_with_events",
+               "abandon"):
         assert callable(getattr(game, fn)), fn
+    assert set(game.BOTS) == {"random", "heuristic"}
+    assert callable(game.stats.summary) and callable(game.stats.report)
 
 
 def test_check_turn_says_whose_turn_it_is() -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.core import format_action, get_game
+from engine.core import format_action
+from engine.registry import get_game
 
 GOLDEN = Path(__file__).with_name("golden")
 CASES = [("cavemen", 2, 11), ("cavemen", 3, 7), ("cavemen", 5, 3), ("stoneage", 2, 11),

@@ -22,7 +22,8 @@ from sqlalchemy import select as sa_select
 from sqlmodel import select
 
 from engine.cavemen.bots import heuristic_bot
-from engine.core import Action, format_action, get_game
+from engine.core import Action, format_action
+from engine.registry import get_game
 from pbem import mail, services
 from pbem.db import get_engine, session_scope
 from pbem.models import Decision, Game, Outbox, Seat, Token, metadata

@@ -475,8 +475,8 @@ def test_every_bidder_timing_out_onto_default_bots_never_loops(app, frozen, monk
     ends up on a bot that only ever passes and forages: a game that can never end. The
     sweep returns after a bounded number of bot moves and the rest waits for the next
     deadline (the bound is lowered here to keep the test fast; 1,000 moves take ~10 s)."""
-    assert services.BOT_MOVES_PER_PLAY == 1000
-    monkeypatch.setattr(services, "BOT_MOVES_PER_PLAY", 40)
+    assert services.playing.BOT_MOVES_PER_PLAY == 1000
+    monkeypatch.setattr(services.playing, "BOT_MOVES_PER_PLAY", 40)
     inbox = Inbox(app)
     g = new_game(app, absent_after=1, absent_bot="default")
     for n in (1, 2):

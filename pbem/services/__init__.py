@@ -1,0 +1,97 @@
+"""The service layer: the only code that calls the engine and the only code that commits.
+
+Every change to a game is one transaction: lock the game row, check the decision is still
+open, ``engine.apply``, store the new state with its Move and Events, close and open
+Decision rows, queue the emails in the Outbox. Commit. Mail is delivered after the commit
+(``pbem.mail.deliver_due``); a crash leaves either the old or the new state.
+
+One module per area; each imports only the ones listed above it:
+
+- ``_plumbing``: shared helpers: tokens, locking the game row, seats, deadline and reminder
+  times, the event log, queueing email (sending caps, hold reasons, waking the deliverer).
+- ``reading``: what pages and emails show: a seat's page, spectators, the host's admin page.
+- ``playing``: playing a decision (one-click link or page form), bots, committing the state,
+  opening and closing Decision rows, decision emails and their one-click choices.
+- ``deadlines``: the clock's work: due reminders and timeouts, sending a reminder, timing out.
+- ``games``: creating and joining games: checking players, the host's confirmation,
+  invitations, re-inviting a declined seat, starting.
+- ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
+  back, notifications, unsubscribing, leaving, language, abandon, vacation.
+
+Callers use the names re-exported here (``services.create_game``). A test that patches a
+module attribute patches the module that reads it: ``services.games._seed``,
+``services.playing.BOT_MOVES_PER_PLAY``.
+"""
+
+from pbem.services._plumbing import LANGUAGES, OUTBOX_CHANNEL
+from pbem.services.controls import (
+    NOTIFY_CHOICES,
+    abandon_game,
+    answer_handover,
+    come_back,
+    describe_handover,
+    describe_unsubscribe,
+    extend_deadline,
+    hand_over,
+    is_on_bot,
+    pause_game,
+    resume_game,
+    set_bot,
+    set_language,
+    set_notifications,
+    take_vacation,
+    unsubscribe,
+    withdraw_handover,
+)
+from pbem.services.deadlines import (
+    default_reminders,
+    due_reminders,
+    due_timeouts,
+    send_reminder,
+    time_out,
+)
+from pbem.services.games import (
+    GAMES_OFFERED,
+    Created,
+    PlayerIn,
+    answer_invitation,
+    check_name,
+    check_title,
+    confirm_host,
+    create_game,
+    describe_host_confirm,
+    describe_invitation,
+    offered_games,
+    parse_player,
+    replace_player,
+    validate_players,
+)
+from pbem.services.playing import (
+    BOT_MOVES_PER_PLAY,
+    Outcome,
+    act_by_token,
+    act_from_page,
+    describe_token,
+)
+from pbem.services.reading import admin_data, game_for_page, game_for_spectator
+
+__all__ = [
+    # _plumbing
+    "LANGUAGES", "OUTBOX_CHANNEL",
+    # reading
+    "admin_data", "game_for_page", "game_for_spectator",
+    # playing
+    "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
+    "describe_token",
+    # deadlines
+    "default_reminders", "due_reminders", "due_timeouts", "send_reminder", "time_out",
+    # games
+    "GAMES_OFFERED", "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
+    "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",
+    "parse_player", "replace_player", "validate_players",
+    # controls
+    "NOTIFY_CHOICES", "abandon_game", "answer_handover", "come_back", "describe_handover",
+    "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "pause_game",
+    "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
+    "unsubscribe", "withdraw_handover",
+]

@@ -1,0 +1,189 @@
+"""Shared helpers of the service modules: tokens, locking the game row, seats, deadline
+and reminder times, the event log, the outbox (queueing an email, holding it over the sending
+caps, waking the deliverer), constants. Imports no other service module."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import current_app
+from flask_babel import gettext
+from sqlalchemy import func, insert, text
+from sqlmodel import Session, select
+
+from engine.core import Event
+from pbem import i18n
+from pbem.db import is_postgres
+from pbem.errors import NotFound
+from pbem.i18n import mark
+from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
+from pbem.models import EventLog, Game, Outbox, Seat, Token, utcnow
+from pbem.tokens import lookup
+
+OUTBOX_CHANNEL = "pbem_outbox"  # PostgreSQL NOTIFY channel: new mail to deliver
+LANGUAGES = tuple(i18n.LANGUAGES)
+
+
+# ------------------------------------------------------------------------ tokens, locking and seats
+
+
+def _token(s: Session, raw: str, *kinds: str) -> Token:
+    """The live token of one of ``kinds`` behind ``raw``, or a friendly NotFound."""
+    token = lookup(s, raw, *kinds)
+    if token is None:
+        raise NotFound(gettext("this link is unknown or no longer valid"))
+    return token
+
+
+def _lock_game(s: Session, game_id: str) -> Game:
+    """Load the game row locked for this transaction (FOR UPDATE on PostgreSQL; on SQLite
+    the BEGIN IMMEDIATE of every transaction already serialises writers)."""
+    query = select(Game).where(Game.id == game_id)
+    if is_postgres():
+        query = query.with_for_update()
+    game = s.exec(query).first()
+    if game is None:
+        raise NotFound(gettext("no such game"))
+    return game
+
+
+def _admin_game(s: Session, raw: str) -> Game:
+    token = _token(s, raw, "admin")
+    return _lock_game(s, token.game_id)
+
+
+def _seats(s: Session, game_id: str) -> list[Seat]:
+    return list(s.exec(select(Seat).where(Seat.game_id == game_id).order_by(Seat.position)))
+
+
+# ---------------------------------------------------------------------- deadline and reminder times
+
+
+def _deadline_for(game: Game, seat: Seat, now: datetime) -> datetime:
+    """Now plus the time per decision, counted from the end of the seat's vacation."""
+    start = max(now, seat.vacation_until) if seat.vacation_until else now
+    return start + timedelta(hours=game.hours_per_decision)
+
+
+def _next_reminder(game: Game, deadline: datetime, now: datetime) -> datetime | None:
+    """The earliest reminder time still ahead (reminders are hours before the deadline)."""
+    ahead = [deadline - timedelta(hours=h) for h in game.reminder_hours]
+    ahead = [t for t in ahead if t > now]
+    return min(ahead) if ahead else None
+
+
+# --------------------------------------------------------------------------- the event log
+
+
+def _log(s: Session, game: Game, events: list[Event]) -> None:
+    first = game.event_seq
+    game.event_seq = first + len(events)
+    _insert_events(s, game.id, first, events)
+
+
+def _insert_events(s: Session, game_id: str, first_seq: int, events: list[Event]) -> None:
+    """Append events to the log in one statement (Core: many small rows, no ORM cost)."""
+    if not events:
+        return
+    now = utcnow()
+    s.execute(insert(EventLog), [
+        {"game_id": game_id, "seq": first_seq + i, "kind": ev.kind, "actor": ev.actor,
+         "data": dict(ev.data), "created_at": now,
+         "visible_to": None if ev.visible_to is None else list(ev.visible_to)}
+        for i, ev in enumerate(events, 1)])
+
+
+def _log_notice(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
+    """A server event (timeout, pause, ...) in the game log, narrated like engine events."""
+    _log(s, game, [Event(kind, actor, data)])
+
+
+def _notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
+    _log_notice(s, game, kind, actor, data)
+    for seat in _seats(s, game.id):
+        _queue(s, game, seat, "notice", {"headline": kind}, links={"page": {"kind": "page"}})
+
+
+# --------------------------------------------------------------------------- the outbox
+
+
+def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str, Any],
+           links: dict[str, dict] | None = None, key: str | None = None,
+           to: tuple[str, str, str] | None = None) -> None:
+    """Write one email to the outbox; links are minted as tokens only when it is sent.
+    ``to`` (name, address, language) sends it somewhere other than the seat's player.
+    An email over the sending caps is written as ``held`` instead (see ``_hold_reason``).
+    """
+    if to is None and not may_mail(game, seat, template):
+        return  # someone who has not joined gets nothing but their invitation
+    name, addr, language = to or (seat.name, seat.email, seat.language)
+    key = key or f"{template}:{game.id}:{seat.id}:{game.version}:{game.event_seq}"
+    held = _hold_reason(s, game.id, addr.lower(), template)
+    now = utcnow()
+    s.execute(insert(Outbox).values(
+        game_id=game.id, seat_id=seat.id, to_addr=addr, rcpt=addr.lower(), to_name=name,
+        language=language, template=template,
+        context={**context, "links": links or {}, "event_seq": game.event_seq,
+                 "version": game.version},
+        idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
+        status="held" if held else "pending", last_error=held, attempts=0,
+        next_attempt_at=now, created_at=now))
+    if not held:
+        _wake_deliverer(s)
+
+
+def _hold_reason(s: Session, game_id: str, rcpt: str, template: str) -> str | None:
+    """Why an email must wait instead of going out: nobody can use the server to flood
+    an address (turn emails are never held; they come from the player's own game).
+    A held notice is summarised in the recipient's next turn email."""
+    config = current_app.config
+    if template in TURN_TEMPLATES:
+        return None
+    if template in INVITE_TEMPLATES:
+        if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
+                int(config["INVITE_LIMIT_PER_ADDRESS"]):
+            return mark("not sent: this address had as many invitations as one day allows")
+        return None
+    hour = timedelta(hours=1)
+    if _recent(s, Outbox.rcpt == rcpt, None, hour, exclude=TURN_TEMPLATES) >= \
+            int(config["NOTICE_LIMIT_PER_ADDRESS"]):
+        return mark("held: this address had as many notices as one hour allows; "
+                    "summarised in the next turn email")
+    if _recent(s, Outbox.game_id == game_id, None, hour, exclude=TURN_TEMPLATES) >= \
+            int(config["NOTICE_LIMIT_PER_GAME"]):
+        return mark("held: this game sent as many notices as one hour allows; "
+                    "summarised in the next turn email")
+    return None
+
+
+def _recent(s: Session, where: Any, templates: frozenset[str] | None,
+            within: timedelta, exclude: frozenset[str] = frozenset()) -> int:
+    """Emails matching ``where`` queued within ``within`` that went or will go out."""
+    query = select(func.count()).select_from(Outbox).where(
+        where, Outbox.created_at >= utcnow() - within,
+        Outbox.status.in_(("pending", "sending", "sent")))
+    if templates is not None:
+        query = query.where(Outbox.template.in_(templates))
+    if exclude:
+        query = query.where(Outbox.template.not_in(exclude))
+    return s.exec(query).one()
+
+
+def _wake_deliverer(s: Session) -> None:
+    """Wake the clock's mail loop when this transaction commits (PostgreSQL NOTIFY is
+    transactional; on SQLite the loop polls every ``MAIL_POLL_INTERVAL`` seconds)."""
+    if not s.info.get("pbem.woke") and is_postgres():
+        s.execute(text(f"NOTIFY {OUTBOX_CHANNEL}"))
+        s.info["pbem.woke"] = True
+
+
+def _message_id(local: str) -> str:
+    domain = current_app.config["MAIL_DOMAIN"]
+    return f"<pbem.{local}.{secrets.token_hex(4)}@{domain}>"
+
+
+def _dump(data: dict) -> str:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)

@@ -1,0 +1,460 @@
+"""Host and player controls of a running game: pause, resume, extend, hand a seat over,
+bots and coming back, notifications, unsubscribing and leaving, language, abandon, vacation."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from flask import current_app
+from flask_babel import gettext
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session, select
+
+from engine.registry import get_game
+from pbem.db import is_postgres, session_scope
+from pbem.errors import AlreadyRecorded, InvalidInput, RateLimited, WrongState
+from pbem.i18n import number
+from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, utcnow
+from pbem.services._plumbing import (
+    LANGUAGES,
+    _admin_game,
+    _dump,
+    _lock_game,
+    _log,
+    _log_notice,
+    _next_reminder,
+    _notice_all,
+    _queue,
+    _recent,
+    _seats,
+    _token,
+)
+from pbem.services.games import (
+    PlayerIn,
+    _check_may_invite,
+    _start_if_ready,
+    _tell_host_declined,
+    _validate_newcomer,
+)
+from pbem.services.playing import _bot_choice, _play, _queue_decision
+from pbem.tokens import lookup, revoke_seat
+
+# --------------------------------------------------------------------------- pausing and extending
+
+
+def pause_game(admin_raw: str) -> None:
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        _require_active(game)
+        if game.paused_at is not None:
+            raise WrongState(gettext("the game is already paused"))
+        game.paused_at = utcnow()
+        _notice_all(s, game, "game_paused", None, {})
+
+
+def resume_game(admin_raw: str) -> None:
+    """Resume; every open deadline (and reminder) moves by the time spent paused."""
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        if game.paused_at is None:
+            raise WrongState(gettext("the game is not paused"))
+        shift = utcnow() - game.paused_at
+        game.paused_at = None
+        _shift_open(s, game, shift)
+        hours = round(shift.total_seconds() / 3600, 2)
+        _notice_all(s, game, "game_resumed", None, {"hours": hours})
+
+
+def extend_deadline(admin_raw: str, hours: Any) -> None:
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        _require_active(game)
+        try:
+            extra = float(hours)
+        except (TypeError, ValueError):
+            raise InvalidInput(gettext("give the extension in hours")) from None
+        if not 0 < extra <= 24 * 30:
+            raise InvalidInput(gettext("an extension is more than 0 hours and at most 30 days"))
+        if not _shift_open(s, game, timedelta(hours=extra)):
+            raise WrongState(gettext("no decision is open right now"))
+        _notice_all(s, game, "deadline_extended", None, {"hours": extra})
+
+
+def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = None) -> int:
+    now = utcnow()
+    rows = s.exec(select(Decision).where(Decision.game_id == game.id,
+                                         Decision.closed_at.is_(None))).all()
+    rows = [d for d in rows if seat_id is None or d.seat_id == seat_id]
+    for d in rows:
+        d.deadline_at = d.deadline_at + shift
+        d.next_reminder_at = _next_reminder(game, d.deadline_at, now)
+    return len(rows)
+
+
+# --------------------------------------------------------------------------- handing a seat over
+
+
+def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> str:
+    """The host gives a seat to another person. A new address first gets one invitation
+    to take the seat over, and nothing else until that person accepts
+    (``answer_handover``); until then the seat stays as it is. A newer hand-over of the
+    same seat replaces one not yet accepted (to correct a mistyped address). The same
+    address with another name, language or time zone is updated at once. Returns
+    ``"invited"`` or ``"updated"``."""
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        _require_active(game)
+        seat = _seat_at(s, game, position)
+        new = _validate_newcomer(s, game, seat, player)
+        if new.email.lower() == seat.email.lower():
+            seat.name, seat.language, seat.timezone = new.name, new.language, new.timezone
+            return "updated"
+        _check_may_invite(s, new.email)
+        if _recent(s, Outbox.game_id == game.id, frozenset({"handover_invite"}),
+                   timedelta(days=1)) >= int(current_app.config["HANDOVER_LIMIT_PER_GAME"]):
+            raise RateLimited(gettext("this game has sent as many hand-over invitations as one day "
+                              "allows; try again tomorrow"))
+        _revoke_handover(s, seat)
+        seat.pending_handover = {"name": new.name, "email": new.email,
+                                 "language": new.language, "timezone": new.timezone,
+                                 "at": utcnow().isoformat()}
+        answer = {"kind": "handover"}
+        _queue(s, game, seat, "handover_invite",
+               {"host": _seats(s, game.id)[0].name, "old": seat.name, "new": new.name},
+               links={"accept": {**answer, "action": {"answer": "accept",
+                                                      "email": new.email}},
+                      "decline": {**answer, "action": {"answer": "decline",
+                                                       "email": new.email}}},
+               key=f"handover_invite:{seat.id}:{secrets.token_hex(4)}",
+               to=(new.name, new.email, new.language))
+        return "invited"
+
+
+def _revoke_handover(s: Session, seat: Seat) -> None:
+    seat.pending_handover = None
+    for token in s.exec(select(Token).where(Token.seat_id == seat.id, Token.kind == "handover",
+                                            Token.revoked_at.is_(None))):
+        token.revoked_at = utcnow()
+
+
+def withdraw_handover(admin_raw: str, position: Any) -> None:
+    """The host takes back a hand-over that was not accepted yet."""
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        seat = _seat_at(s, game, position)
+        if seat.pending_handover is None:
+            raise WrongState(gettext("no hand-over of that seat is waiting"))
+        _revoke_handover(s, seat)
+
+
+def describe_handover(raw: str) -> dict[str, Any]:
+    """What a hand-over invitation offers, for its page (changes nothing)."""
+    with session_scope() as s:
+        token = _token(s, raw, "handover")
+        game = s.get(Game, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        return {"game": game, "seat": seat, "seats": _seats(s, game.id),
+                "answer": (token.action or {}).get("answer", "accept"),
+                "state": _handover_state(game, seat, token)}
+
+
+def _handover_state(game: Game, seat: Seat, token: Token) -> str:
+    email = str((token.action or {}).get("email", "")).lower()
+    if seat.email.lower() == email:
+        return "accepted"
+    if game.status != "active":
+        return "ended"
+    if (seat.pending_handover or {}).get("email", "").lower() != email:
+        return "withdrawn"
+    return "open"
+
+
+def answer_handover(raw: str, accept: bool) -> str:
+    """The invited person takes the seat over (or declines; the host is told)."""
+    with session_scope() as s:
+        token = _token(s, raw, "handover")
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        state = _handover_state(game, seat, token)
+        if state == "accepted":
+            raise AlreadyRecorded(gettext("you already took over this seat"), game_id=game.id)
+        if state != "open":
+            raise WrongState(gettext("this offer is no longer open: the host withdrew it or the "
+                             "game has ended"), game_id=game.id)
+        pending = seat.pending_handover
+        _revoke_handover(s, seat)
+        if not accept:
+            _tell_host_declined(s, game, seat, handover=pending)
+            return "declined"
+        new = _validate_newcomer(s, game, seat, PlayerIn(
+            pending["name"], pending["email"], pending["language"], pending["timezone"]))
+        _give_seat(s, game, seat, new)
+        return "accepted"
+
+
+def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:
+    """The seat now belongs to ``new``: the old links die at once; the new player is
+    welcomed with the state (and gets the seat's open decision, if any)."""
+    old_name = seat.name
+    revoke_seat(s, seat.id)
+    seat.name, seat.email, seat.language, seat.timezone = (
+        new.name, new.email, new.language, new.timezone)
+    seat.timeouts_in_row, seat.bot, seat.left_at, seat.mute_notices = 0, None, None, False
+    seat.seen_event_seq = 0
+    _log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
+                                                            "new": new.name})
+    _queue(s, game, seat, "welcome", {"old": old_name}, links={"page": {"kind": "page"}},
+           key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
+    mod = get_game(game.engine)
+    state = mod.from_json(json.loads(game.state))
+    for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
+                                           Decision.closed_at.is_(None))):
+        _queue_decision(s, game, mod, state, seat, d,
+                        key=f"handover:{d.id}:{seat.id}:{secrets.token_hex(4)}")
+    for other in _seats(s, game.id):
+        if other.id != seat.id:
+            _queue(s, game, other, "notice", {"headline": "seat_handed_over"},
+                   links={"page": {"kind": "page"}})
+
+
+# --------------------------------------------------------------------------- bots
+
+
+def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
+    """The host puts a seat on a bot (``heuristic`` or ``default``) or takes it off."""
+    if bot not in (None, "heuristic", "default"):
+        raise InvalidInput(gettext("the bot is 'heuristic' or 'default'"))
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        _require_active(game)
+        seat = _seat_at(s, game, position)
+        _switch_bot(s, game, seat, bot, by="host")
+
+
+def is_on_bot(raw: str) -> bool:
+    """Whether the seat behind a page or one-click link is being played by a bot."""
+    with session_scope() as s:
+        token = lookup(s, raw, "page", "action")
+        return token is not None and bool(s.get(Seat, token.seat_id).bot)
+
+
+def come_back(page_raw: str) -> str:
+    """An absent player takes the seat back from the bot (the POST behind 'I'm back')."""
+    with session_scope() as s:
+        token = _token(s, page_raw, "page", "action")
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        if seat.bot is None:
+            raise WrongState(gettext("no bot is playing for you; you are already in charge"))
+        seat.left_at = None
+        _switch_bot(s, game, seat, None, by="player")
+        return game.id
+
+
+def _switch_bot(s: Session, game: Game, seat: Seat, bot: str | None, by: str) -> None:
+    if seat.bot == bot:
+        raise WrongState(gettext("that seat is already played that way"))
+    seat.bot = bot
+    seat.timeouts_in_row = 0
+    _notice_all(s, game, "seat_on_bot" if bot else "seat_returned", seat.position,
+                {"bot": bot, "by": by})
+    if bot:
+        _play_open_for_bot(s, game, seat)
+
+
+def _play_open_for_bot(s: Session, game: Game, seat: Seat) -> None:
+    """A seat just put on a bot plays its open decision now (unless paused)."""
+    open_rows = s.exec(select(Decision).where(Decision.seat_id == seat.id,
+                                              Decision.closed_at.is_(None))).all()
+    if open_rows and game.paused_at is None:
+        mod = get_game(game.engine)
+        state = mod.from_json(json.loads(game.state))
+        _play(s, game, seat, open_rows[0], _bot_choice(game, mod, state, seat), "bot")
+
+
+# -------------------------------------------------- notifications, unsubscribing, leaving, language
+
+
+NOTIFY_CHOICES = ("one-click", "mute", "unmute", "leave", "suppress")
+
+
+def describe_unsubscribe(raw: str) -> dict[str, Any]:
+    """What the unsubscribe link of an email offers (changes nothing): a player gets
+    their notification settings, anyone else "never email me again"."""
+    with session_scope() as s:
+        token = _token(s, raw, "unsubscribe")
+        address = str((token.action or {}).get("address", ""))
+        game = s.get(Game, token.game_id)
+        seat = s.get(Seat, token.seat_id) if token.seat_id else None
+        return {"address": address, "game": game, "seat": seat,
+                "player": _is_player(game, seat, address),
+                "ended": _played_in_ended_game(game, seat, address),
+                "suppressed": s.get(Suppression, address) is not None}
+
+
+def unsubscribe(raw: str, how: str) -> str:
+    """Carry out an unsubscribe link. ``one-click`` (RFC 8058, what a mail program's
+    button sends) stops the player's notices but not their turns, and stops every email
+    to anyone else; ``mute``, ``unmute`` and ``leave`` are a player's settings;
+    ``suppress`` is "never email me again". Returns what was done."""
+    if how not in NOTIFY_CHOICES:
+        raise InvalidInput(gettext("choose what to stop"))
+    with session_scope() as s:
+        token = _token(s, raw, "unsubscribe")
+        address = str((token.action or {}).get("address", "")).lower()
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id) if token.seat_id else None
+        if _is_player(game, seat, address) and how != "suppress":
+            return _notification_choice(s, game, seat, "mute" if how == "one-click" else how)
+        if how == "one-click" and _played_in_ended_game(game, seat, address):
+            return "ended"  # it sends nothing more; their other games are not touched
+        if how not in ("one-click", "suppress"):
+            raise WrongState(gettext("this address is not playing in this game"))
+        _suppress(s, game, seat, address)
+        return "suppressed"
+
+
+def set_notifications(page_raw: str, how: str) -> str:
+    """A player's notification settings from their game page."""
+    if how not in ("mute", "unmute", "leave"):
+        raise InvalidInput(gettext("choose a setting"))
+    with session_scope() as s:
+        token = _token(s, page_raw, "page")
+        game = _lock_game(s, token.game_id)
+        seat = s.get(Seat, token.seat_id)
+        if not _is_player(game, seat, seat.email.lower()):
+            raise WrongState(gettext("the game is not running"))
+        return _notification_choice(s, game, seat, how)
+
+
+def set_language(page_raw: str, lang: str) -> str:
+    """A player changes their language: pages at once, emails from the next one on."""
+    if lang not in LANGUAGES:
+        raise InvalidInput(gettext("choose one of the languages offered"))
+    with session_scope() as s:
+        token = _token(s, page_raw, "page")
+        _lock_game(s, token.game_id)
+        s.get(Seat, token.seat_id).language = lang
+        return lang
+
+
+def _is_player(game: Game | None, seat: Seat | None, address: str) -> bool:
+    """A person playing (or about to play) this game, as opposed to someone who was only
+    invited, or whose game has ended."""
+    return (game is not None and seat is not None and game.status in ("inviting", "active")
+            and seat.invite == "accepted" and seat.left_at is None
+            and seat.email.lower() == address.lower())
+
+
+def _played_in_ended_game(game: Game | None, seat: Seat | None, address: str) -> bool:
+    return (game is not None and seat is not None and game.status in ("finished", "abandoned")
+            and seat.invite == "accepted" and seat.email.lower() == address.lower())
+
+
+def _notification_choice(s: Session, game: Game, seat: Seat, how: str) -> str:
+    if how == "leave":
+        _leave(s, game, seat)
+        return "left"
+    seat.mute_notices = how == "mute"
+    return "muted" if seat.mute_notices else "unmuted"
+
+
+def _leave(s: Session, game: Game, seat: Seat) -> None:
+    """The player leaves: a bot plays the seat, nothing more is sent to them, and the
+    host is told (and can hand the seat to someone else)."""
+    if game.status != "active":
+        seat.invite, seat.left_at = "declined", utcnow()
+        _tell_host_declined(s, game, seat)
+        return
+    seat.left_at = utcnow()
+    _log_notice(s, game, "seat_left", seat.position, {"bot": game.absent_bot})
+    host = _seats(s, game.id)[0]
+    if host.id != seat.id:
+        _queue(s, game, host, "notice", {"headline": "seat_left"},
+               links={"admin": {"kind": "admin"}, "page": {"kind": "page"}})
+    if seat.bot is None:
+        seat.bot = game.absent_bot
+        _play_open_for_bot(s, game, seat)
+
+
+def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
+    """Never email ``address`` again; an open invitation of theirs in this game counts as
+    declined, and a hand-over offered to them is withdrawn (the host is told)."""
+    dialect = postgresql if is_postgres() else sqlite
+    s.execute(dialect.insert(Suppression).values(address=address, created_at=utcnow())
+              .on_conflict_do_nothing(index_elements=["address"]))
+    if seat is None:
+        return
+    if seat.email.lower() == address and seat.invite == "invited":
+        seat.invite = "declined"
+        _tell_host_declined(s, game, seat)
+        _start_if_ready(s, game, _seats(s, game.id))
+    pending = seat.pending_handover or {}
+    if str(pending.get("email", "")).lower() == address:
+        _revoke_handover(s, seat)
+        _tell_host_declined(s, game, seat, handover=pending)
+
+
+# -------------------------------------------------------------------------- ending, vacation, seats
+
+
+def abandon_game(admin_raw: str) -> None:
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)
+        if game.status in ("finished", "abandoned"):
+            raise WrongState(gettext("the game has already ended"))
+        mod = get_game(game.engine)
+        if game.state and hasattr(mod, "abandon"):
+            state, events = mod.abandon(mod.from_json(json.loads(game.state)))
+            game.state = _dump(mod.to_json(state))
+            game.version += 1
+            _log(s, game, events)
+        for d in s.exec(select(Decision).where(Decision.game_id == game.id,
+                                               Decision.closed_at.is_(None))):
+            d.closed_at, d.closed_by = utcnow(), "host"
+        game.status, game.ended_at = "abandoned", utcnow()
+        _notice_all(s, game, "game_abandoned_by_host", None, {})
+
+
+def take_vacation(page_raw: str, days: Any) -> float:
+    """Pause my deadlines for some days (up to the game's allowance); returns days left."""
+    with session_scope() as s:
+        token = _token(s, page_raw, "page")
+        game = _lock_game(s, token.game_id)
+        _require_active(game)
+        seat = s.get(Seat, token.seat_id)
+        try:
+            wanted = float(days)
+        except (TypeError, ValueError):
+            raise InvalidInput(gettext("give the vacation in days")) from None
+        left = game.vacation_days - seat.vacation_used_hours / 24
+        if not 0 < wanted <= left + 1e-9:
+            raise InvalidInput(gettext("you can take between 0 and %(left)s more days of "
+                                       "vacation in this game", left=number(left)))
+        now = utcnow()
+        shift = timedelta(days=wanted)
+        seat.vacation_until = max(now, seat.vacation_until or now) + shift
+        seat.vacation_used_hours += wanted * 24
+        _shift_open(s, game, shift, seat_id=seat.id)
+        _notice_all(s, game, "vacation_taken", seat.position,
+                    {"days": wanted, "until": seat.vacation_until.isoformat()})
+        return left - wanted
+
+
+def _require_active(game: Game) -> None:
+    if game.status != "active":
+        raise WrongState(gettext("the game is not running"))
+
+
+def _seat_at(s: Session, game: Game, position: Any) -> Seat:
+    try:
+        pos = int(position)
+    except (TypeError, ValueError):
+        raise InvalidInput(gettext("choose a seat")) from None
+    seats = _seats(s, game.id)
+    if not 0 <= pos < len(seats):
+        raise InvalidInput(gettext("there is no such seat"))
+    return seats[pos]

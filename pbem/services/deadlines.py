@@ -1,0 +1,110 @@
+"""Deadlines and the clock: the reminders and timeouts that are due, sending a reminder,
+timing a decision out (its default action, then a bot after too many), default reminder
+times."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session, select
+
+from engine.registry import get_game
+from pbem.db import session_scope
+from pbem.models import Decision, Game, Seat
+from pbem.services._plumbing import _lock_game, _log_notice, _next_reminder, _queue, _seats
+from pbem.services.playing import _play, _queue_decision
+
+
+def default_reminders(hours: float) -> list[float]:
+    """Half time and 2 hours before the deadline, where those fall inside the window."""
+    return sorted({h for h in (hours / 2, 2.0) if 0 < h < hours}, reverse=True)
+
+
+def due_reminders(now: datetime, limit: int = 500) -> list[int]:
+    """Open decisions of running games whose next reminder is due."""
+    return _due(Decision.next_reminder_at, now, limit)
+
+
+def due_timeouts(now: datetime, limit: int = 500) -> list[int]:
+    """Open decisions of running games whose deadline has passed."""
+    return _due(Decision.deadline_at, now, limit)
+
+
+def _due(column: Any, now: datetime, limit: int) -> list[int]:
+    """Ids of open decisions of running, unpaused games whose ``column`` time has come,
+    earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at))."""
+    with session_scope() as s:
+        return list(s.exec(
+            select(Decision.id).join(Game, Game.id == Decision.game_id)
+            .where(Decision.closed_at.is_(None), column <= now,
+                   Game.status == "active", Game.paused_at.is_(None))
+            .order_by(column).limit(limit)))
+
+
+def _running_decision(s: Session, decision_id: int) -> tuple[Decision, Game] | None:
+    """The decision and its game (row locked, decision re-read under the lock), if the
+    decision is still open in a running, unpaused game; the check that makes every sweep
+    step idempotent."""
+    decision = s.get(Decision, decision_id)
+    if decision is None:
+        return None
+    game = _lock_game(s, decision.game_id)
+    s.refresh(decision)
+    if decision.closed_at is not None or game.status != "active" or game.paused_at is not None:
+        return None
+    return decision, game
+
+
+def send_reminder(decision_id: int, now: datetime) -> bool:
+    """Queue the reminder that is due for a decision; False if nothing was due (any more)."""
+    with session_scope() as s:
+        found = _running_decision(s, decision_id)
+        if found is None:
+            return False
+        decision, game = found
+        due = decision.next_reminder_at
+        if due is None or due > now:
+            return False
+        if decision.deadline_at <= now:  # overdue: the timeout comes next, not a reminder
+            decision.next_reminder_at = None
+            return False
+        seat = s.get(Seat, decision.seat_id)
+        decision.reminders_sent += 1
+        decision.reminded_at = now
+        decision.next_reminder_at = _next_reminder(game, decision.deadline_at, now)
+        if not seat.bot:
+            mod = get_game(game.engine)
+            state = mod.from_json(json.loads(game.state))
+            _queue_decision(s, game, mod, state, seat, decision, reminder=True)
+        return True
+
+
+def time_out(decision_id: int, now: datetime) -> bool:
+    """Play the default action of an expired decision, exactly once; tell everyone."""
+    with session_scope() as s:
+        found = _running_decision(s, decision_id)
+        if found is None or found[0].deadline_at > now:
+            return False
+        decision, game = found
+        seat = s.get(Seat, decision.seat_id)
+        mod = get_game(game.engine)
+        action = mod.default_action(mod.from_json(json.loads(game.state)), seat.position)
+        seat.timeouts_in_row += 1
+        to_bot = seat.bot is None and seat.timeouts_in_row >= game.absent_after
+        if to_bot:
+            seat.bot = game.absent_bot
+        _log_notice(s, game, "decision_timed_out", seat.position,
+                    {"kind": decision.kind, "action": action.to_json()})
+        if to_bot:
+            _log_notice(s, game, "seat_on_bot", seat.position,
+                        {"bot": seat.bot, "timeouts": seat.timeouts_in_row, "by": "absence"})
+        opened = _play(s, game, seat, decision, action, "timeout")
+        seats = _seats(s, game.id)
+        told = {d.seat_id for d in opened if not seats[d.position].bot}  # a turn email
+        for other in seats:
+            if other.id not in told and game.status == "active":
+                _queue(s, game, other, "notice", {"headline": "decision_timed_out"},
+                       links={"page": {"kind": "page"}})
+        return True
