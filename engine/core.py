@@ -12,6 +12,10 @@ Every game is a module (or object) offering the functions of :class:`Game`:
 - ``apply(state, seat, action) -> (State, list[Event])``: everything automatic (draws,
   shuffles, dice, payments) happens inside until the next decision is needed.
 - ``default_action(state, seat) -> Action``: what a timeout plays; always legal.
+- ``email_choices(state, seat) -> list[Action]``: the legal actions a decision email
+  offers as one-click links (the game page offers them all).
+- ``BOTS`` (``random``, ``heuristic``: ``choose(state, seat, rng) -> Action``) and
+  ``stats`` (the simulator's game-specific figures).
 - ``view(state, seat | None) -> dict``: what that seat (or a spectator) may see.
 - ``result(state) -> Result | None``.
 - ``to_json(state) -> dict`` and ``from_json(data) -> State``: an exact round trip.
@@ -302,6 +306,8 @@ class Game(Protocol):
     TITLE: str
     MIN_PLAYERS: int
     MAX_PLAYERS: int
+    BOTS: Mapping[str, Any]  # name -> choose(state, seat, random.Random) -> Action
+    stats: Any  # the simulator's figures: summary(state, events), report(records)
 
     def setup(self, players: Sequence[str], seed: int,
               options: Mapping[str, Any] | None = None) -> Any: ...
@@ -309,6 +315,7 @@ class Game(Protocol):
     def legal_actions(self, state: Any, seat: int) -> list[Action]: ...
     def apply(self, state: Any, seat: int, action: Action) -> tuple[Any, list[Event]]: ...
     def default_action(self, state: Any, seat: int) -> Action: ...
+    def email_choices(self, state: Any, seat: int) -> list[Action]: ...
     def view(self, state: Any, seat: int | None) -> dict[str, Any]: ...
     def result(self, state: Any) -> Result | None: ...
     def to_json(self, state: Any) -> dict[str, Any]: ...

@@ -288,15 +288,17 @@ MAX_FORM_COUNT = 20  # no count field of any game goes higher
 
 
 def _action_from_form(view: dict[str, Any], legal: list[Action], form) -> Action:
-    """Read the full decision form of any game as a command in the game's notation:
-    ``choice`` (an action as written, or its verb), ``amount`` (a number for the verb),
-    ``kind`` with ``cards``/``word`` (a verb and the words after it) and ``count.<word>``
-    (a word N times, e.g. ``count.wood=2``). The engine's parser and legality check
-    decide; nothing here knows a game."""
+    """Read the full decision form of any game as a command in the game's notation, the
+    first of: ``amount`` (a number for the verb of ``choice``), ``choice`` (an action as
+    written), ``kind`` with ``cards``/``word`` (a verb and the words after it) and
+    ``count.<word>`` (a word N times, e.g. ``count.wood=2``). The engine's parser and
+    legality check decide; nothing here knows a game."""
     verb, choice = form.get("kind", "").strip(), form.get("choice", "").strip()
     amount = form.get("amount", "").strip()
     if amount:
         words = [(choice.split() or [verb])[0], amount]
+    elif choice:
+        words = [choice]
     elif verb:
         words = [verb, *form.getlist("cards"), *form.getlist("word")]
         for key, value in form.items(multi=True):
@@ -305,7 +307,7 @@ def _action_from_form(view: dict[str, Any], legal: list[Action], form) -> Action
                     raise ValueError(f"bad count {value!r}")
                 words += [key.removeprefix("count.")] * int(value)
     else:
-        words = [choice]
+        words = []
     text = " ".join(w for w in words if w)
     if not text:
         raise ValueError("no choice in the form")  # read as "choose one of the options"

@@ -112,10 +112,12 @@ def _notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict
 
 def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str, Any],
            links: dict[str, dict] | None = None, key: str | None = None,
-           to: tuple[str, str, str] | None = None) -> None:
+           to: tuple[str, str, str] | None = None, delay: timedelta | None = None) -> None:
     """Write one email to the outbox; links are minted as tokens only when it is sent.
-    ``to`` (name, address, language) sends it somewhere other than the seat's player.
-    An email over the sending caps is written as ``held`` instead (see ``_hold_reason``).
+    ``to`` (name, address, language) sends it somewhere other than the seat's player;
+    ``delay`` holds it back that long (it is checked again when it is due: a decision
+    closed by then is not mailed). An email over the sending caps is written as ``held``
+    instead (see ``_hold_reason``).
     """
     if to is None and not may_mail(game, seat, template):
         return  # someone who has not joined gets nothing but their invitation
@@ -130,7 +132,7 @@ def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str,
                  "version": game.version},
         idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
         status="held" if held else "pending", last_error=held, attempts=0,
-        next_attempt_at=now, created_at=now))
+        next_attempt_at=now + delay if delay else now, created_at=now))
     if not held:
         _wake_deliverer(s)
 

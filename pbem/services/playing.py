@@ -8,8 +8,10 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import insert, update
 from sqlalchemy.orm.attributes import set_committed_value
@@ -183,7 +185,9 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
     decision.closed_at, decision.closed_by = utcnow(), source
     _commit_state(s, game, mod, state, events)
     seats = _seats(s, game.id)
-    opened = _sync_decisions(s, game, mod, state, seats)
+    # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
+    follow_up = seat.id if source == "player" else None
+    opened = _sync_decisions(s, game, mod, state, seats, follow_up)
     for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
         bot_row = next((d for d in opened if seats[d.position].bot), None)
         if bot_row is None or game.status != "active":
@@ -195,7 +199,7 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
         bot_row.closed_at, bot_row.closed_by = utcnow(), "bot"
         _commit_state(s, game, mod, state, events)
         opened = [d for d in opened if d.closed_at is None]
-        opened += _sync_decisions(s, game, mod, state, seats)
+        opened += _sync_decisions(s, game, mod, state, seats, follow_up)
     s.info["pbem.state"], s.info["pbem.seats"] = state, seats
     return [d for d in opened if d.closed_at is None]
 
@@ -245,8 +249,11 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
 
 
 def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
-                    seats: list[Seat]) -> list[Decision]:
-    """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones."""
+                    seats: list[Seat], follow_up: int | None = None) -> list[Decision]:
+    """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones.
+    The email of a decision for seat ``follow_up`` (who has just played, and whose answer
+    page shows the new decision at once) waits FOLLOW_UP_MINUTES: it goes out only if the
+    player leaves the decision open that long."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
     open_rows = s.exec(select(Decision).where(Decision.game_id == game.id,
                                               Decision.closed_at.is_(None))).all()
@@ -268,12 +275,16 @@ def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
         s.flush()
         opened.append(row)
         if not seat.bot:
-            _queue_decision(s, game, mod, state, seat, row)
+            delay = None
+            if seat.id == follow_up:
+                delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
+            _queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
 
 
 def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,
-                    decision: Decision, reminder: bool = False, key: str | None = None) -> None:
+                    decision: Decision, reminder: bool = False, key: str | None = None,
+                    delay: timedelta | None = None) -> None:
     legal = mod.legal_actions(state, seat.position)
     links = {"page": {"kind": "page"}}
     for i, action in enumerate(mod.email_choices(state, seat.position)):
@@ -286,4 +297,4 @@ def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: S
         "default": mod.default_action(state, seat.position).to_json(),
         "reminder": reminder,
     }, links=links, key=key or (f"reminder:{decision.id}:{decision.reminders_sent}" if reminder
-                                else f"decision:{decision.id}"))
+                                else f"decision:{decision.id}"), delay=delay)

@@ -59,7 +59,9 @@ def live_server(tmp_path) -> Iterator[LiveServer]:
     mailbox = tmp_path / "mailbox"
     app = create_app({"DATABASE_URL": db_url, "SECRET_KEY": secrets.token_hex(16),
                       "BASE_URL": url, "MAIL_BACKEND": "dev", "MAILBOX_DIR": str(mailbox),
-                      "MAIL_POLL_INTERVAL": 0.02})
+                      "MAIL_POLL_INTERVAL": 0.02,
+                      # every decision mailed at once: these players answer emails only
+                      "FOLLOW_UP_MINUTES": 0})
     holder["app"] = app
     werkzeug_log = logging.getLogger("werkzeug")
     level = werkzeug_log.level

@@ -124,7 +124,7 @@ def test_each_player_gets_only_their_own_language(live_server, browser, monkeypa
 
         # Bernd's browser shows the home page in German, by its Accept-Language.
         bernd.page.goto(base + "/")
-        expect(bernd.page.locator("h1")).to_contain_text("Cavemen")
+        expect(bernd.page.locator("h1")).to_have_text("Eine Partie per E-Mail starten")
         bernd.read_page()
 
         # Ann confirms; Bernd accepts his (German) invitation.

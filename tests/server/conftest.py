@@ -121,14 +121,15 @@ def db_url(request, tmp_path) -> str:
 
 
 def app_config(db_url: str, tmp_path: Path, **overrides) -> dict:
-    """The tests' configuration: memory mail, and sending caps out of the way (the tests
-    of the caps set their own)."""
+    """The tests' configuration: memory mail, sending caps out of the way (the tests of
+    the caps set their own), and every decision mailed at once (FOLLOW_UP_MINUTES 0: the
+    tests of the held-back follow-up email set their own)."""
     return {"TESTING": True, "DATABASE_URL": db_url, "SECRET_KEY": SECRET,
             "BASE_URL": BASE_URL, "MAIL_BACKEND": "memory", "MAIL_FROM": MAIL_FROM,
             "MAILBOX_DIR": str(tmp_path / "mailbox"), "CREATE_LIMIT_PER_HOUR": 1000,
             "NOTICE_LIMIT_PER_ADDRESS": 1000, "NOTICE_LIMIT_PER_GAME": 1000,
             "INVITE_LIMIT_PER_ADDRESS": 1000, "HANDOVER_LIMIT_PER_GAME": 1000,
-            **overrides}
+            "FOLLOW_UP_MINUTES": 0, **overrides}
 
 
 class SessionBytecodeCache(BytecodeCache):
@@ -184,9 +185,9 @@ GAME_SEED = 7  # round 1 ends with the conch holder's hunt that needs a casualty
 
 
 def start_game(app: Flask, players=PLAYERS, seed: int = GAME_SEED, hours: float = 48,
-               title: str = "") -> services.Created:
+               title: str = "", game: str = "cavemen") -> services.Created:
     with app.app_context():
-        created = services.create_game("cavemen", list(players), hours, seed=seed,
+        created = services.create_game(game, list(players), hours, seed=seed,
                                        title=title, confirm_by_email=False, start=True)
         counts = mail.deliver_due()
     assert counts == {"sent": len(players), "failed": 0, "skipped": 0}

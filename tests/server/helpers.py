@@ -21,7 +21,6 @@ from flask import Flask
 from sqlalchemy import select as sa_select
 from sqlmodel import select
 
-from engine.cavemen.bots import heuristic_bot
 from engine.core import Action, format_action
 from engine.registry import get_game
 from pbem import mail, services
@@ -318,13 +317,24 @@ PLAYERS = [
 ]
 
 
-def page_form_data(action: Action, decision_kind: str) -> dict[str, Any]:
-    """The fields the full decision form on the game page sends for ``action``."""
+def page_form_data(action: Action, decision_kind: str,
+                   form: Form | None = None) -> dict[str, Any]:
+    """The fields the full decision form on the game page sends for ``action``, as a
+    person filling it in would set them (``form``: the form, where its shape matters)."""
     if decision_kind == "discard":
         return {"kind": "discard", "cards": list(action.get("cards"))}
     if action.kind == "bid":
         return {"choice": "bid", "amount": str(action.get("amount"))}
-    return {"choice": format_action(action)}
+    if form is None or format_action(action) in form.radios.get("choice", []):
+        return {"choice": format_action(action)}
+    if action.kind == "place":  # Stone Age: a place and a number of people
+        return {"word": [action.get("at"), str(action.get("count"))]}
+    if action.kind in ("tools", "no_tools"):
+        return {"kind": action.kind, "word": list(action.get("use", ()))}
+    if action.kind in ("take", "build", "feed"):
+        pay = list(action.get("pay"))
+        return {"kind": action.kind, **{f"count.{r}": str(pay.count(r)) for r in set(pay)}}
+    return {"kind": action.kind}
 
 
 class Table:
@@ -345,7 +355,9 @@ class Table:
         return game_state(self.app, self.game_id)[1]
 
     def bot_choice(self, decision: Decision) -> Action:
-        return heuristic_bot(self.state(), decision.position, self.rng)
+        """The game's own heuristic bot's choice for the decision."""
+        mod, state = game_state(self.app, self.game_id)
+        return mod.BOTS["heuristic"](state, decision.position, self.rng)
 
     def mail(self, decision: Decision) -> Mail:
         return self.inbox.for_decision(decision.id)
@@ -357,9 +369,19 @@ class Table:
             out[url] = Action.from_json(token_row(self.app, token_of(url)).action)
         return out
 
+    def page_link(self, decision: Decision) -> str:
+        """The game page link of the decision's email, or (a decision shown at once on
+        the page of the player's previous move has no email) of their latest email."""
+        mine = [m for m in self.inbox.all() if m.decision_id == decision.id]
+        if not mine:
+            email = self.seats[decision.position].email
+            mine = [m for m in self.inbox.all() if m.to_addr == email
+                    and any(u.startswith(BASE_URL + "/g/") for u in m.text_links())]
+        return mine[-1].link("/g/")
+
     def play_on_page(self, decision: Decision, action: Action):
         """Submit ``action`` through the game page form (sig computed like the page does)."""
-        page = path_of(self.mail(decision).link("/g/"))
+        page = path_of(self.page_link(decision))
         raw = page.rsplit("/", 1)[1]
         data = {"sig": form_signature(SECRET, raw), "decision_id": str(decision.id),
                 **page_form_data(action, decision.kind)}

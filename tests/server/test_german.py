@@ -35,8 +35,8 @@ WORD_RE = re.compile(r"[A-Za-zÄÖÜäöüß]{2,}")
 NOISE_RE = re.compile(r"https?://\S+|\S+@\S+|<[^>]+>|[\w/.-]*\d[\w/.-]*")
 # Words that are the same in both languages, so a fragment made only of them proves
 # nothing: names of people, products and things that are not translated.
-SAME_IN_BOTH = {"pbem", "Cavemen", "Stone", "Age", "Bot", "Ann", "Bob", "Cy", "Dee", "UTC", "Europe",
-                "Berlin", "America", "New", "York", "Asia", "Tokyo", "Tiger", "Wolf",
+SAME_IN_BOTH = {"pbem", "Cavemen", "Stone", "Age", "Bot", "Ann", "Bob", "Cy", "Dee", "UTC",
+                "Europe", "Berlin", "America", "New", "York", "Asia", "Tokyo", "Tiger", "Wolf",
                 "Megaloceros", "Styracosaurus", "Smilodon", "Mammut", "English",
                 "Deutsch", "Message", "ID", "References", "Host", "Status", "Email",
                 "Dev", "Game", "Friday"}
