@@ -47,11 +47,11 @@ def idle(result: dict[str, int]) -> bool:
     return not any(result.values())
 
 
-def new_game(app, players=PLAYERS, **policy) -> services.Created:
+def new_game(app, players=PLAYERS, game: str = "cavemen", **policy) -> services.Created:
     """A started game (the clock must be frozen), its first emails delivered."""
     hours = policy.pop("hours", 48)
     with app.app_context():
-        created = services.create_game("cavemen", list(players), hours, seed=GAME_SEED,
+        created = services.create_game(game, list(players), hours, seed=GAME_SEED,
                                        confirm_by_email=False, start=True, **policy)
         assert mail.deliver_due()["sent"] == len(players)
     return created
