@@ -20,8 +20,8 @@ def init_app(app: Flask) -> None:
 
 
 @pbem_cli.command("new-game")
-@click.option("--game", type=click.Choice(services.GAMES_OFFERED), default="cavemen",
-              show_default=True, help="The game: cavemen (2 to 5 players) or stoneage (2 to 4).")
+@click.option("--game", type=click.Choice(services.GAMES_OFFERED),
+              default=services.GAMES_OFFERED[0], show_default=True, help="The game to play.")
 @click.option("--player", "players", multiple=True, required=True,
               help='"Name <email>" optionally followed by language and time zone, '
                    'e.g. "Ann <ann@example.com> de Europe/Berlin". The first is the host.')

@@ -1,9 +1,10 @@
-"""Game data in the reader's language: card names, card texts and tribe names.
+"""Game data in the reader's language: card names, card texts and other printed names.
 
-The engine keeps its views in the language of the deck file; a game that ships
-translations (``mod.translation(state, lang)``) gets its views and card lookups rewritten
-here for the language being spoken. A game without them, or a language without a file,
-shows the deck's own words.
+The engine keeps its views in the language of its data file; a game that ships
+translations (``mod.translation(state, lang)``) gets its card lookups, and its views if it
+says how (``mod.translated_view``), rewritten here for the language being spoken. A game
+without them, or a language without a file, shows the data file's own words. Nothing
+here knows a game.
 """
 
 from __future__ import annotations
@@ -36,18 +37,14 @@ def card(info: dict[str, Any], tr: Any) -> dict[str, Any]:
     return out
 
 
-def view(data: dict[str, Any] | None, tr: Any) -> dict[str, Any] | None:
-    """A game view with every card and tribe name translated (a new dict)."""
-    if data is None or tr is None:
+def view(mod: EngineGame, data: dict[str, Any] | None, tr: Any) -> dict[str, Any] | None:
+    """A game view with its printed names in the translation's language (a new dict), by
+    the game's own ``translated_view(view, card, tr)`` if it has one; else the view as it is
+    (its templates then look names up through ``lookup``)."""
+    rewrite = getattr(mod, "translated_view", None)
+    if data is None or tr is None or rewrite is None:
         return data
-    out = dict(data)
-    if "pool" in out:
-        out["pool"] = [card(c, tr) for c in out["pool"]]
-    if "tribes" in out:
-        out["tribes"] = [dict(t, tribe=tr.tribe_name(t["tribe"]),
-                              cards=[card(c, tr) for c in t.get("cards", [])])
-                         for t in out["tribes"]]
-    return out
+    return rewrite(data, lambda info: card(info, tr), tr)
 
 
 def lookup(mod: EngineGame, state: Any, tr: Any) -> CardLookup:

@@ -444,7 +444,7 @@ def _render(s, row: Outbox, game: Game | None, seat: Seat | None,
         state = mod.from_json(json.loads(game.state))
         position = seat.position if seat else None
         tr = localize.translation_for(mod, state, language())
-        ctx["view"] = localize.view(mod.view(state, position), tr)
+        ctx["view"] = localize.view(mod, mod.view(state, position), tr)
         ctx["card"] = localize.lookup(mod, state, tr)
         since = seat.seen_event_seq if seat else 0
         events = s.exec(select(EventLog).where(EventLog.game_id == game.id,

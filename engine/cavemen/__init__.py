@@ -29,6 +29,7 @@ from engine.cavemen.rules import (
     setup,
     setup_with_events,
     to_json,
+    translated_view,
     translation,
     view,
 )
@@ -38,7 +39,7 @@ __all__ = [
     "apply", "card_info", "check_invariants", "default_action", "email_choices",
     "from_json", "legal_actions", "Translation", "load_deck", "load_translation",
     "parse_deck", "pending", "result", "scores", "setup", "setup_with_events", "to_json",
-    "translation", "view",
+    "translated_view", "translation", "view",
 ]
 
 from engine.cavemen import stats  # noqa: E402  (the simulator's figures)

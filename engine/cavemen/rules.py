@@ -309,6 +309,19 @@ def card_info(state: State, card_id: str) -> dict[str, Any]:
     return state.deck.card(card_id).to_view()
 
 
+def translated_view(data: dict[str, Any], card: Any, tr: Translation) -> dict[str, Any]:
+    """A view with its cards and tribe names in ``tr``'s language; ``card(info)`` gives a
+    card's view translated (the server's lookup)."""
+    out = dict(data)
+    if "pool" in out:
+        out["pool"] = [card(c) for c in out["pool"]]
+    if "tribes" in out:
+        out["tribes"] = [dict(t, tribe=tr.tribe_name(t["tribe"]),
+                              cards=[card(c) for c in t.get("cards", [])])
+                         for t in out["tribes"]]
+    return out
+
+
 def translation(state: State, lang: str) -> Translation | None:
     """The card names, card texts and tribe names of the game's deck in ``lang`` (a tag
     such as "de" or "de-AT"; a regional tag falls back to its language), or None when the

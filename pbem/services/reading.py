@@ -60,7 +60,7 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
     tr = localize.translation_for(mod, state, seat.language if seat else language())
     return {
         "game": game, "seat": seat, "seats": seats, "card": localize.lookup(mod, state, tr),
-        "view": localize.view(mod.view(state, position), tr) if state is not None else None,
+        "view": localize.view(mod, mod.view(state, position), tr) if state is not None else None,
         "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
     }
 
