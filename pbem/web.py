@@ -250,7 +250,7 @@ def one_click(raw: str):
 def _after_move(outcome: services.Outcome):
     """A short page: what was recorded, who acts next, and this seat's next decision at
     once if it has one (no board or log: the game page has those)."""
-    data = services.game_for_page(outcome.page_token, with_log=False)
+    data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
     g.language = outcome.language
     return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
                            outcome=outcome)

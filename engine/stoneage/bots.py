@@ -22,12 +22,12 @@ from engine.stoneage.rules import (
     DECLINE,
     MAX_AGRICULTURE,
     MAX_PEOPLE,
-    NO_TOOLS,
     STARVE,
     YIELD,
     State,
     _building_payments,
     _home,
+    _pay_value,
     _payments_of_size,
     data,
     default_action,
@@ -227,18 +227,18 @@ def _card(state: State, seat: int) -> Action:
     slot = int(step.place[-1]) - 1
     if card_value(state, seat, state.civ[slot]) < 1.5 * (slot + 1):
         return DECLINE
-    return min((a for a in legal if a != DECLINE), key=_cost)
+    return min((a for a in legal if a != DECLINE), key=_pay_value)
 
 
 def _build(state: State, seat: int) -> Action:
     legal = [a for a in legal_actions(state, seat) if a != DECLINE]
-    short = food_need(state, seat) - 0  # resources to keep for feeding this round
+    short = food_need(state, seat)  # resources to keep for feeding this round
     board = state.boards[seat]
 
     def key(action: Action) -> tuple[int, int]:
         pay = action.get("pay")
         keeps = sum(board.res) + board.wild - len(pay) >= short
-        return (keeps, _cost(action))
+        return (keeps, _pay_value(action))
 
     return max(legal, key=key)
 
@@ -264,8 +264,4 @@ def _pick(state: State, seat: int) -> Action:
     return legal[0]
 
 
-def _cost(action: Action) -> int:
-    return sum(RESOURCE_VALUE[r] for r in action.get("pay", ()))
-
-
-__all__ = ["BOTS", "NO_TOOLS", "card_value", "heuristic_bot", "random_bot", "rounds_left"]
+__all__ = ["BOTS", "card_value", "heuristic_bot", "random_bot", "rounds_left"]

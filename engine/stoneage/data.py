@@ -22,8 +22,16 @@ STANDARD_DATA = Path(__file__).with_name("standard.toml")
 LANGUAGES = ("en", "de")
 RESOURCES = ("food", "wood", "brick", "stone", "gold")
 PAYABLE = ("wood", "brick", "stone", "gold")  # what buildings, cards and feeding take
-PLACES = ("hunt", "forest", "clay", "quarry", "river", "toolmaker", "hut", "field",
-          "card", "building")
+# The board is fixed (the rules are written for it): each place's kind, capacity (0 =
+# unlimited) and yield. The data file gives their names and must agree with this.
+BOARD: dict[str, tuple[str, int, str | None]] = {
+    "hunt": ("resource", 0, "food"), "forest": ("resource", 7, "wood"),
+    "clay": ("resource", 7, "brick"), "quarry": ("resource", 7, "stone"),
+    "river": ("resource", 7, "gold"), "toolmaker": ("village", 1, None),
+    "hut": ("village", 2, None), "field": ("village", 1, None),
+    "card": ("card", 1, None), "building": ("building", 1, None),
+}
+PLACES = tuple(BOARD)
 FIGURES = ("farmer", "toolmaker", "hutbuilder", "shaman")
 # Top effects of civilization cards and the fields each one needs.
 TOP_KINDS: dict[str, tuple[str, ...]] = {
@@ -237,6 +245,11 @@ def parse_data(doc: Mapping[str, Any], digest: str = "") -> Data:
         _int(entry, "capacity", where, 0, 7)
         if entry["kind"] == "resource" and entry.get("resource") not in RESOURCES:
             raise _fail(where, f"yields {entry.get('resource')!r}, not a resource")
+        kind, capacity, resource = BOARD[key]
+        if (entry["kind"], entry["capacity"], entry.get("resource")) != (kind, capacity, resource):
+            raise _fail(where, f"must be {kind}, capacity {capacity}"
+                               + (f", yielding {resource}" if resource else "")
+                               + " (the board the rules are written for)")
         named(f"place.{key}", entry.get("name"), f"{where}.name")
 
     culture_table = _table(doc, "culture", "file")

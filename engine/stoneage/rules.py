@@ -61,6 +61,7 @@ from engine.core import (
     StateCorrupt,
 )
 from engine.stoneage.data import (
+    BOARD,
     CARD_SLOTS,
     PAYABLE,
     RESOURCE_VALUE,
@@ -76,11 +77,10 @@ MIN_PLAYERS, MAX_PLAYERS = 2, 4
 START_PEOPLE, MAX_PEOPLE, START_FOOD = 5, 10, 12
 MAX_AGRICULTURE, MAX_TILES, MAX_TILE_VALUE = 10, 3, 4
 STACK_SIZE, STACKS = 7, 4
-RESOURCE_PLACES = ("hunt", "forest", "clay", "quarry", "river")
-VILLAGE = ("toolmaker", "hut", "field")
-YIELD = {"hunt": "food", "forest": "wood", "clay": "brick", "quarry": "stone",
-         "river": "gold"}
-CAPACITY = 7
+YIELD = {p: r for p, (kind, _, r) in BOARD.items() if kind == "resource"}
+RESOURCE_PLACES = tuple(YIELD)
+VILLAGE = tuple(p for p, (kind, _, _) in BOARD.items() if kind == "village")
+CAPACITY = BOARD["forest"][1]  # each resource place but the unlimited Hunting grounds
 COLOURS = {2: 1, 3: 2, 4: 4}  # players -> colours allowed on forest, clay, quarry, river
 STARVE_POINTS = 10
 FACES = {1: "wood", 2: "brick", 3: "stone", 4: "gold", 5: "tool", 6: "agriculture"}
@@ -684,7 +684,7 @@ def _roll_result(state: State, seat: int, place: str, resource: str,
     board = state.boards[seat]
     value = RESOURCE_VALUE[resource]
     total = sum(dice)
-    extra = sum(board.tools) + sum(data().cards[c].value for c in board.one_time)
+    extra = sum(_tool_value(t) for t in _tool_ids(board))
     if extra and (total + extra) // value > total // value:
         return state._replace(step=Step("tools", seat, place, resource, dice))
     return _gain(state, seat, resource, total // value, place, events)
@@ -695,21 +695,17 @@ def _finish_roll(state: State, seat: int, use: tuple[str, ...],
     step = state.step
     board = state.boards[seat]
     tools, spent, one_time = list(board.tools), list(board.spent), list(board.one_time)
-    added = 0
-    for t in use:
-        if t.startswith("t"):
-            value = int(t[1:])
-            tools.remove(value)
-            spent.append(value)
-            added += value
-        else:
-            one_time.remove(t)
-            added += data().cards[t].value
+    tiles = [int(t[1:]) for t in use if t.startswith("t")]
+    cards = [t for t in use if not t.startswith("t")]
+    for value in tiles:
+        tools.remove(value)
+        spent.append(value)
+    for card in cards:
+        one_time.remove(card)
+    added = sum(_tool_value(t) for t in use)
     if use:
-        tiles = [int(t[1:]) for t in use if t.startswith("t")]
-        cards = [data().cards[t].value for t in use if not t.startswith("t")]
-        events.append(Event("tools_added", seat, {"tiles": tiles, "one_time": cards,
-                                                  "added": added}))
+        events.append(Event("tools_added", seat, {
+            "tiles": tiles, "one_time": [_tool_value(c) for c in cards], "added": added}))
     state = _with(state, seat, tools=tuple(sorted(tools, reverse=True)),
                   spent=tuple(sorted(spent, reverse=True)), one_time=tuple(one_time))
     state = state._replace(step=None)

@@ -64,6 +64,7 @@ class Outcome:
     winners: tuple[int, ...] = ()
     cards: dict | None = None  # printed data of the cards the action names
     language: str = "en"  # the player's
+    engine: str = ""  # the game's engine name (which templates narrate it)
 
     def card(self, cid: str) -> dict[str, Any]:
         return (self.cards or {}).get(cid, {"id": cid, "name": cid})
@@ -166,7 +167,8 @@ def _act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
                    names=tuple(x.name for x in s.info["pbem.seats"]),
                    waiting=tuple((d.seat, d.kind) for d in mod.pending(state)),
                    winners=tuple(result.winners) if result else (),
-                   cards={c: card(c) for c in named}, language=seat.language)
+                   cards={c: card(c) for c in named}, language=seat.language,
+                   engine=game.engine)
 
 
 def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,

@@ -19,7 +19,6 @@ described, and the first ``apply`` plays from there. The dice are fixed with
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import cache
 
 from engine.core import Rng
@@ -30,56 +29,30 @@ CARD_IDS = DATA.card_ids
 BUILDING_IDS = DATA.building_ids
 SEARCH = 100_000
 
-__all__ = ["BUILDING_IDS", "CARD_IDS", "DATA", "BoardSpec", "Spot", "Step", "board", "build",
+__all__ = ["BUILDING_IDS", "CARD_IDS", "DATA", "Spot", "Step", "board", "build",
            "last_use", "rolling"]
-
-
-@dataclass(frozen=True)
-class BoardSpec:
-    """A player's board to build; see :func:`board`."""
-
-    people: int = 5
-    food: int = 12
-    res: tuple[int, int, int, int] = (0, 0, 0, 0)
-    wild: int = 0
-    agriculture: int = 0
-    tools: tuple[int, ...] = ()
-    spent: tuple[int, ...] = ()
-    one_time: tuple[str, ...] = ()
-    cards: tuple[str, ...] = ()
-    buildings: tuple[str, ...] = ()
-    score: int = 0
-    short: int = 0
-
-    def held(self) -> tuple[str, ...]:
-        """The cards held: ``cards`` then any one-time tool card not listed there."""
-        return (*self.cards, *(c for c in self.one_time if c not in self.cards))
-
-    def to_board(self, rest: Sequence[str] = ()) -> Board:
-        return Board(self.people, self.food, self.res, self.wild, self.agriculture,
-                     tuple(sorted(self.tools, reverse=True)),
-                     tuple(sorted(self.spent, reverse=True)), self.one_time,
-                     (*self.held(), *rest), self.buildings, self.score, self.short)
 
 
 def board(people: int = 5, food: int = 12, wood: int = 0, brick: int = 0, stone: int = 0,
           gold: int = 0, wild: int = 0, agriculture: int = 0, tools: Iterable[int] = (),
           spent: Iterable[int] = (), one_time: Iterable[str] = (), cards: Iterable[str] = (),
-          buildings: Iterable[str] = (), score: int = 0, short: int = 0) -> BoardSpec:
+          buildings: Iterable[str] = (), score: int = 0, short: int = 0) -> Board:
     """A board: the starting one (5 people, 12 Food) unless told otherwise. ``tools`` are
     unused tool tiles (values), ``spent`` tiles used this round, ``one_time`` one-time
     tool cards (added to ``cards`` when not listed there), ``wild`` resources of choice
     (G02), ``short`` people still unfed while a feed decision is open."""
-    return BoardSpec(people, food, (wood, brick, stone, gold), wild, agriculture,
-                     tuple(tools), tuple(spent), tuple(one_time), tuple(cards),
-                     tuple(buildings), score, short)
+    one_time, cards = tuple(one_time), tuple(cards)
+    return Board(people, food, (wood, brick, stone, gold), wild, agriculture,
+                 tuple(sorted(tools, reverse=True)), tuple(sorted(spent, reverse=True)),
+                 one_time, (*cards, *(c for c in one_time if c not in cards)),
+                 tuple(buildings), score, short)
 
 
 def _spot(value: Spot | Sequence) -> Spot:
     return value if isinstance(value, Spot) else Spot(*value)
 
 
-def build(*boards: BoardSpec, civ: Sequence[str | None] | None = None,
+def build(*boards: Board, civ: Sequence[str | None] | None = None,
           pile: Iterable[str] = (), rest: str | int = "pile",
           stacks: Sequence[Sequence[str] | int | None] | None = None,
           spots: Iterable[Spot | Sequence] = (), phase: str = "place", start: int = 0,
@@ -100,7 +73,7 @@ def build(*boards: BoardSpec, civ: Sequence[str | None] | None = None,
     n = len(boards)
     if not 2 <= n <= 4:
         raise ValueError("Stone Age is for 2 to 4 players")
-    held = [c for b in boards for c in b.held()]
+    held = [c for b in boards for c in b.cards]
     civ = list(civ) if civ is not None else []
     if len(civ) > 4:
         raise ValueError("at most four open cards")
@@ -140,7 +113,8 @@ def build(*boards: BoardSpec, civ: Sequence[str | None] | None = None,
 
     state = State(
         players=tuple(players or (f"p{i}" for i in range(n))), data=DATA.digest,
-        boards=tuple(b.to_board(extra.get(i, ())) for i, b in enumerate(boards)),
+        boards=tuple(b._replace(cards=(*b.cards, *extra.get(i, ())))
+                     for i, b in enumerate(boards)),
         spots=tuple(_spot(s) for s in spots), civ=tuple(civ), pile=tuple(pile),
         stacks=tuple(built), start=start, round=round, phase=phase,
         turn=start if turn is None else turn, step=step, feeding=tuple(feeding),
@@ -149,7 +123,7 @@ def build(*boards: BoardSpec, civ: Sequence[str | None] | None = None,
     return state
 
 
-def last_use(*boards: BoardSpec, place: str = "toolmaker", count: int = 1, start: int = 0,
+def last_use(*boards: Board, place: str = "toolmaker", count: int = 1, start: int = 0,
              **kw) -> State:
     """The use phase with one placement left: the seat before the start player (the
     last to use) resolves ``place``; after it the round is fed. The default tool maker

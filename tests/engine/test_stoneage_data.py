@@ -741,3 +741,16 @@ def test_load_data_validates_the_file(tmp_path: Path) -> None:
 def test_data_error_code() -> None:
     assert DataError.code == "data/invalid"
     assert issubclass(DataError, EngineError)
+
+
+@pytest.mark.parametrize(("mutate", "problem"), [
+    (setting("places.forest.capacity", 5), "capacity 7"),
+    (setting("places.hut.capacity", 1), "capacity 2"),
+    (setting("places.river.resource", "stone"), "yielding gold"),
+])
+def test_a_place_that_is_not_the_board_the_rules_know_is_refused(mutate, problem) -> None:
+    """The rules are written for the printed board; the file names its places."""
+    with pytest.raises(DataError) as info:
+        parse_data(broken(mutate))
+    assert problem in info.value.message and "the board the rules are written for" in (
+        info.value.message)
