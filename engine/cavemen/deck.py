@@ -412,7 +412,7 @@ class Translation:
     tribes: Mapping[str, str]
 
     def card_name(self, card_id: str) -> str:
-        return self.names[card_id]
+        return self.names.get(card_id, card_id)  # another word of an action: as it is
 
     def card_text(self, card_id: str) -> str:
         """The card's translated text; "" for a card without text."""

@@ -305,7 +305,10 @@ def email_choices(state: State, seat: int) -> list[Action]:
 
 
 def card_info(state: State, card_id: str) -> dict[str, Any]:
-    """A card's printed data, for narration."""
+    """A card's printed data, for narration; another word of an action (``food``) is
+    shown as it is."""
+    if card_id not in state.deck.cards:
+        return {"id": card_id, "name": card_id}
     return state.deck.card(card_id).to_view()
 
 

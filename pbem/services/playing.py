@@ -160,8 +160,9 @@ def _act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
     mod, state = get_game(game.engine), s.info["pbem.state"]
     result = mod.result(state)
     card = localize.lookup(mod, state, localize.translation_for(mod, state, seat.language))
-    named = [v for k, v in action.args if k in ("card", "replace")]
-    named += [c for k, v in action.args if k == "cards" for c in v]
+    # every word the action names (a card, a place, a resource...), printed for the page
+    named = {w for _, v in action.args for w in (v if isinstance(v, tuple) else (v,))
+             if isinstance(w, str)}
     return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
                    again, game.status == "finished",
                    names=tuple(x.name for x in s.info["pbem.seats"]),

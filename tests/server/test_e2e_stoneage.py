@@ -139,7 +139,9 @@ def _answer_mail(player, mail, decision: Decision, bot, rng: random.Random,
     for url in player.links(mail, "/a/"):
         if Action.from_json(token_row(player.app, token_of(url)).action) == choice:
             resp = player.confirm(url)
-            assert text_of(resp.text, "recorded").startswith("Recorded:")
+            recorded = text_of(resp.text, "recorded")
+            # the page names the move in the email's words (places and resources printed)
+            assert recorded.startswith("Recorded: ") and recorded[10:] in mail.text, recorded
             via["one-click"] += 1
             return resp.text
     page = player.http.get(player.link(mail, "/g/"), timeout=30)

@@ -52,8 +52,9 @@ ONLY_IN = {
 
 
 def words(text: str) -> set[str]:
-    """The words of a text as a reader sees them, links and addresses left out."""
-    text = re.sub(r"https?://\S+|\S+@\S+", " ", text)
+    """The words of a text as a reader sees them: links, addresses and anything with a
+    digit in it (ids such as a hex game id "4be2", which would read as "be") left out."""
+    text = NOISE_RE.sub(" ", text)
     return {w.lower() for w in re.findall(r"[A-Za-zÄÖÜäöüß]+", text)}
 
 
@@ -214,3 +215,9 @@ def _page(app, client, url: str, lang: str) -> str:
     assert f'<html lang="{lang}">' in html, url
     return visible(html)
 
+
+
+def test_the_checker_reads_words_not_ids() -> None:
+    """A hex id ("4be2c9") is no English "be"; an English "be" in a sentence still is."""
+    assert "be" not in words("Spiel 4be2c9, Partie a1be")
+    assert words("it will be") & ONLY_IN["en"] == {"be"}
