@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: install test run simulate lint bench clean i18n translations
+.PHONY: install test screens browser-deps run simulate lint bench clean i18n translations
 # Compiled catalogs (.mo) are built here, not committed: they follow from the .po files.
 CATALOGS := $(wildcard pbem/translations/*/LC_MESSAGES/messages.po)
 COMPILED := $(CATALOGS:.po=.mo)
@@ -33,10 +33,31 @@ i18n: $(STAMP)
 	  --no-fuzzy-matching --ignore-obsolete
 	$(MAKE) translations
 
+# axe-core for the accessibility checks of the browser tests, from npm at the locked version
+# (node and npm come from .ci/system-deps, so this runs after it).
+AXE_STAMP := tests/browser/node_modules/.installed
+
+$(AXE_STAMP): tests/browser/package.json tests/browser/package-lock.json
+	@if command -v npm >/dev/null; then \
+	  npm ci --prefix tests/browser --no-audit --no-fund && touch $(AXE_STAMP); \
+	elif [ "$${CI:-}" = true ]; then echo "npm is missing (apt-get install npm)" >&2; exit 1; \
+	else echo "npm is missing: the browser tests' axe-core checks are skipped" >&2; fi
+
+browser-deps: $(AXE_STAMP)
+
 test: $(STAMP) translations
 	bash .ci/system-deps
+	$(MAKE) --no-print-directory browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/pytest
+
+# Full-page screenshots of every page and email of both games, in English and German, at
+# 390 and 1280 px, with the overflow and axe-core checks (tests/browser/test_screens.py).
+screens: $(STAMP) translations
+	bash .ci/system-deps
+	$(MAKE) --no-print-directory browser-deps
+	PBEM_SCREENS=1 $(BIN)/pytest -q tests/browser/test_screens.py; status=$$?; \
+	  echo ""; echo "  screenshots and report: $(CURDIR)/tests/browser/screens/"; exit $$status
 
 # Web server and clock on SQLite + the dev mailbox; Ctrl-C stops both. The dev mailbox
 # shows everyone's secret links, so it is opt-in (PBEM_MAIL_BACKEND=dev) and answers only
@@ -64,4 +85,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/engine_speed.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache tests/browser/node_modules tests/browser/screens

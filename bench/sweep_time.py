@@ -17,6 +17,13 @@ a deadline and a next reminder still ahead, then times ``pbem.clock.sweep(app, n
   calls, during the timed sweeps only. After each due sweep, one pass of the clock's mail
   loop, ``mail.deliver_due(limit=100)`` (its batch), is timed on its own; the emails left
   after it are counted, then marked sent (untimed) so the next batch starts clean.
+* ``timeouts-only N`` (``--timeouts-only``, off by default): N decisions, each in a
+  different game, are past their deadline at once (no reminders due): the figure is the
+  time until every one is played, i.e. the sweeps run back to back until one finds none
+  due. A sweep plays at most 500 timeouts (``services.due_timeouts``' limit), so 1,000
+  take two sweeps (on a running clock the second comes ``CLOCK_INTERVAL`` later; that
+  wait is not counted). Each timeout is cProfiled with ``--profile`` (top entries
+  printed; the timed run is a separate batch, unprofiled).
 
 Rows are bulk-inserted with SQLAlchemy core, cloned from a few real games made by
 ``services.create_game(..., confirm_by_email=False, start=True)`` (3, 4 and 5 players), so
@@ -40,13 +47,23 @@ PostgreSQL.
     .venv/bin/python bench/sweep_time.py                        # 10,000 games, both databases
     .venv/bin/python bench/sweep_time.py --games 1000 --decisions 10000 --due 100 --quick
     .venv/bin/python bench/sweep_time.py --db sqlite --repeats 20
+    .venv/bin/python bench/sweep_time.py --db sqlite --games 2000 --decisions 4000 \
+        --due '' --timeouts-only 1000 --quick [--profile]
+
+Figures (2 shared cores, load below 1, ``--games 2000 --decisions 4000 --due ''
+--timeouts-only 1000 --quick``), 1,000 timeouts in 2 sweeps: SQLite before (commit
+4bd01d5) 6.1 to 6.4 s, after 2.3 s; PostgreSQL 11.5 s before, 5.8 s after. ``--due 1000``
+(500 timeouts and 500 reminders in one sweep), SQLite: 4.3 s before, 1.6 s after.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
+import io
 import os
+import pstats
 import random
 import statistics
 import sys
@@ -219,10 +236,16 @@ def plan_due(args) -> list[list[dict]]:
             batches.append({"timeouts": games[: n // 2], "reminders": games[n // 2:],
                             "minute": 1 + v * args.due_repeats + b, "at": None})
         plan.append(batches)
+    for n in ([args.timeouts_only] * (1 + bool(args.profile))) if args.timeouts_only else []:
+        v = len(plan)
+        games = list(range(nxt, nxt + n))
+        nxt += n
+        plan.append([{"timeouts": games, "reminders": [], "only": True,
+                      "minute": 1 + v * args.due_repeats, "at": None}])
     if nxt > args.games:
         sys.exit(f"--due {args.due} x --due-repeats {args.due_repeats} needs {nxt} games "
                  f"with a due decision, but --games is {args.games}")
-    if len(args.due) * args.due_repeats >= 55:
+    if len(plan) * args.due_repeats >= 55:
         sys.exit("too many due batches (they must all fall within the first hour)")
     return plan
 
@@ -447,7 +470,8 @@ def run_one(kind: str, url: str, args, workdir: Path) -> dict:
 
         # due variants
         result["due"] = {}
-        for n, batches in zip(args.due, plan, strict=True):
+        variants = [b for b in plan if not b[0].get("only")]
+        for n, batches in zip(args.due, variants, strict=True):
             firsts, parts_list, left, mails = [], [], [], []
             due_plan = {}
             for batch in batches:
@@ -488,9 +512,55 @@ def run_one(kind: str, url: str, args, workdir: Path) -> dict:
             for name, line in due_plan.items():
                 print(f"  plan of {name} with these due: {line}")
             result["due"][n]["plans"] = due_plan
+        only = [b[0] for b in plan if b[0].get("only")]
+        if only:
+            result["only"] = timeouts_only(app, only, args.profile)
         return result
     finally:
         engine.dispose()
+
+
+def timeouts_only(app, batches: list[dict], profile: bool) -> dict:
+    """Sweep until every decision of the batch is played; the figures of the last batch
+    (with ``--profile`` the first batch runs under cProfile, the second is timed)."""
+    out: dict = {}
+    for i, batch in enumerate(batches):
+        profiling = profile and i == 0
+        now = batch["at"] + timedelta(seconds=30)
+        n = len(batch["timeouts"])
+        prof = cProfile.Profile(time.process_time) if profiling else None
+        passes, played, errors, total = [], 0, 0, 0.0
+        cpu = time.process_time()
+        with Parts() as parts:
+            while True:
+                if prof:
+                    prof.enable()
+                dt, counts = timed(sweep, app, now)
+                if prof:
+                    prof.disable()
+                if not counts["timeouts"]:
+                    break
+                passes.append(dt)
+                total += dt
+                played += counts["timeouts"]
+                errors += counts["errors"]
+        cpu = time.process_time() - cpu
+        queued = clear_outbox(app)
+        mail.backend(app).sent.clear()
+        if prof:
+            text = io.StringIO()
+            pstats.Stats(prof, stream=text).strip_dirs().sort_stats("cumulative").print_stats(40)
+            print(f"\ntimeouts-only {n}, profiled batch (cProfile, by cumulative time):")
+            print("\n".join(text.getvalue().splitlines()[4:]))
+            continue
+        print(f"\ntimeouts-only {n} (past their deadline at once, no reminders): "
+              f"{played} played in {total:.2f} s by {len(passes)} sweeps "
+              f"({', '.join(f'{x:.2f} s' for x in passes)}), "
+              f"{total / max(played, 1) * 1000:.1f} ms per timeout (CPU time of this "
+              f"process {cpu:.2f} s); errors {errors}; {queued} emails queued")
+        print("  time went to: " + parts.describe({"reminders": 0, "timeouts": played}))
+        out = {"n": n, "total": total, "passes": passes, "played": played, "cpu": cpu}
+    return out
 
 
 def main() -> int:
@@ -510,6 +580,11 @@ def main() -> int:
                         help="fewer repeats (5 steady, 1 per due variant)")
     parser.add_argument("--sqlite-analyze", action="store_true",
                         help="run ANALYZE on SQLite after the load")
+    parser.add_argument("--timeouts-only", type=int, default=0,
+                        help="also time N decisions past their deadline at once, swept "
+                             "until all are played")
+    parser.add_argument("--profile", action="store_true",
+                        help="with --timeouts-only: profile one more such batch first")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     args.due = [int(x) for x in args.due.split(",") if x.strip()]
@@ -536,6 +611,10 @@ def main() -> int:
         for n, d in r["due"].items():
             print(f"{'':<26}  {f'due {n}':<10}{ms(statistics.median(d['first'])):>11}"
                   f"{ms(max(d['first'])):>11}")
+        if r.get("only"):
+            o = r["only"]
+            print(f"{'':<26}  timeouts-only {o['n']}: all played in {o['total']:.2f} s "
+                  f"({len(o['passes'])} sweeps; CPU {o['cpu']:.2f} s)")
     print("\nplans of due_timeouts:")
     for r in results:
         print(f"  {r['db']}, nothing due: "

@@ -14,17 +14,23 @@ Every game is a module (or object) offering the functions of :class:`Game`:
 - ``default_action(state, seat) -> Action``: what a timeout plays; always legal.
 - ``email_choices(state, seat) -> list[Action]``: the legal actions a decision email
   offers as one-click links (the game page offers them all).
+- ``choice_effect(state, seat, action) -> dict``: what a legal action costs and brings
+  now (JSON values only, never anything still hidden), for the words of a choice ("Hunt
+  Mammoth: +6 Food, +2 Teeth, then a casualty draw"); ``{}`` for an illegal one.
 - ``BOTS`` (``random``, ``heuristic``: ``choose(state, seat, rng) -> Action``) and
   ``stats`` (the simulator's game-specific figures).
 - ``view(state, seat | None) -> dict``: what that seat (or a spectator) may see.
 - ``result(state) -> Result | None``.
 - ``to_json(state) -> dict`` and ``from_json(data) -> State``: an exact round trip.
+- optional ``ROUND_EVENT``: the kind of the event that begins a round, with the round
+  number in its data (``{"round": 3}``); the server groups the game log by it.
 
 Nothing here knows a clock, a database or I/O.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -316,10 +322,17 @@ class Game(Protocol):
     def apply(self, state: Any, seat: int, action: Action) -> tuple[Any, list[Event]]: ...
     def default_action(self, state: Any, seat: int) -> Action: ...
     def email_choices(self, state: Any, seat: int) -> list[Action]: ...
+    def choice_effect(self, state: Any, seat: int, action: Action) -> dict[str, Any]: ...
     def view(self, state: Any, seat: int | None) -> dict[str, Any]: ...
     def result(self, state: Any) -> Result | None: ...
     def to_json(self, state: Any) -> dict[str, Any]: ...
     def from_json(self, data: Mapping[str, Any]) -> Any: ...
+
+
+def listed(action: Action, legal: Iterable[Action]) -> bool:
+    """``action`` is one of ``legal`` exactly, types included (``True`` is not ``1``)."""
+    key = json.dumps(action.to_json(), sort_keys=True)
+    return any(json.dumps(a.to_json(), sort_keys=True) == key for a in legal)
 
 
 def check_turn(game: Game, state: Any, seat: int) -> None:

@@ -37,6 +37,9 @@ class DefaultConfig:
     # Invitations (to join, to take over a seat, to confirm a new game): at most this
     # many per address in a day, and hand-over invitations per game in a day.
     INVITE_LIMIT_PER_ADDRESS = 5
+    # Emails with a link to one's list of games (asked for on the home page): at most
+    # this many per address in a day.
+    MY_GAMES_LIMIT_PER_ADDRESS = 3
     HANDOVER_LIMIT_PER_GAME = 5
     PROXY_HOPS = 0  # reverse proxies in front of the app whose X-Forwarded-For to trust
     SESSION_COOKIE_HTTPONLY = True
@@ -58,7 +61,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if config:
         app.config.update(config)
     _fill_defaults(app)
-    from pbem import cli, db, i18n, mail, web
+    from pbem import cli, db, i18n, mail, rules, ui, web
 
     if int(app.config["PROXY_HOPS"]) > 0:
         from werkzeug.middleware.proxy_fix import ProxyFix
@@ -71,6 +74,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     mail.init_app(app)
     i18n.init_app(app)
     web.init_app(app)
+    ui.init_app(app)
+    rules.init_app(app)
     cli.init_app(app)
     return app
 

@@ -53,6 +53,13 @@ class TurnOver(ServiceError):
     status = 409
 
 
+class LinkExpired(ServiceError):
+    """A link that worked for a while only (the list of one's games)."""
+
+    code = "link/expired"
+    status = 410
+
+
 class Conflict(ServiceError):
     """Someone else changed the game at the same moment; try again."""
 
@@ -70,3 +77,38 @@ class WrongState(ServiceError):
 
     code = "game/wrong_state"
     status = 409
+
+
+class FormInvalid(InvalidInput):
+    """Everything wrong with one form at once: ``errors`` lists (field, message) in the
+    form's order, one message per field. The message joins them all (the CLI prints it)."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(message for _field, message in errors), errors=errors)
+        self.errors = list(errors)
+
+
+class Problems:
+    """Collects the problems of a form, the first one per field, to refuse it once with
+    all of them (``raise_any``)."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, str] = {}
+
+    def add(self, field: str, message: str) -> None:
+        self.errors.setdefault(field, message)
+
+    def check(self, field: str, check: Any, *args: Any) -> Any:
+        """``check(*args)``, or None with its refusal noted under ``field``."""
+        try:
+            return check(*args)
+        except FormInvalid as exc:
+            for key, message in exc.errors:
+                self.add(key, message)
+        except InvalidInput as exc:
+            self.add(field, exc.message)
+        return None
+
+    def raise_any(self) -> None:
+        if self.errors:
+            raise FormInvalid(list(self.errors.items()))

@@ -10,14 +10,18 @@ rendering).
 
 from __future__ import annotations
 
+import functools
+import weakref
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from babel.dates import format_datetime
+from babel.dates import format_datetime, format_timedelta
 from babel.numbers import format_decimal
 from flask import Flask, g, has_request_context, request
-from flask_babel import Babel, get_locale, gettext
+from flask_babel import Babel, get_locale, get_translations, gettext
+from jinja2 import pass_context
+from markupsafe import Markup
 
 from pbem import ROOT
 
@@ -52,13 +56,49 @@ def language() -> str:
 def format_deadline(iso: str, tz: str) -> dict[str, str]:
     """A deadline as absolute times: the recipient's zone, in their language, and UTC
     (never 'in 2 days')."""
+    return dict(_deadline(iso, tz, language()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _deadline(iso: str, tz: str, lang: str) -> dict[str, str]:
+    """``format_deadline``, kept: every email of a game repeats the same deadlines, and
+    Babel's formatting is a good part of an email's cost."""
     when = datetime.fromisoformat(iso)
     local = when.astimezone(ZoneInfo(tz))
-    lang = language()
     text = format_datetime(local, DATE_PATTERNS[lang], locale=lang)
     return {"local": f"{text} ({tz})",
             "utc": when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "iso": when.isoformat()}
+
+
+SHORT_PATTERNS = {"en": ("EEE HH:mm", "d MMM y, HH:mm"), "de": ("EEE HH:mm", "d. MMM y, HH:mm")}
+
+
+def short_time(when: datetime | str | None, tz: str, now: datetime | None = None) -> str:
+    """A time for a list in the reader's zone and language: the weekday within a few days
+    of now ("Tue 14:02"), else the date ("3 Mar 2030, 14:02")."""
+    if when is None:
+        return ""
+    when = datetime.fromisoformat(when) if isinstance(when, str) else when
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    lang = language()
+    near, far = SHORT_PATTERNS.get(lang, SHORT_PATTERNS[DEFAULT])
+    now = now or datetime.now(UTC)
+    pattern = near if abs((when - now).total_seconds()) < 5 * 86400 else far
+    return format_datetime(when.astimezone(ZoneInfo(tz)), pattern, locale=lang)
+
+
+def time_until(when: datetime | str, now: datetime | None = None) -> str:
+    """How far ahead ``when`` is, in words ("in 5 hours"); an empty string once it has
+    passed (the caller says "overdue" in its own words)."""
+    when = datetime.fromisoformat(when) if isinstance(when, str) else when
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    delta = when - (now or datetime.now(UTC))
+    if delta.total_seconds() <= 0:
+        return ""
+    return format_timedelta(delta, add_direction=True, locale=language())
 
 
 def mark(text: str) -> str:
@@ -85,10 +125,46 @@ def init_app(app: Flask) -> None:
     app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", str(TRANSLATIONS))
     Babel(app, locale_selector=select_locale)
     app.jinja_env.globals.update(format_deadline=format_deadline, languages=LANGUAGES,
-                                 current_language=language)
+                                 current_language=language, short_time=short_time,
+                                 time_until=time_until)
     app.jinja_env.filters["num"] = number
     app.jinja_env.filters["sentence"] = sentence
     app.jinja_env.filters["translated"] = translated
+    app.context_processor(template_gettext)
+
+
+def template_gettext() -> dict[str, Any]:
+    """``gettext`` and ``ngettext`` (and so ``_``) for one page or email, bound to the
+    catalog of the language it speaks. Flask-Babel's own look the language up through
+    the request context on every call, a good part of rendering an email (a context
+    processor: every ``render_template`` gets them; the same strings, escaping and
+    ``%`` formatting as Jinja's "newstyle" gettext)."""
+    translations = get_translations()
+    bound = _BOUND.get(translations)
+    if bound is None:
+        bound = _BOUND[translations] = _bind(translations)
+    return bound
+
+
+_BOUND: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _bind(translations: Any) -> dict[str, Any]:
+    find, find_plural = translations.ugettext, translations.ungettext
+
+    @pass_context
+    def gettext_(context: Any, string: str, **variables: Any) -> str:
+        text = find(string)
+        return (Markup(text) if context.eval_ctx.autoescape else text) % variables
+
+    @pass_context
+    def ngettext_(context: Any, singular: str, plural: str, num: int,
+                  **variables: Any) -> str:
+        variables.setdefault("num", num)
+        text = find_plural(singular, plural, num)
+        return (Markup(text) if context.eval_ctx.autoescape else text) % variables
+
+    return {"gettext": gettext_, "ngettext": ngettext_}
 
 
 def sentence(text: Any) -> str:

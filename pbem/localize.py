@@ -51,4 +51,15 @@ def lookup(mod: EngineGame, state: Any, tr: Any) -> CardLookup:
     """A function from card id to its (translated) printed data, for narration."""
     if state is None or not hasattr(mod, "card_info"):
         return lambda cid: {"id": cid, "name": cid}
-    return lambda cid: card(mod.card_info(state, cid), tr)
+    seen: dict[Any, dict[str, Any]] = {}  # one page or email names the same cards often
+
+    def find(cid: Any) -> dict[str, Any]:
+        try:
+            return seen[cid]
+        except KeyError:
+            seen[cid] = found = card(mod.card_info(state, cid), tr)
+            return found
+        except TypeError:  # not a card id a dict can hold (a template's mistake)
+            return card(mod.card_info(state, cid), tr)
+
+    return find

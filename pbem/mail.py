@@ -18,27 +18,28 @@ threads on the first email that address received from the game.
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import json
 import logging
 import os
+import re
 import smtplib
 import ssl
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from email.charset import QP, Charset
 from email.mime.multipart import MIMEMultipart
-from email.mime.text import MIMEText
+from email.mime.nonmultipart import MIMENonMultipart
 from email.parser import BytesHeaderParser
-from email.policy import compat32
+from email.policy import Compat32, compat32
 from email.utils import format_datetime, parseaddr
 from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app, render_template
 from flask_babel import force_locale, gettext
-from sqlalchemy import update
+from sqlalchemy import bindparam, func, union_all, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import select
 
@@ -47,7 +48,7 @@ from pbem import headers, localize
 from pbem.db import session_scope
 from pbem.i18n import format_deadline, language, mark
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, Suppression, utcnow
-from pbem.tokens import mint
+from pbem.tokens import mint_many
 
 log = logging.getLogger("pbem.mail")
 LEASE = timedelta(minutes=2)
@@ -55,16 +56,30 @@ MAX_BACKOFF = timedelta(hours=1)
 RENDER_ATTEMPTS = 3  # a message that cannot be rendered is given up after this many tries
 LINK_PATHS = {"action": "/a/", "page": "/g/", "admin": "/admin/", "invite": "/invite/",
               "host_confirm": "/host/confirm/", "handover": "/handover/",
-              "unsubscribe": "/u/"}
+              "unsubscribe": "/u/", "my_games": "/my/"}
 # Turn emails are never held back by the caps; the player asked for them by playing.
 TURN_TEMPLATES = frozenset({"decision", "result"})
 # Emails to people who have not (yet) joined a game.
 INVITE_TEMPLATES = frozenset({"host_confirm", "invitation", "handover_invite"})
 # What a player who chose "only my turns" no longer gets.
 MUTABLE_TEMPLATES = frozenset({"notice", "game_started"})
-CHARSET = Charset("utf-8")
-CHARSET.body_encoding = QP  # readable in any mail program's source view
-WIRE = compat32.clone(linesep="\r\n", max_line_length=78)
+_SHORT_PRINTABLE = re.compile(r"[\x20-\x7e]*\Z")
+
+
+class _Wire(Compat32):
+    """``compat32`` with CRLF line ends; a header that is printable ASCII, fits on one
+    line and has no run of blanks (most of them) is written as it is, which is what the
+    ``Header`` class would write, without building one (a good part of a message's cost)."""
+
+    def fold_binary(self, name: str, value: Any) -> bytes:
+        if (isinstance(value, str) and _SHORT_PRINTABLE.match(value)
+                and not value.endswith(" ") and "  " not in value
+                and len(name) + 2 + len(value) <= self.max_line_length):
+            return f"{name}: {value}{self.linesep}".encode("ascii")
+        return super().fold_binary(name, value)
+
+
+WIRE = _Wire(linesep="\r\n", max_line_length=78)
 
 
 # --------------------------------------------------------------------------- backends
@@ -353,26 +368,57 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
                                           list[int]] | None:
     """Mint the claimed row's links and render it (None: it must not be sent now)."""
     with session_scope() as s:
-        row = s.get(Outbox, row_id)
-        game = s.get(Game, row.game_id) if row.game_id else None
-        seat = s.get(Seat, row.seat_id) if row.seat_id else None
-        # to the seat's own player (not, say, to someone offered the seat)
-        to_player = seat is not None and seat.email.lower() == row.rcpt
+        row, game, seat, to_player = load_row(s, row_id)
         stale = _why_not_send(s, row, game, seat, to_player)
         if stale:
             row.status, row.last_error = "skipped", stale
             return None
-        # the player's language as it is now (they may have changed it since queueing)
-        with force_locale(seat.language if to_player else row.language):
-            out, seen, merged = _render(s, row, game, seat, to_player)
+        out, seen, merged = render_row(s, row, game, seat, to_player)
         # what the seat has been told moves on only when the email went to its player
         return out, row.seat_id if to_player else None, seen, merged
+
+
+# The reads of rendering, each built once: SQLAlchemy memoises a statement's cache key on
+# the statement object, so a prebuilt one is neither built nor keyed again for every email.
+_ROW = (select(Outbox, Game, Seat).outerjoin(Game, Game.id == Outbox.game_id)
+        .outerjoin(Seat, Seat.id == Outbox.seat_id).where(Outbox.id == bindparam("id")))
+_SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
+_SUPPRESSED = select(Suppression.address).where(Suppression.address == bindparam("rcpt"))
+_EVENTS_SINCE = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
+                                        EventLog.seq > bindparam("since"))
+                 .order_by(EventLog.seq))
+_OPEN_DECISIONS = (select(Decision).where(Decision.game_id == bindparam("game_id"),
+                                          Decision.closed_at.is_(None))
+                   .order_by(Decision.deadline_at, Decision.position))
+_HELD = select(Outbox.id).where(Outbox.seat_id == bindparam("seat_id"),
+                                Outbox.rcpt == bindparam("rcpt"), Outbox.status == "held")
+_SENT_BEFORE = (Outbox.game_id == bindparam("game_id"), Outbox.rcpt == bindparam("rcpt"),
+                Outbox.status == "sent", Outbox.id != bindparam("id"))
+_THREAD = (select(Outbox.message_id).where(Outbox.id.in_(union_all(
+    select(func.min(Outbox.id)).where(*_SENT_BEFORE),
+    select(func.max(Outbox.id)).where(*_SENT_BEFORE)))).order_by(Outbox.id))
+
+
+def load_row(s, row_id: int) -> tuple[Outbox, Game | None, Seat | None, bool]:
+    """An outbox row with its game and seat (one query), and whether it goes to the
+    seat's own player (not, say, to someone offered the seat)."""
+    row, game, seat = s.exec(_ROW, params={"id": row_id}).one()
+    return row, game, seat, seat is not None and seat.email.lower() == row.rcpt
+
+
+def render_row(s, row: Outbox, game: Game | None, seat: Seat | None,
+               to_player: bool) -> tuple[Outgoing, int | None, list[int]]:
+    """Mint the row's links and render it, in the player's language as it is now (they
+    may have changed it since queueing). Writes only the tokens: a caller that rolls back
+    renders without a trace (bench/render_mail.py)."""
+    with force_locale(seat.language if to_player else row.language):
+        return _render(s, row, game, seat, to_player)
 
 
 def _why_not_send(s, row: Outbox, game: Game | None, seat: Seat | None,
                   to_player: bool) -> str | None:
     """Why this email must not go out now (checked at sending, not only at queueing)."""
-    if s.get(Suppression, row.rcpt) is not None:
+    if s.execute(_SUPPRESSED, {"rcpt": row.rcpt}).first() is not None:
         return mark("the address asked not to get email from this server")
     decision_id = row.context.get("decision_id")
     if row.template == "decision" and decision_id is not None:
@@ -430,15 +476,16 @@ def _record_failure(row_id: int, error: str, permanent: bool = False,
 def _render(s, row: Outbox, game: Game | None, seat: Seat | None,
             to_player: bool) -> tuple[Outgoing, int | None, list[int]]:
     """Render ``row`` (inside ``force_locale`` of its language)."""
-    links = {name: _mint_link(s, spec, row) for name, spec in row.context["links"].items()}
-    unsubscribe = _mint_link(s, {"kind": "unsubscribe", "action": {"address": row.rcpt}}, row)
+    specs = row.context["links"]
+    *urls, unsubscribe = _mint_links(
+        s, [*specs.values(), {"kind": "unsubscribe", "action": {"address": row.rcpt}}], row)
+    links = dict(zip(specs, urls, strict=True))
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
                            "base_url": current_app.config["BASE_URL"],
                            "unsubscribe": unsubscribe, "seats": []}
     seen = None
     if game is not None:  # the players, also before the game starts (confirm, invitation)
-        ctx["seats"] = list(s.exec(select(Seat).where(Seat.game_id == game.id)
-                                   .order_by(Seat.position)))
+        ctx["seats"] = list(s.exec(_SEATS, params={"game_id": game.id}))
     if game is not None and game.state:
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
@@ -447,9 +494,7 @@ def _render(s, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["view"] = localize.view(mod, mod.view(state, position), tr)
         ctx["card"] = localize.lookup(mod, state, tr)
         since = seat.seen_event_seq if seat else 0
-        events = s.exec(select(EventLog).where(EventLog.game_id == game.id,
-                                               EventLog.seq > since)
-                        .order_by(EventLog.seq)).all()
+        events = s.exec(_EVENTS_SINCE, params={"game_id": game.id, "since": since}).all()
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq
@@ -465,9 +510,7 @@ def _render(s, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["deadline"] = format_deadline(when, tz)
     merged: list[int] = []
     if row.template == "decision" and row.seat_id is not None:
-        merged = list(s.exec(select(Outbox.id).where(Outbox.seat_id == row.seat_id,
-                                                     Outbox.rcpt == row.rcpt,
-                                                     Outbox.status == "held")))
+        merged = list(s.exec(_HELD, params={"seat_id": row.seat_id, "rcpt": row.rcpt}))
     ctx["held"] = len(merged)
     return build_message(row, game, ctx, thread_of(s, row)), seen, merged
 
@@ -477,28 +520,29 @@ def thread_of(s, row: Outbox) -> list[str]:
     from the game (both really received, so every mail program can join the thread)."""
     if row.game_id is None:
         return []
-    sent = select(Outbox.message_id).where(Outbox.game_id == row.game_id,
-                                           Outbox.rcpt == row.rcpt, Outbox.status == "sent",
-                                           Outbox.id != row.id)
-    first = s.exec(sent.order_by(Outbox.id).limit(1)).first()
-    last = s.exec(sent.order_by(Outbox.id.desc()).limit(1)).first()
-    return list(dict.fromkeys([first, last])) if first else []
+    return list(s.exec(_THREAD, params={"game_id": row.game_id, "rcpt": row.rcpt,
+                                        "id": row.id}))
 
 
 def open_deadlines(s, game: Game, seats: list[Seat], tz: str) -> list[dict[str, str]]:
     """Who the game waits for and until when, in zone ``tz`` and UTC, read at sending."""
-    rows = s.exec(select(Decision).where(Decision.game_id == game.id,
-                                         Decision.closed_at.is_(None))
-                  .order_by(Decision.deadline_at, Decision.position)).all()
-    return [{"name": seats[d.position].name, "kind": d.kind,
+    rows = s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all()
+    return [{"name": seats[d.position].name, "kind": d.kind, "decision_id": d.id,
+             "host_reminded_at": d.host_reminded_at,
              **format_deadline(d.deadline_at.isoformat(), tz)}
             for d in rows if d.deadline_at is not None]
 
 
-def _mint_link(s, spec: dict, row: Outbox) -> str:
-    kind = spec["kind"]
-    raw = mint(s, kind, row.game_id, row.seat_id, spec.get("decision_id"), spec.get("action"))
-    return current_app.config["BASE_URL"].rstrip("/") + LINK_PATHS[kind] + raw
+def _mint_links(s, specs: list[dict], row: Outbox) -> list[str]:
+    """Mint a token for each link spec of ``row`` (in one statement); their URLs."""
+    # An email about no one game (the list of one's games) has no game; a token names one:
+    # one of the recipient's, stored with the email.
+    game_id = row.game_id or row.context.get("token_game")
+    raws = mint_many(s, [{"kind": spec["kind"], "game_id": game_id, "seat_id": row.seat_id,
+                          "decision_id": spec.get("decision_id"), "action": spec.get("action")}
+                         for spec in specs])
+    base = current_app.config["BASE_URL"].rstrip("/")
+    return [base + LINK_PATHS[spec["kind"]] + raw for spec, raw in zip(specs, raws, strict=True)]
 
 
 def game_name(game: Game | None, seats: list[Seat]) -> str:
@@ -525,8 +569,9 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     text = render_template(f"emails/{row.template}.txt", **ctx).lstrip("\n")
     headline = text.split("\n", 1)[0].strip()
     html = render_template(f"emails/{row.template}.html", headline=headline,
-                           ctx_language=lang, **ctx)
-    subject = game_name(game, ctx.get("seats") or [])
+                           ctx_language=lang, inline_css=True, **ctx)
+    # an email about no one game is called by its first line ("Your games")
+    subject = game_name(game, ctx.get("seats") or []) if game is not None else headline
     list_name = gettext("pbem games")
     name, sender = current_app.config["MAIL_FROM_PAIR"]
     domain = current_app.config["MAIL_DOMAIN"]
@@ -546,16 +591,29 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     msg["Auto-Submitted"] = "auto-generated"
     msg["X-Auto-Response-Suppress"] = "All"
     msg["Content-Language"] = lang
-    msg.attach(MIMEText(text, "plain", CHARSET))
-    msg.attach(MIMEText(html, "html", CHARSET))
+    msg.attach(_text_part(text, "plain"))
+    msg.attach(_text_part(html, "html"))
     data = msg.as_bytes(policy=WIRE)
     _check_header_block(data, {k.lower() for k in msg})
     return Outgoing(sender, row.to_addr, data)
 
 
+def _text_part(body: str, subtype: str) -> MIMENonMultipart:
+    """A UTF-8 text part, quoted-printable (readable in any mail program's source view):
+    what ``MIMEText`` with a QP charset writes, encoded by ``binascii`` (C) instead of
+    ``email.quoprimime`` (a Python loop over every character, most of a message's cost)."""
+    part = MIMENonMultipart("text", subtype, charset="utf-8")
+    part["Content-Transfer-Encoding"] = "quoted-printable"
+    part.set_payload(binascii.b2a_qp(body.encode("utf-8"), istext=True).decode("ascii"))
+    return part
+
+
 def _check_header_block(data: bytes, expected: set[str]) -> None:
     """Refuse to send a message whose written-out headers are not exactly the ones set
-    (a last line of defence against header injection through a value)."""
-    found = [k.lower() for k in BytesHeaderParser(policy=compat32).parsebytes(data)]
+    (a last line of defence against header injection through a value). Only the header
+    block (up to the first empty line) is parsed: that is all a mail program reads as
+    the message's headers."""
+    head = data.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
+    found = [k.lower() for k in BytesHeaderParser(policy=compat32).parsebytes(head)]
     if sorted(found) != sorted(expected):
         raise ValueError(f"unexpected mail headers {sorted(set(found) ^ expected)}")

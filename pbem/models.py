@@ -54,6 +54,9 @@ class Game(SQLModel, table=True):
     ended_at: datetime | None = None
     event_seq: int = 0  # last EventLog.seq written
     spectator_key: str = Field(max_length=32)  # public, not secret: the spectator URL
+    # The game the host started from this one with "play again with the same players"
+    # (set once: a second press opens that game instead of making another).
+    follow_up_game_id: str | None = Field(default=None, max_length=16)
 
 
 class Seat(SQLModel, table=True):
@@ -101,6 +104,7 @@ class Decision(SQLModel, table=True):
     reminded_at: datetime | None = None  # the last reminder sent
     next_reminder_at: datetime | None = None
     reminders_sent: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    host_reminded_at: datetime | None = None  # the host's "remind now" (once per decision)
     closed_at: datetime | None = None
     closed_by: str | None = Field(default=None, max_length=16)  # player | timeout | host
 
@@ -109,7 +113,10 @@ class Token(SQLModel, table=True):
     """A link secret, stored only as its SHA-256 hash.
 
     Kinds: ``action`` (one decision, one action), ``page`` (a seat's game page),
-    ``admin`` (the host's admin page), ``invite`` (accept/decline), ``host_confirm``.
+    ``admin`` (the host's admin page), ``invite`` (accept/decline), ``host_confirm``,
+    ``my_games`` (the list of an address's games, ``action`` holds the address; it expires
+    ``LINK_DAYS`` after ``created_at``, and names one of the address's games only because
+    every token names a game).
     """
 
     hash: str = Field(primary_key=True, max_length=64)

@@ -32,14 +32,29 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode("ascii", "replace")).hexdigest()
 
 
+# One statement object for every token: SQLAlchemy compiles it once (its cache key is
+# memoised on the object), where a new ``insert(...).values(...)`` is built each time.
+INSERT_TOKEN = insert(Token.__table__)
+
+
 def mint(session: Session, kind: str, game_id: str, seat_id: int | None = None,
          decision_id: int | None = None, action: dict | None = None) -> str:
     """Create a token row and return the raw token (shown once, never stored)."""
-    raw = new_token()
-    session.execute(insert(Token).values(hash=hash_token(raw), kind=kind, game_id=game_id,
-                                         seat_id=seat_id, decision_id=decision_id,
-                                         action=action, created_at=utcnow()))
+    (raw,) = mint_many(session, [{"kind": kind, "game_id": game_id, "seat_id": seat_id,
+                                  "decision_id": decision_id, "action": action}])
     return raw
+
+
+def mint_many(session: Session, specs: list[dict[str, Any]]) -> list[str]:
+    """Create a token row for each spec (``kind``, ``game_id``, ``seat_id``,
+    ``decision_id``, ``action``) in one statement; returns the raw tokens in order."""
+    raws = [new_token() for _ in specs]
+    now = utcnow()
+    if specs:  # Core, not the ORM's bulk insert: token rows are never loaded as objects here
+        session.connection().execute(INSERT_TOKEN, [
+            {**spec, "hash": hash_token(raw), "created_at": now}
+            for spec, raw in zip(specs, raws, strict=True)])
+    return raws
 
 
 def lookup(session: Session, raw: str, *kinds: str) -> Token | None:

@@ -2,17 +2,19 @@
 
 GET and HEAD never change anything (mail scanners open every link); only the POST from a
 confirmation page acts. Forms that act through a link carry ``sig`` = HMAC(secret, token);
-the new-game form, which has no link, is protected by a session CSRF token. Requests only
-queue email; the clock process sends it.
+the home page's forms (a new game, a link to one's games), which have no link, are
+protected by a session CSRF token. Requests only queue email; the clock process sends it.
 """
 
 from __future__ import annotations
 
 import email
 import email.policy
+import email.utils
 import ipaddress
 import re
 import secrets
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +30,21 @@ from flask import (
     session,
 )
 from flask_babel import gettext as _
-from flask_babel import lazy_gettext, ngettext
+from flask_babel import lazy_gettext, ngettext, refresh
 
 from engine.core import Action, parse_action
-from pbem import i18n, mail, narrate, services
+from pbem import i18n, mail, narrate, services, zones
 from pbem.errors import (
     AlreadyRecorded,
+    FormInvalid,
     IllegalMove,
     InvalidInput,
+    LinkExpired,
     NotFound,
+    RateLimited,
     ServiceError,
     TurnOver,
+    WrongState,
 )
 from pbem.tokens import check_signature, form_signature, same_secret
 
@@ -49,6 +55,11 @@ CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 
        "frame-ancestors 'none'; base-uri 'none'")
 # The dev mailbox shows other people's HTML emails, whose styles are inline.
 CSP_MAILBOX = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+# Pages with a script of ours (static/*.js; never inline): the home page picks the
+# browser's time zone, the dev mailbox sizes an email's frame to its content, the game page
+# loads the older rounds of its log when opened.
+SCRIPTS = "; script-src 'self'"
+LOG_FETCH = "; connect-src 'self'"  # the game page's script fetches older rounds of the log
 
 
 def init_app(app: Flask) -> None:
@@ -61,6 +72,8 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(500, _server_error)
     app.after_request(_security_headers)
     app.jinja_env.globals["sign"] = lambda raw: form_signature(app.config["SECRET_KEY"], raw)
+    app.jinja_env.globals.update(timezone_choices=zones.choices,
+                                 timezone_listed=zones.is_listed)
 
 
 def _security_headers(resp):
@@ -123,45 +136,109 @@ def choose_language():
 
 @bp.get("/")
 def home():
-    session.setdefault("csrf", secrets.token_urlsafe(16))
-    return render_template("pages/home.html", games=services.offered_games(), form={},
-                           csrf=session["csrf"])
+    return _home_page({})
+
+
+def _home_page(form, errors: list[tuple[str, str]] = (), error: ServiceError | None = None,
+               status: int = 200):
+    """The home page: the new-game form (with every problem of a refused one, its values
+    kept) and the form that asks for a link to one's games."""
+    csrf = session.setdefault("csrf", secrets.token_urlsafe(16))
+    resp = current_app.make_response((render_template(
+        "pages/home.html", games=services.offered_games(), form=form, errors=dict(errors),
+        error_list=list(errors), error=error, csrf=csrf), status))
+    resp.headers["Content-Security-Policy"] = CSP + SCRIPTS
+    return resp
+
+
+def _check_csrf() -> None:
+    expected = session.get("csrf")
+    if not expected or not same_secret(expected, request.form.get("csrf", "")):
+        raise ServiceError(_("the form expired; please fill it in again"))
 
 
 @bp.post("/new")
 def new_game():
-    expected = session.get("csrf")
-    if not expected or not same_secret(expected, request.form.get("csrf", "")):
-        raise ServiceError(_("the form expired; please fill it in again"))
+    _check_csrf()
     form = request.form
     try:
-        players = _players_from_form(form)
+        rows = _players_from_form(form)
         created = services.create_game(
-            form.get("game") or services.GAMES_OFFERED[0], players, form.get("hours", "48"),
+            form.get("game") or services.GAMES_OFFERED[0], rows, form.get("hours", "48"),
             title=form.get("title", ""), client=request.remote_addr or "unknown",
             reminders=form.get("reminders") or None, absent_after=form.get("absent_after", 2),
             absent_bot=form.get("absent_bot", "heuristic"),
             vacation_days=form.get("vacation_days", 7))
+    except FormInvalid as exc:
+        return _home_page(form, exc.errors, status=exc.status)
     except ServiceError as exc:
-        return render_template("pages/home.html", games=services.offered_games(), form=form,
-                               csrf=expected, error=exc), exc.status
-    return render_template("pages/created.html", host=players[0], game_id=created.game_id)
+        return _home_page(form, error=exc, status=exc.status)
+    host = next(p for p in rows if p is not None)
+    return render_template("pages/created.html", host=host, game_id=created.game_id)
 
 
-def _players_from_form(form) -> list[services.PlayerIn]:
-    """The filled-in player rows; a row beyond the form's five is refused, not dropped."""
+def _players_from_form(form) -> list[services.PlayerIn | None]:
+    """The form's player rows, None for an empty one (it keeps its place, so a problem is
+    shown at its row); a row beyond the form's five is refused, not dropped."""
     beyond = [key for key in form if (m := PLAYER_FIELD_RE.match(key))
               and int(m.group(1)) >= MAX_PLAYERS_ON_FORM and form.get(key, "").strip()]
     if beyond:
-        raise InvalidInput(f"a game has at most {MAX_PLAYERS_ON_FORM} players; this form "
-                           f"has more: remove the extra ones")
-    players = []
+        raise InvalidInput(_("a game has at most %(n)s players; this form has more: remove "
+                             "the extra ones", n=MAX_PLAYERS_ON_FORM))
+    players: list[services.PlayerIn | None] = []
     for i in range(MAX_PLAYERS_ON_FORM):
         name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()
-        if name or addr:
-            players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
-                                             form.get(f"tz{i}", "UTC") or "UTC"))
+        players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
+                                         form.get(f"tz{i}", "UTC") or "UTC")
+                       if name or addr else None)
     return players
+
+
+# --------------------------------------------------------------------------- my games
+
+
+@bp.route("/my", methods=["GET", "POST"])
+def my_games_ask():
+    """Ask for a link to one's games. The answer is the same whether the address plays
+    here or not; the link goes to the address only."""
+    if request.method != "POST":
+        return _my_page()
+    _check_csrf()
+    address = request.form.get("email", "")
+    try:
+        services.request_my_games(address)
+    except FormInvalid as exc:
+        return _my_page(address, dict(exc.errors).get("my-email"), status=exc.status)
+    return _message(_("Check your email"), _(
+        "If this address plays in any game here, a link to the list of its games is on its "
+        "way to it. The link works for a week; keep it private."), element="my-games-sent")
+
+
+def _my_page(address: str = "", error: str | None = None, problem: str | None = None,
+             status: int = 200):
+    csrf = session.setdefault("csrf", secrets.token_urlsafe(16))
+    return render_template("pages/my.html", csrf=csrf, my_email=address, my_error=error,
+                           problem=problem), status
+
+
+@bp.get("/my/<raw>")
+def my_games_list(raw: str):
+    try:
+        data = services.my_games(raw)
+    except (NotFound, LinkExpired) as exc:
+        return _my_page(problem=exc.message, status=exc.status)
+    return render_template("pages/my_games.html", data=data, raw=raw)
+
+
+@bp.post("/my/<raw>/open")
+def my_games_open(raw: str):
+    """Open one game of the list: a fresh game-page link for that seat, then its page."""
+    _require_sig(raw)
+    try:
+        page = services.open_my_game(raw, request.form.get("seat", ""))
+    except (NotFound, LinkExpired) as exc:
+        return _my_page(problem=exc.message, status=exc.status)
+    return redirect("/g/" + page, code=303)
 
 
 @bp.route("/host/confirm/<raw>", methods=["GET", "POST"])
@@ -265,7 +342,40 @@ def _game_page(raw: str, status: int = 200, **extra: Any):
     data = services.game_for_page(raw)
     if data["seat"] is not None:
         g.language = data["seat"].language
-    return render_template("pages/game.html", data=data, raw=raw, **extra), status
+    return _with_log_script(data, render_template("pages/game.html", data=data, raw=raw,
+                                                  **extra), status)
+
+
+def _with_log_script(data: dict[str, Any], page: str, status: int = 200):
+    """A game page whose log has folded rounds carries a script (static/log.js) that
+    loads one when it is opened, from this server only; other pages run no script."""
+    resp = current_app.make_response((page, status))
+    if any(part.entries is None for part in data["log"]):
+        resp.headers["Content-Security-Policy"] = CSP + SCRIPTS + LOG_FETCH
+    return resp
+
+
+@bp.get("/g/<raw>/log/<int:number>")
+def game_log_round(raw: str, number: int):
+    """One round of the game log from the seat's view: a page of its own, or with
+    ``?part=1`` only the round's entries (what the game page's script fetches)."""
+    data = services.log_round_for_page(raw, number)
+    if data["seat"] is not None:
+        g.language = data["seat"].language
+    return _log_round(data, f"/g/{raw}")
+
+
+@bp.get("/watch/<key>/log/<int:number>")
+def spectator_log_round(key: str, number: int):
+    return _log_round(services.log_round_for_spectator(key, number), f"/watch/{key}")
+
+
+def _log_round(data: dict[str, Any], back: str):
+    if data["round"] is None:
+        raise NotFound(_("this game's log has no such round"))
+    if request.args.get("part"):
+        return render_template("pages/_log_round.html", data=data)
+    return render_template("pages/log_round.html", data=data, back=back)
 
 
 @bp.post("/g/<raw>")
@@ -316,7 +426,8 @@ def _action_from_form(view: dict[str, Any], legal: list[Action], form) -> Action
 
 @bp.get("/watch/<key>")
 def spectator(key: str):
-    return render_template("pages/game.html", data=services.game_for_spectator(key), raw=None)
+    data = services.game_for_spectator(key)
+    return _with_log_script(data, render_template("pages/game.html", data=data, raw=None))
 
 
 @bp.post("/g/<raw>/vacation")
@@ -389,15 +500,49 @@ def admin(raw: str):
     return _admin_page(raw)
 
 
-def _admin_page(raw: str, notice: str | None = None):
+def _as_host(raw: str) -> None:
+    """Speak the host's language from here on (their messages and page)."""
+    g.language = services.host_language(raw)
+    refresh()  # a language looked up before this one is forgotten
+
+
+def _admin_page(raw: str, notice: str | None = None, error: str | None = None,
+                status: int = 200):
+    _as_host(raw)
     data = services.admin_data(raw)
-    g.language = data["seats"][0].language  # the host's
-    return render_template("pages/admin.html", data=data, raw=raw, notice=notice)
+    return render_template("pages/admin.html", data=data, raw=raw, notice=notice,
+                           error=error), status
+
+
+@bp.post("/admin/<raw>/remind")
+def admin_remind(raw: str):
+    """The host's "remind now" for one open decision (at most once per decision)."""
+    _require_sig(raw)
+    _as_host(raw)
+    try:
+        name, _when = services.remind_now(raw, request.form.get("decision"))
+    except (AlreadyRecorded, WrongState, InvalidInput) as exc:
+        return _admin_page(raw, error=exc.message, status=exc.status)
+    return _admin_page(raw, _("Done: a reminder is on its way to %(name)s.", name=name))
+
+
+@bp.post("/admin/<raw>/again")
+def admin_play_again(raw: str):
+    """Play again with the same players: a new game, and its host page (a second press
+    opens the same new game)."""
+    _require_sig(raw)
+    _as_host(raw)
+    try:
+        created, _fresh = services.play_again(raw, client=request.remote_addr or "unknown")
+    except (WrongState, InvalidInput, RateLimited) as exc:
+        return _admin_page(raw, error=exc.message, status=exc.status)
+    return redirect(f"/admin/{created.admin_token}", code=303)
 
 
 @bp.post("/admin/<raw>/replace")
 def admin_replace(raw: str):
     _require_sig(raw)
+    _as_host(raw)
     try:
         position = int(request.form.get("position", ""))
     except ValueError:
@@ -453,6 +598,7 @@ def admin_control(raw: str, control: str):
     if handler is None:
         abort(404)
     _require_sig(raw)
+    _as_host(raw)
     notice = handler(raw, request.form)
     return _admin_page(raw, notice if isinstance(notice, str) else str(CONTROL_DONE[control]))
 
@@ -487,8 +633,16 @@ def dev_mailbox():
     for path in box.messages()[:500]:
         msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
         items.append({"name": path.name, "to": msg["To"], "subject": msg["Subject"],
-                      "date": msg["Date"], "preview": _preview(msg)})
+                      "date": _sent_at(msg), "preview": _preview(msg)})
     return render_template("pages/mailbox.html", items=items)
+
+
+def _sent_at(msg) -> datetime | None:
+    """When the email was sent (its Date header), in UTC; None if unreadable."""
+    try:
+        return email.utils.parsedate_to_datetime(str(msg["Date"])).astimezone(UTC)
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 def _preview(msg) -> str:
@@ -507,6 +661,6 @@ def dev_message(name: str):
     text = msg.get_body(("plain",))
     resp = current_app.make_response(render_template(
         "pages/mail_message.html", msg=msg, html=html.get_content() if html else None,
-        text=text.get_content() if text else ""))
-    resp.headers["Content-Security-Policy"] = CSP_MAILBOX
+        text=text.get_content() if text else "", date=_sent_at(msg)))
+    resp.headers["Content-Security-Policy"] = CSP_MAILBOX + SCRIPTS
     return resp

@@ -13,12 +13,15 @@ from engine.cavemen.rules import (
     MAX_PLAYERS,
     MIN_PLAYERS,
     NAME,
+    ROUND_EVENT,
     TITLE,
     State,
     abandon,
     apply,
     card_info,
+    catalog,
     check_invariants,
+    choice_effect,
     default_action,
     email_choices,
     from_json,
@@ -35,8 +38,10 @@ from engine.cavemen.rules import (
 )
 
 __all__ = [
-    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "TITLE", "Card", "Deck", "DeckError", "State", "abandon",
-    "apply", "card_info", "check_invariants", "default_action", "email_choices",
+    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "ROUND_EVENT", "TITLE",
+    "Card", "Deck", "DeckError", "State", "abandon",
+    "apply", "card_info", "catalog", "check_invariants", "choice_effect", "default_action",
+    "email_choices",
     "from_json", "legal_actions", "Translation", "load_deck", "load_translation",
     "parse_deck", "pending", "result", "scores", "setup", "setup_with_events", "to_json",
     "translated_view", "translation", "view",

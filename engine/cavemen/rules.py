@@ -45,10 +45,12 @@ from engine.core import (
     Rng,
     SetupError,
     StateCorrupt,
+    listed,
 )
 
 NAME = "cavemen"
 TITLE = "Cavemen"  # the name in email subjects (a proper name, not translated)
+ROUND_EVENT = "round_started"  # begins each round (data: its number); the log groups by it
 MIN_PLAYERS, MAX_PLAYERS = 2, 5
 START_RESOURCES = {2: (9, 4), 3: (8, 4), 4: (7, 4), 5: (7, 4)}  # players -> (Food, Teeth)
 FIRST_DRAW_EXTRA, LATER_DRAW_EXTRA = 5, 2
@@ -304,12 +306,77 @@ def email_choices(state: State, seat: int) -> list[Action]:
     return []
 
 
+def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
+    """What ``action`` costs and brings ``seat`` now, for the words of a choice: ``pay``
+    and ``gain`` map ``food``/``teeth`` to amounts (gains include the income of the
+    tribe's inventions), ``casualty`` says a casualty card is drawn after, ``scores`` the
+    tribe's scores it adds. Nothing random is looked at: a hunt's casualty stays unknown.
+    An action that is not legal now gives ``{}``."""
+    if not listed(action, legal_actions(state, seat)):
+        return {}
+    kind, cid = action.kind, action.get("card")
+    out: dict[str, Any] = {}
+    if kind == "bid":
+        out["pay"] = {"teeth": action.get("amount")}
+    elif kind == "forage":
+        food, teeth = scores(state, seat).income_for("forage")
+        out["gain"] = {"food": scores(state, seat).foraging + food, "teeth": teeth}
+    elif kind == "hunt":
+        beast = state.deck.card(cid)
+        food, teeth = scores(state, seat).income_for("hunt")
+        out["gain"] = {"food": beast.reward_food + food, "teeth": beast.reward_teeth + teeth}
+        out["casualty"] = True
+    elif kind == "recruit":
+        pay = action.get("pay")
+        out["pay"] = {pay: _recruit_costs(state, seat, cid)[pay]}
+        after = _take(state, seat, cid)
+        if action.get("replace"):
+            after = _with_tribe(after, seat, after.tribes[seat]._replace(
+                cards=tuple(c for c in after.tribes[seat].cards if c != action.get("replace"))))
+        food, teeth = scores(after, seat).income_for("recruit")
+        out["gain"] = {"food": food, "teeth": teeth}
+        out["scores"] = _score_change(state, after, seat)
+    elif kind == "explore":
+        out["pay"] = {"teeth": _explore_cost(state, seat, cid)}
+        out["scores"] = _score_change(state, _take(state, seat, cid), seat)
+    elif kind == "invent":
+        after = _take(state, seat, cid)
+        food, teeth = scores(after, seat).income_for("invent")
+        out["gain"] = {"food": food, "teeth": teeth}
+        out["scores"] = _score_change(state, after, seat)
+    elif kind == "lose":
+        out["scores"] = _score_change(state, _with_tribe(state, seat, state.tribes[seat]._replace(
+            cards=tuple(c for c in state.tribes[seat].cards if c != cid))), seat)
+    return out
+
+
+def _score_change(before: State, after: State, seat: int) -> dict[str, int]:
+    old, new = scores(before, seat), scores(after, seat)
+    return {name: getattr(new, name) - getattr(old, name)
+            for name in ("hunting", "inventing", "foraging", "population")
+            if getattr(new, name) != getattr(old, name)}
+
+
 def card_info(state: State, card_id: str) -> dict[str, Any]:
     """A card's printed data, for narration; another word of an action (``food``) is
     shown as it is."""
     if card_id not in state.deck.cards:
         return {"id": card_id, "name": card_id}
     return state.deck.card(card_id).to_view()
+
+
+def catalog(state: State) -> list[dict[str, Any]]:
+    """Every card of the game's deck as ``card_info`` gives it, in the deck file's order
+    (the starting cards, then the deck): the rules page's card glossary. Fire also carries
+    its cost by player count (``fire_cost``)."""
+    deck = state.deck
+    out = []
+    for card in deck.cards.values():
+        info = card.to_view()
+        if card.id == deck.fire_id:
+            info["fire_cost"] = dict(deck.fire_cost)
+        out.append(info)
+    return out
 
 
 def translated_view(data: dict[str, Any], card: Any, tr: Translation) -> dict[str, Any]:
@@ -476,7 +543,7 @@ def _advance(state: State, events: list[Event]) -> State:
 
 
 def _draw_phase(state: State, events: list[Event]) -> State:
-    events.append(Event("round_started", None, {"round": state.round}))
+    events.append(Event(ROUND_EVENT, None, {"round": state.round}))
     if state.round > 1:
         left = (state.conch + 1) % state.n
         events.append(Event("conch_passed", state.conch, {"to": left}))

@@ -5,6 +5,7 @@ from engine.stoneage.rules import (
     MAX_PLAYERS,
     MIN_PLAYERS,
     NAME,
+    ROUND_EVENT,
     TITLE,
     Board,
     Spot,
@@ -13,7 +14,9 @@ from engine.stoneage.rules import (
     abandon,
     apply,
     card_info,
+    catalog,
     check_invariants,
+    choice_effect,
     data,
     default_action,
     email_choices,
@@ -30,8 +33,10 @@ from engine.stoneage.rules import (
 )
 
 __all__ = [
-    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "TITLE", "Board", "Building", "Card", "Data", "DataError",
-    "Spot", "State", "Step", "abandon", "apply", "card_info", "check_invariants", "data",
+    "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "ROUND_EVENT", "TITLE",
+    "Board", "Building", "Card", "Data", "DataError",
+    "Spot", "State", "Step", "abandon", "apply", "card_info", "catalog", "check_invariants",
+    "choice_effect", "data",
     "default_action", "email_choices", "final_scores", "from_json", "legal_actions", "load_data",
     "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "translation",
     "view",

@@ -51,6 +51,7 @@ from typing import Any, NamedTuple
 from engine.core import (
     Action,
     Decision,
+    EngineError,
     Event,
     GameOver,
     IllegalAction,
@@ -59,6 +60,7 @@ from engine.core import (
     Rng,
     SetupError,
     StateCorrupt,
+    listed,
 )
 from engine.stoneage.data import (
     BOARD,
@@ -73,6 +75,7 @@ from engine.stoneage.data import (
 
 NAME = "stoneage"
 TITLE = "Stone Age"  # the name in email subjects (a proper name, not translated)
+ROUND_EVENT = "round_started"  # begins each round (data: its number); the log groups by it
 MIN_PLAYERS, MAX_PLAYERS = 2, 4
 START_PEOPLE, MAX_PEOPLE, START_FOOD = 5, 10, 12
 MAX_AGRICULTURE, MAX_TILES, MAX_TILE_VALUE = 10, 3, 4
@@ -202,7 +205,7 @@ def setup_with_events(players: Sequence[str], seed: int,
                   None, (), (), rng)
     events = [Event("game_started", None, {"players": n, "start": start,
                                            "stacks": len(stacks)})]
-    events.append(Event("round_started", None, {"round": 1, "start": start}))
+    events.append(Event(ROUND_EVENT, None, {"round": 1, "start": start}))
     return _next_placer(state, start, events), events
 
 
@@ -356,6 +359,55 @@ def email_choices(state: State, seat: int) -> list[Action]:
     return legal
 
 
+def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
+    """What ``action`` costs and brings ``seat`` now, for the words of a choice (JSON
+    values only; nothing hidden: a roll still to come is given as its average):
+
+    - ``place`` on a resource place: ``dice`` and ``resource``, ``per`` pips for one, and
+      ``about`` (the average yield without tools); on the hut, field or tool maker:
+      ``gain`` (``people``/``agriculture``/``tool`` +1); on a card or building: its
+      ``card`` / ``building`` id and ``cost`` (a card's number of resources);
+    - ``tools``: ``total`` of the roll with them and the ``yield`` it gives;
+    - ``take``: the card's ``card`` id; ``build``: ``points``; ``pick``: nothing more;
+      ``starve``: ``points`` -10.
+    An action that is not legal now gives ``{}``."""
+    try:
+        legal = legal_actions(state, seat)
+        action = _normalised(action)
+        if not _well_typed(action) or not listed(action, legal):
+            return {}
+    except EngineError:
+        return {}
+    kind = action.kind
+    if kind == "place":
+        at, count = action.get("at"), action.get("count")
+        place_kind, _cap, resource = BOARD.get(at, (None, 0, None))
+        if place_kind == "resource":
+            per = RESOURCE_VALUE[resource]
+            return {"dice": count, "resource": resource, "per": per,
+                    "about": int(3.5 * count // per)}
+        if at in ("hut", "field", "toolmaker"):
+            return {"gain": {"hut": "people", "field": "agriculture", "toolmaker": "tool"}[at]}
+        if at.startswith("card"):
+            return {"card": state.civ[_slot(at)], "cost": _slot(at) + 1}
+        return {"building": state.stacks[_slot(at)][0]}
+    step = state.step
+    if kind in ("tools", "no_tools") and step is not None and step.resource:
+        total = sum(step.dice) + sum(_tool_value(t) for t in action.get("use", ()))
+        return {"total": total, "resource": step.resource,
+                "yield": total // RESOURCE_VALUE[step.resource]}
+    if kind == "take" and step is not None:
+        return {"card": state.civ[_slot(step.place)]}
+    if kind == "build" and step is not None:
+        tile = data().buildings[state.stacks[_slot(step.place)][0]]
+        pay = action.get("pay", ())
+        return {"points": tile.points if tile.points is not None else
+                sum(RESOURCE_VALUE[r] for r in pay)}
+    if kind == "starve":
+        return {"points": -10}
+    return {}
+
+
 def view(state: State, seat: int | None) -> dict[str, Any]:
     """What ``seat`` (or a spectator, None) may see: everything public, and the seat's
     own civilization cards and one-time tools. At the end every card is shown."""
@@ -423,6 +475,13 @@ def card_info(state: State, key: str) -> dict[str, Any]:
     if key in d.buildings:
         return {**d.buildings[key].to_view(), "name": d.name("place.building")}
     return {"id": key, "name": d.label(key)}
+
+
+def catalog(state: State) -> list[dict[str, Any]]:
+    """Every civilization card, then every building tile, as ``card_info`` gives them, in
+    the data file's order: the rules page's card glossary."""
+    d = data()
+    return [card_info(state, key) for key in (*d.card_ids, *d.building_ids)]
 
 
 class Names(NamedTuple):
@@ -957,7 +1016,7 @@ def _end_round(state: State, events: list[Event]) -> State:
     start = (state.start + 1) % state.n
     state = state._replace(boards=boards, start=start, round=state.round + 1,
                            phase="place", home=(), feeding=())
-    events.append(Event("round_started", None, {"round": state.round, "start": start}))
+    events.append(Event(ROUND_EVENT, None, {"round": state.round, "start": start}))
     return _next_placer(state, start, events)
 
 

@@ -15,6 +15,8 @@ One module per area; each imports only the ones listed above it:
 - ``deadlines``: the clock's work: due reminders and timeouts, sending a reminder, timing out.
 - ``games``: creating and joining games: checking players, the host's confirmation,
   invitations, re-inviting a declined seat, starting.
+- ``my_games``: a player's own list of games: asking for it by address (a link sent to
+  that address only), reading it, opening a game's page from it.
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
   back, notifications, unsubscribing, leaving, language, abandon, vacation.
 
@@ -35,6 +37,7 @@ from pbem.services.controls import (
     hand_over,
     is_on_bot,
     pause_game,
+    remind_now,
     resume_game,
     set_bot,
     set_language,
@@ -63,9 +66,11 @@ from pbem.services.games import (
     describe_invitation,
     offered_games,
     parse_player,
+    play_again,
     replace_player,
     validate_players,
 )
+from pbem.services.my_games import my_games, open_my_game, request_my_games
 from pbem.services.playing import (
     BOT_MOVES_PER_PLAY,
     Outcome,
@@ -73,13 +78,21 @@ from pbem.services.playing import (
     act_from_page,
     describe_token,
 )
-from pbem.services.reading import admin_data, game_for_page, game_for_spectator
+from pbem.services.reading import (
+    admin_data,
+    game_for_page,
+    game_for_spectator,
+    host_language,
+    log_round_for_page,
+    log_round_for_spectator,
+)
 
 __all__ = [
     # _plumbing
     "LANGUAGES", "OUTBOX_CHANNEL",
     # reading
-    "admin_data", "game_for_page", "game_for_spectator",
+    "admin_data", "game_for_page", "game_for_spectator", "host_language",
+    "log_round_for_page", "log_round_for_spectator",
     # playing
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
     "describe_token",
@@ -88,10 +101,12 @@ __all__ = [
     # games
     "GAMES_OFFERED", "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
     "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",
-    "parse_player", "replace_player", "validate_players",
+    "parse_player", "play_again", "replace_player", "validate_players",
+    # my_games
+    "my_games", "open_my_game", "request_my_games",
     # controls
     "NOTIFY_CHOICES", "abandon_game", "answer_handover", "come_back", "describe_handover",
     "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "pause_game",
-    "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
+    "remind_now", "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
     "unsubscribe", "withdraw_handover",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
-from sqlalchemy import func, insert, text
+from sqlalchemy import bindparam, case, func, insert, or_, text
 from sqlmodel import Session, select
 
 from engine.core import Event
@@ -38,13 +38,15 @@ def _token(s: Session, raw: str, *kinds: str) -> Token:
     return token
 
 
+_GAME = select(Game).where(Game.id == bindparam("game_id"))
+_GAME_FOR_UPDATE = _GAME.with_for_update()
+
+
 def _lock_game(s: Session, game_id: str) -> Game:
     """Load the game row locked for this transaction (FOR UPDATE on PostgreSQL; on SQLite
     the BEGIN IMMEDIATE of every transaction already serialises writers)."""
-    query = select(Game).where(Game.id == game_id)
-    if is_postgres():
-        query = query.with_for_update()
-    game = s.exec(query).first()
+    query = _GAME_FOR_UPDATE if is_postgres() else _GAME
+    game = s.exec(query, params={"game_id": game_id}).first()
     if game is None:
         raise NotFound(gettext("no such game"))
     return game
@@ -55,8 +57,11 @@ def _admin_game(s: Session, raw: str) -> Game:
     return _lock_game(s, token.game_id)
 
 
+_SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
+
+
 def _seats(s: Session, game_id: str) -> list[Seat]:
-    return list(s.exec(select(Seat).where(Seat.game_id == game_id).order_by(Seat.position)))
+    return list(s.exec(_SEATS, params={"game_id": game_id}))
 
 
 # ---------------------------------------------------------------------- deadline and reminder times
@@ -84,12 +89,20 @@ def _log(s: Session, game: Game, events: list[Event]) -> None:
     _insert_events(s, game.id, first, events)
 
 
+# Table (Core) inserts, built once: an ORM-enabled insert takes SQLAlchemy's "ORM bulk"
+# path, several times the cost of the statement itself; these rows are never loaded as
+# objects by the transaction that writes them (the game and seat rows they point to are
+# already in the database).
+_INSERT_EVENTS = insert(EventLog.__table__)
+_INSERT_OUTBOX = insert(Outbox.__table__)
+
+
 def _insert_events(s: Session, game_id: str, first_seq: int, events: list[Event]) -> None:
     """Append events to the log in one statement (Core: many small rows, no ORM cost)."""
     if not events:
         return
     now = utcnow()
-    s.execute(insert(EventLog), [
+    s.connection().execute(_INSERT_EVENTS, [
         {"game_id": game_id, "seq": first_seq + i, "kind": ev.kind, "actor": ev.actor,
          "data": dict(ev.data), "created_at": now,
          "visible_to": None if ev.visible_to is None else list(ev.visible_to)}
@@ -125,14 +138,14 @@ def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str,
     key = key or f"{template}:{game.id}:{seat.id}:{game.version}:{game.event_seq}"
     held = _hold_reason(s, game.id, addr.lower(), template)
     now = utcnow()
-    s.execute(insert(Outbox).values(
+    s.connection().execute(_INSERT_OUTBOX, [dict(
         game_id=game.id, seat_id=seat.id, to_addr=addr, rcpt=addr.lower(), to_name=name,
         language=language, template=template,
         context={**context, "links": links or {}, "event_seq": game.event_seq,
                  "version": game.version},
         idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
         status="held" if held else "pending", last_error=held, attempts=0,
-        next_attempt_at=now + delay if delay else now, created_at=now))
+        next_attempt_at=now + delay if delay else now, created_at=now)])
     if not held:
         _wake_deliverer(s)
 
@@ -149,16 +162,29 @@ def _hold_reason(s: Session, game_id: str, rcpt: str, template: str) -> str | No
                 int(config["INVITE_LIMIT_PER_ADDRESS"]):
             return mark("not sent: this address had as many invitations as one day allows")
         return None
-    hour = timedelta(hours=1)
-    if _recent(s, Outbox.rcpt == rcpt, None, hour, exclude=TURN_TEMPLATES) >= \
-            int(config["NOTICE_LIMIT_PER_ADDRESS"]):
+    to_address, in_game = s.execute(_RECENT_NOTICES, {
+        "rcpt": rcpt, "game_id": game_id, "since": utcnow() - timedelta(hours=1)}).one()
+    if to_address >= int(config["NOTICE_LIMIT_PER_ADDRESS"]):
         return mark("held: this address had as many notices as one hour allows; "
                     "summarised in the next turn email")
-    if _recent(s, Outbox.game_id == game_id, None, hour, exclude=TURN_TEMPLATES) >= \
-            int(config["NOTICE_LIMIT_PER_GAME"]):
+    if in_game >= int(config["NOTICE_LIMIT_PER_GAME"]):
         return mark("held: this game sent as many notices as one hour allows; "
                     "summarised in the next turn email")
     return None
+
+
+# Statements of every queued email, built once: SQLAlchemy memoises a statement's cache
+# key on the statement object, so a prebuilt one is neither built nor keyed again (most
+# of the cost of queueing an email when each was built anew).
+_SENDS = ("pending", "sending", "sent")  # emails that went or will go out
+# The notices (not turn emails) queued since ``since`` to an address and in a game, in one
+# query (the two counts of ``_hold_reason``).
+_RECENT_NOTICES = select(
+    func.count(case((Outbox.rcpt == bindparam("rcpt"), 1))),
+    func.count(case((Outbox.game_id == bindparam("game_id"), 1))),
+).where(or_(Outbox.rcpt == bindparam("rcpt"), Outbox.game_id == bindparam("game_id")),
+        Outbox.created_at >= bindparam("since"), Outbox.status.in_(_SENDS),
+        Outbox.template.not_in(sorted(TURN_TEMPLATES)))
 
 
 def _recent(s: Session, where: Any, templates: frozenset[str] | None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 from engine.registry import get_game
 from pbem.db import is_postgres, session_scope
 from pbem.errors import AlreadyRecorded, InvalidInput, RateLimited, WrongState
-from pbem.i18n import number
+from pbem.i18n import number, short_time
 from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, utcnow
 from pbem.services._plumbing import (
     LANGUAGES,
@@ -32,6 +32,7 @@ from pbem.services._plumbing import (
     _seats,
     _token,
 )
+from pbem.services.deadlines import _queue_reminder
 from pbem.services.games import (
     PlayerIn,
     _check_may_invite,
@@ -81,6 +82,43 @@ def extend_deadline(admin_raw: str, hours: Any) -> None:
         if not _shift_open(s, game, timedelta(hours=extra)):
             raise WrongState(gettext("no decision is open right now"))
         _notice_all(s, game, "deadline_extended", None, {"hours": extra})
+
+
+def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
+    """The host's "remind now": the usual reminder email of one open decision, queued at
+    once, at most once per decision (a second press, or a double click, sends nothing).
+    Returns the name of the player reminded and when."""
+    try:
+        wanted = int(decision_id)
+    except (TypeError, ValueError):
+        raise InvalidInput(gettext("choose whom to remind")) from None
+    with session_scope() as s:
+        game = _admin_game(s, admin_raw)  # locked: two presses at once are served in turn
+        decision = s.get(Decision, wanted)
+        if decision is None or decision.game_id != game.id:
+            raise InvalidInput(gettext("this game has no such decision; reload the host page"))
+        seat = s.get(Seat, decision.seat_id)
+        host_tz = _seats(s, game.id)[0].timezone
+        if decision.closed_at is not None or game.status != "active":
+            raise WrongState(gettext("%(name)s has decided meanwhile (or the turn ended): "
+                                     "there is nothing to remind of", name=seat.name))
+        if decision.host_reminded_at is not None:
+            raise AlreadyRecorded(gettext(
+                "%(name)s was already reminded of this decision at %(time)s; nothing more "
+                "was sent", name=seat.name, time=short_time(decision.host_reminded_at,
+                                                             host_tz)))
+        if game.paused_at is not None:
+            raise WrongState(gettext("the game is paused; resume it before reminding anyone"))
+        now = utcnow()
+        if decision.deadline_at is not None and decision.deadline_at <= now:
+            raise WrongState(gettext("the deadline has passed: the server plays for %(name)s "
+                                     "in a moment", name=seat.name))
+        if seat.bot:
+            raise WrongState(gettext("a bot plays for %(name)s; there is nobody to remind",
+                                     name=seat.name))
+        decision.host_reminded_at = now
+        _queue_reminder(s, game, decision, seat, now, key=f"reminder:{decision.id}:host")
+        return seat.name, now
 
 
 def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = None) -> int:

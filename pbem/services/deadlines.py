@@ -8,12 +8,13 @@ import json
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
 from engine.registry import get_game
 from pbem.db import session_scope
 from pbem.models import Decision, Game, Seat
-from pbem.services._plumbing import _lock_game, _log_notice, _next_reminder, _queue, _seats
+from pbem.services._plumbing import _lock_game, _log_notice, _next_reminder, _queue
 from pbem.services.playing import _play, _queue_decision
 
 
@@ -43,15 +44,18 @@ def _due(column: Any, now: datetime, limit: int) -> list[int]:
             .order_by(column).limit(limit)))
 
 
+_GAME_OF_DECISION = select(Decision.game_id).where(Decision.id == bindparam("id"))
+
+
 def _running_decision(s: Session, decision_id: int) -> tuple[Decision, Game] | None:
     """The decision and its game (row locked, decision re-read under the lock), if the
     decision is still open in a running, unpaused game; the check that makes every sweep
     step idempotent."""
-    decision = s.get(Decision, decision_id)
-    if decision is None:
+    game_id = s.exec(_GAME_OF_DECISION, params={"id": decision_id}).first()
+    if game_id is None:
         return None
-    game = _lock_game(s, decision.game_id)
-    s.refresh(decision)
+    game = _lock_game(s, game_id)
+    decision = s.get(Decision, decision_id)  # first read in this session: under the lock
     if decision.closed_at is not None or game.status != "active" or game.paused_at is not None:
         return None
     return decision, game
@@ -71,14 +75,22 @@ def send_reminder(decision_id: int, now: datetime) -> bool:
             decision.next_reminder_at = None
             return False
         seat = s.get(Seat, decision.seat_id)
-        decision.reminders_sent += 1
-        decision.reminded_at = now
         decision.next_reminder_at = _next_reminder(game, decision.deadline_at, now)
-        if not seat.bot:
-            mod = get_game(game.engine)
-            state = mod.from_json(json.loads(game.state))
-            _queue_decision(s, game, mod, state, seat, decision, reminder=True)
+        _queue_reminder(s, game, decision, seat, now)
         return True
+
+
+def _queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: datetime,
+                    key: str | None = None) -> None:
+    """Count one more reminder of an open decision and queue its email (the decision
+    email again, marked as a reminder; nothing for a seat a bot plays). The clock's
+    reminders and the host's "remind now" both come here."""
+    decision.reminders_sent += 1
+    decision.reminded_at = now
+    if not seat.bot:
+        mod = get_game(game.engine)
+        state = mod.from_json(json.loads(game.state))
+        _queue_decision(s, game, mod, state, seat, decision, reminder=True, key=key)
 
 
 def time_out(decision_id: int, now: datetime) -> bool:
@@ -90,7 +102,8 @@ def time_out(decision_id: int, now: datetime) -> bool:
         decision, game = found
         seat = s.get(Seat, decision.seat_id)
         mod = get_game(game.engine)
-        action = mod.default_action(mod.from_json(json.loads(game.state)), seat.position)
+        state = mod.from_json(json.loads(game.state))
+        action = mod.default_action(state, seat.position)
         seat.timeouts_in_row += 1
         to_bot = seat.bot is None and seat.timeouts_in_row >= game.absent_after
         if to_bot:
@@ -100,8 +113,8 @@ def time_out(decision_id: int, now: datetime) -> bool:
         if to_bot:
             _log_notice(s, game, "seat_on_bot", seat.position,
                         {"bot": seat.bot, "timeouts": seat.timeouts_in_row, "by": "absence"})
-        opened = _play(s, game, seat, decision, action, "timeout")
-        seats = _seats(s, game.id)
+        opened = _play(s, game, seat, decision, action, "timeout", state)
+        seats = s.info["pbem.seats"]  # read by _play
         told = {d.seat_id for d in opened if not seats[d.position].bot}  # a turn email
         for other in seats:
             if other.id not in told and game.status == "active":

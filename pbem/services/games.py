@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from flask import current_app
 from flask_babel import gettext
@@ -18,8 +18,15 @@ from sqlmodel import Session
 from engine.core import EngineError
 from engine.core import Game as EngineGame
 from engine.registry import get_game
+from pbem import zones
 from pbem.db import is_postgres, session_scope
-from pbem.errors import AlreadyRecorded, InvalidInput, RateLimited, WrongState
+from pbem.errors import (
+    AlreadyRecorded,
+    InvalidInput,
+    Problems,
+    RateLimited,
+    WrongState,
+)
 from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.mail import INVITE_TEMPLATES, default_title
 from pbem.models import Game, Outbox, RateLimit, Seat, Suppression, utcnow
@@ -36,6 +43,7 @@ from pbem.services._plumbing import (
 )
 from pbem.services.deadlines import default_reminders
 from pbem.services.playing import _sync_decisions
+from pbem.services.reading import play_again_players
 from pbem.tokens import mint, revoke_seat
 
 GAMES_OFFERED = ("cavemen", "stoneage")  # in the order the home page lists them
@@ -74,35 +82,65 @@ def parse_player(text: str) -> PlayerIn:
     return PlayerIn(m.group(1), m.group(2), language, timezone)
 
 
-def validate_players(players: list[PlayerIn], game: EngineGame) -> list[PlayerIn]:
-    if not game.MIN_PLAYERS <= len(players) <= game.MAX_PLAYERS:
-        raise InvalidInput(gettext("a game needs %(low)s to %(high)s players, not %(n)s",
-                                   low=game.MIN_PLAYERS, high=game.MAX_PLAYERS,
-                                   n=len(players)))
+def validate_players(players: Sequence[PlayerIn | None], game: EngineGame | None,
+                     problems: Problems | None = None) -> list[PlayerIn]:
+    """The players checked and cleaned (names as typed, addresses parsed). A ``None`` is an
+    empty row of the home page's form: skipped, but it keeps its number, so that each
+    problem is filed under its row's field (``email2``, ``tz2``: the third row). Every
+    problem is collected: into ``problems`` if given, else raised at once (FormInvalid)."""
+    own = problems is None
+    problems = Problems() if problems is None else problems
+    rows = [(i, p) for i, p in enumerate(players) if p is not None]
+    if game is not None and not game.MIN_PLAYERS <= len(rows) <= game.MAX_PLAYERS:
+        problems.add("players", gettext("a game needs %(low)s to %(high)s players, not %(n)s",
+                                        low=game.MIN_PLAYERS, high=game.MAX_PLAYERS,
+                                        n=len(rows)))
     out, seen = [], set()
-    for i, p in enumerate(players, 1):
-        name = check_name(p.name, gettext("player %(i)s", i=i))
-        try:
-            email = parse_address(p.email)
-        except BadAddress as exc:
-            raise InvalidInput(gettext("player %(i)s: %(email)s is not an email address we "
-                                       "can write to (%(why)s)", i=i,
-                                       email=repr(str(p.email or "")[:80]),
-                                       why=address_problem(exc))) from None
-        if email.lower() in seen:
-            raise InvalidInput(gettext("player %(i)s: %(email)s appears twice", i=i,
-                                       email=email))
-        seen.add(email.lower())
-        if p.language not in LANGUAGES:
-            raise InvalidInput(gettext("player %(i)s: language must be one of %(codes)s",
-                                       i=i, codes=", ".join(LANGUAGES)))
-        try:
-            ZoneInfo(p.timezone)
-        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long
-            raise InvalidInput(gettext("player %(i)s: unknown time zone %(tz)s", i=i,
-                                       tz=repr(p.timezone[:64]))) from None
-        out.append(PlayerIn(name, email, p.language, p.timezone))
+    for i, p in rows:
+        player = _check_player(p, i, seen, problems)
+        if player is not None:
+            out.append(player)
+    if own:
+        problems.raise_any()
     return out
+
+
+def _check_player(p: PlayerIn, i: int, seen: set[str], problems: Problems) -> PlayerIn | None:
+    """One player of row ``i`` (0-based), every field checked; None if any is wrong."""
+    n = i + 1
+    name = problems.check(f"name{i}", check_name, p.name, gettext("player %(i)s", i=n))
+    email = problems.check(f"email{i}", _check_email, p.email, n)
+    if email is not None and email.lower() in seen:
+        problems.add(f"email{i}", gettext("player %(i)s: %(email)s appears twice", i=n,
+                                          email=email))
+        email = None
+    if email is not None:
+        seen.add(email.lower())
+    language = p.language
+    if language not in LANGUAGES:
+        problems.add(f"lang{i}", gettext("player %(i)s: language must be one of %(codes)s",
+                                         i=n, codes=", ".join(LANGUAGES)))
+        language = None
+    timezone = p.timezone
+    if not zones.is_known(timezone):
+        problems.add(f"tz{i}", gettext("player %(i)s: unknown time zone %(tz)s", i=n,
+                                       tz=repr(str(timezone)[:64])))
+        timezone = None
+    if None in (name, email, language, timezone):
+        return None
+    return PlayerIn(name, email, language, timezone)
+
+
+def _check_email(text: str | None, n: int) -> str:
+    if not (text or "").strip():
+        raise InvalidInput(gettext("player %(i)s: the email address is missing", i=n))
+    try:
+        return parse_address(text)
+    except BadAddress as exc:
+        raise InvalidInput(gettext("player %(i)s: %(email)s is not an email address we "
+                                   "can write to (%(why)s)", i=n,
+                                   email=repr(str(text or "")[:80]),
+                                   why=address_problem(exc))) from None
 
 
 def check_name(text: str | None, who: str) -> str:
@@ -112,7 +150,9 @@ def check_name(text: str | None, who: str) -> str:
                                    "characters or invisible formatting characters (such as "
                                    "text-direction overrides)", who=who))
     name = (text or "").strip()  # as typed, but for blanks around it
-    if not name or len(name) > 60 or any(c in name for c in "<>"):
+    if not name:
+        raise InvalidInput(gettext("%(who)s: the name is missing", who=who))
+    if len(name) > 60 or any(c in name for c in "<>"):
         raise InvalidInput(gettext("%(who)s: a name of 1 to 60 characters, without < or >",
                                    who=who))
     return name
@@ -139,87 +179,199 @@ def _hours(value: Any) -> float:
     return hours
 
 
-def create_game(engine_name: str, players: list[PlayerIn], hours_per_decision: Any = 48,
-                seed: int | None = None, title: str = "", confirm_by_email: bool = True,
-                start: bool = False, client: str | None = None,
+def create_game(engine_name: str, players: Sequence[PlayerIn | None],
+                hours_per_decision: Any = 48, seed: int | None = None, title: str = "",
+                confirm_by_email: bool = True, start: bool = False, client: str | None = None,
                 reminders: Any = None, absent_after: Any = 2, absent_bot: str = "heuristic",
                 vacation_days: Any = 7) -> Created:
-    """Create a game; the first player is the host.
+    """Create a game; the first player is the host (a ``None`` in ``players`` is an empty
+    row of the web form, see ``validate_players``). Every problem with the settings is
+    refused at once (FormInvalid, see ``check_new_game``).
 
     From the web (``confirm_by_email``) nothing reaches the players until the host confirms
     through a link sent to the host's own address. From the CLI the host is trusted:
     invitations go out at once, or with ``start`` the game starts without them.
     """
-    try:
-        game_mod = get_game(engine_name)
-    except EngineError:
-        raise InvalidInput(gettext("there is no game called %(name)s", name=repr(engine_name)))\
-            from None
-    players = validate_players(players, game_mod)
-    hours = _hours(hours_per_decision)
-    policy = _policy(hours, reminders, absent_after, absent_bot, vacation_days)
-    title = check_title(title) or default_title(game_mod, [p.name for p in players])
+    new = check_new_game(engine_name, players, hours_per_decision, title, reminders,
+                         absent_after, absent_bot, vacation_days)
     with session_scope() as s:
-        if client is not None:
-            _rate_limit(s, f"create:{client}", current_app.config["CREATE_LIMIT_PER_HOUR"])
-        for p in players if confirm_by_email or not start else []:
-            _check_may_invite(s, p.email)
-        gid = secrets.token_hex(5)
-        game = Game(id=gid, engine=engine_name, title=title, seed=_seed(seed), options={},
-                    hours_per_decision=hours,
-                    **policy,
-                    spectator_key=secrets.token_hex(8),
-                    status="awaiting_host" if confirm_by_email else "inviting")
-        s.add(game)
-        s.flush()
-        seats = []
-        for pos, p in enumerate(players):
-            seat = Seat(game_id=gid, position=pos, name=p.name, email=p.email,
-                        language=p.language, timezone=p.timezone, is_host=pos == 0,
-                        invite="accepted" if pos == 0 or start else "invited")
-            s.add(seat)
-            seats.append(seat)
-        s.flush()
-        admin = mint(s, "admin", gid, seats[0].id)
-        if confirm_by_email:
-            _queue(s, game, seats[0], "host_confirm", {}, links={
-                "confirm": {"kind": "host_confirm"}, "admin": {"kind": "admin"}})
-        elif start:
-            _start(s, game, seats)
-        else:
-            _send_invitations(s, game, seats)
+        return _create(s, engine_name, new.players, new.hours, new.policy, new.title, seed,
+                       confirm_by_email, start, client, rows=new.rows)
+
+
+@dataclass(frozen=True)
+class NewGame:
+    """The checked settings of a game to create (``rows``: each player's row on the form)."""
+
+    players: list[PlayerIn]
+    rows: list[int]
+    hours: float
+    policy: dict[str, Any]
+    title: str
+
+
+def check_new_game(engine_name: str, players: Sequence[PlayerIn | None],
+                   hours_per_decision: Any = 48, title: str = "", reminders: Any = None,
+                   absent_after: Any = 2, absent_bot: str = "heuristic",
+                   vacation_days: Any = 7) -> NewGame:
+    """Check every setting of a new game and refuse them all at once: FormInvalid lists
+    each problem under the home page's name of its field (``game``, ``title``,
+    ``players``, ``name0``/``email0``/``lang0``/``tz0`` per row, ``hours``, ``reminders``,
+    ``absent_after``, ``absent_bot``, ``vacation_days``), in the form's order."""
+    problems = Problems()
+    game_mod = problems.check("game", _game_module, engine_name)
+    own_title = problems.check("title", check_title, title)
+    checked = validate_players(players, game_mod, problems)
+    hours = problems.check("hours", _hours, hours_per_decision)
+    policy = _policy(hours, reminders, absent_after, absent_bot, vacation_days, problems)
+    problems.raise_any()
+    return NewGame(checked, [i for i, p in enumerate(players) if p is not None], hours,
+                   policy, own_title or default_title(game_mod, [p.name for p in checked]))
+
+
+def _game_module(engine_name: str) -> EngineGame:
+    try:
+        return get_game(engine_name)
+    except EngineError:
+        raise InvalidInput(gettext("there is no game called %(name)s",
+                                   name=repr(engine_name))) from None
+
+
+def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
+            policy: dict[str, Any], title: str, seed: int | None, confirm_by_email: bool,
+            start: bool, client: str | None, rows: list[int] | None = None) -> Created:
+    """Write a new game of checked players and policy in the caller's transaction
+    (``rows``: each player's row on the web form, to file a refused address under)."""
+    if client is not None:
+        _rate_limit(s, f"create:{client}", current_app.config["CREATE_LIMIT_PER_HOUR"])
+    if confirm_by_email or not start:
+        problems = Problems()
+        for row, p in zip(rows or range(len(players)), players, strict=True):
+            problems.check(f"email{row}", _check_may_invite, s, p.email)
+        problems.raise_any()
+    gid = secrets.token_hex(5)
+    game = Game(id=gid, engine=engine_name, title=title, seed=_seed(seed), options={},
+                hours_per_decision=hours,
+                **policy,
+                spectator_key=secrets.token_hex(8),
+                status="awaiting_host" if confirm_by_email else "inviting")
+    s.add(game)
+    s.flush()
+    seats = []
+    for pos, p in enumerate(players):
+        seat = Seat(game_id=gid, position=pos, name=p.name, email=p.email,
+                    language=p.language, timezone=p.timezone, is_host=pos == 0,
+                    invite="accepted" if pos == 0 or start else "invited")
+        s.add(seat)
+        seats.append(seat)
+    s.flush()
+    admin = mint(s, "admin", gid, seats[0].id)
+    if confirm_by_email:
+        _queue(s, game, seats[0], "host_confirm", {}, links={
+            "confirm": {"kind": "host_confirm"}, "admin": {"kind": "admin"}})
+    elif start:
+        _start(s, game, seats)
+    else:
+        _send_invitations(s, game, seats)
     return Created(gid, admin)
 
 
-def _policy(hours: float, reminders: Any, absent_after: Any, absent_bot: Any,
-            vacation_days: Any) -> dict[str, Any]:
-    """Validate the deadline policy; reminders are hours before the deadline (a list, or
-    text like ``"24, 2"``); None means the default (half time and 2 hours before)."""
+# --------------------------------------------------------------------------- playing again
+
+
+def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool]:
+    """A new game of the same engine, players and settings after this one ended. The
+    host hosts it; the others are invited (each accepts anew, as for any game). The new
+    game is recorded on the old one in the same transaction, so a second press (or a
+    double click) opens that game instead of making another. Returns the new game with
+    a fresh host link, and whether this call made it."""
+    with session_scope() as s:
+        old = _admin_game(s, admin_raw)  # locked: two presses at once are served in turn
+        if old.follow_up_game_id is not None:
+            host = _seats(s, old.follow_up_game_id)[0]
+            return Created(old.follow_up_game_id,
+                           mint(s, "admin", old.follow_up_game_id, host.id)), False
+        if old.status not in ("finished", "abandoned"):
+            raise WrongState(gettext("a game can be played again once it has ended"))
+        mod = get_game(old.engine)
+        seats = play_again_players(s, old)
+        if len(seats) < mod.MIN_PLAYERS:
+            raise WrongState(gettext("too few of the players are still in (this game needs "
+                                     "at least %(n)s); start a new game from the home page",
+                                     n=mod.MIN_PLAYERS))
+        players = validate_players([PlayerIn(x.name, x.email, x.language, x.timezone)
+                                    for x in seats], mod)
+        policy = {"reminder_hours": list(old.reminder_hours), "absent_after": old.absent_after,
+                  "absent_bot": old.absent_bot, "vacation_days": old.vacation_days}
+        created = _create(s, old.engine, players, old.hours_per_decision, policy,
+                          next_title(old.title or default_title(mod, [p.name for p in players])),
+                          None, confirm_by_email=False, start=False, client=client)
+        old.follow_up_game_id = created.game_id
+        return created, True
+
+
+def next_title(title: str) -> str:
+    """The title of the next game of a series: "Friday (2)" after "Friday", then "(3)"."""
+    m = re.fullmatch(r"(.*) \((\d{1,4})\)", title)
+    base, n = (m.group(1), int(m.group(2)) + 1) if m else (title, 2)
+    suffix = f" ({n})"
+    if len(base) + len(suffix) > 100:
+        base = base[:99 - len(suffix)].rstrip() + "…"
+    return base + suffix
+
+
+def _policy(hours: float | None, reminders: Any, absent_after: Any, absent_bot: Any,
+            vacation_days: Any, problems: Problems) -> dict[str, Any]:
+    """Check the deadline policy, each setting on its own (problems go to ``problems``);
+    reminders are hours before the deadline (a list, or text like ``"24, 2"``); None means
+    the default (half time and 2 hours before)."""
+    return {"reminder_hours": problems.check("reminders", _reminders, reminders, hours),
+            "absent_after": problems.check("absent_after", _absent_after, absent_after),
+            "absent_bot": problems.check("absent_bot", _absent_bot, absent_bot),
+            "vacation_days": problems.check("vacation_days", _vacation_days, vacation_days)}
+
+
+def _reminders(reminders: Any, hours: float | None) -> list[float] | None:
+    """The reminder offsets, latest first (None: the hours are wrong, so is the default)."""
     if reminders is None:
-        offsets = default_reminders(hours)
-    else:
-        if isinstance(reminders, str):
-            reminders = [r for r in reminders.replace(";", ",").split(",") if r.strip()]
-        try:
-            offsets = sorted({float(r) for r in reminders}, reverse=True)
-        except (TypeError, ValueError):
-            raise InvalidInput(gettext("reminders must be hours before the deadline, like 24, 2"))\
-                from None
-        if any(not 0 < r < hours for r in offsets) or len(offsets) > 10:
-            raise InvalidInput(gettext("each reminder must fall between the start of a turn "
-                                       "and its deadline (at most 10)"))
+        return default_reminders(hours) if hours is not None else None
+    if isinstance(reminders, str):
+        reminders = [r for r in reminders.replace(";", ",").split(",") if r.strip()]
     try:
-        absent = int(absent_after)
-        vacation = float(vacation_days)
+        offsets = sorted({float(r) for r in reminders}, reverse=True)
     except (TypeError, ValueError):
-        raise InvalidInput(gettext("absence limit and vacation days must be numbers")) from None
-    if not 1 <= absent <= 100 or not 0 <= vacation <= 60:
-        raise InvalidInput(gettext("a bot takes over after 1 to 100 timeouts; vacation is 0 "
-                                   "to 60 days"))
-    if absent_bot not in ("heuristic", "default"):
+        raise InvalidInput(gettext("reminders must be hours before the deadline, like 24, 2"))\
+            from None
+    if len(offsets) > 10 or any(not 0 < r < (hours or float("inf")) for r in offsets):
+        raise InvalidInput(gettext("each reminder must fall between the start of a turn "
+                                   "and its deadline (at most 10)"))
+    return offsets
+
+
+def _absent_after(value: Any) -> int:
+    try:
+        absent = int(value)
+    except (TypeError, ValueError):
+        absent = 0
+    if not 1 <= absent <= 100:
+        raise InvalidInput(gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
+    return absent
+
+
+def _absent_bot(value: Any) -> str:
+    if value not in ("heuristic", "default"):
         raise InvalidInput(gettext("the stand-in for an absent player is 'heuristic' or 'default'"))
-    return {"reminder_hours": offsets, "absent_after": absent, "absent_bot": absent_bot,
-            "vacation_days": vacation}
+    return value
+
+
+def _vacation_days(value: Any) -> float:
+    try:
+        vacation = float(value)
+    except (TypeError, ValueError):
+        vacation = -1.0
+    if not 0 <= vacation <= 60:
+        raise InvalidInput(gettext("vacation is 0 to 60 days per player"))
+    return vacation
 
 
 def _seed(seed: int | None) -> int:

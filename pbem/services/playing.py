@@ -13,7 +13,7 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
@@ -207,10 +207,23 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
     return [d for d in opened if d.closed_at is None]
 
 
+# Statements of every move, built once (SQLAlchemy memoises a statement's cache key on
+# the statement object: a prebuilt one is neither built nor keyed again).
+_INSERT_MOVE = insert(Move.__table__)  # Core: see _plumbing._INSERT_EVENTS
+_GAME_TABLE = Game.__table__
+_UPDATE_STATE = (update(_GAME_TABLE).where(_GAME_TABLE.c.id == bindparam("game_id"),
+                                           _GAME_TABLE.c.version == bindparam("old_version"))
+                 .values(version=bindparam("new_version"), state=bindparam("new_state"),
+                         event_seq=bindparam("new_event_seq")))
+_OPEN_DECISIONS = select(Decision).where(Decision.game_id == bindparam("game_id"),
+                                         Decision.closed_at.is_(None))
+
+
 def _insert_move(s: Session, game_id: str, decision_id: int, position: int, action: Action,
                  source: str) -> None:
-    s.execute(insert(Move).values(game_id=game_id, decision_id=decision_id, position=position,
-                                  action=action.to_json(), source=source, created_at=utcnow()))
+    s.connection().execute(_INSERT_MOVE, [{"game_id": game_id, "decision_id": decision_id,
+                              "position": position, "action": action.to_json(),
+                              "source": source, "created_at": utcnow()}])
 
 
 def _bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
@@ -229,12 +242,14 @@ def _closed_reason(s: Session, decision: Decision, seat: Seat) -> str:
 
 def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
                   events: list[Event]) -> None:
-    """Store the new state with an optimistic version check (the row is also locked)."""
+    """Store the new state with an optimistic version check (the row is also locked).
+    A Core update (the ORM's costs several times more); the game object is brought in
+    line by hand, which also cancels an ``event_seq`` still pending from ``_log``."""
     new_version = game.version + 1
     first_seq = game.event_seq
-    done = s.execute(update(Game).where(Game.id == game.id, Game.version == game.version)
-                     .values(version=new_version, state=_dump(mod.to_json(state)),
-                             event_seq=first_seq + len(events)))
+    done = s.connection().execute(_UPDATE_STATE, {
+        "game_id": game.id, "old_version": game.version, "new_version": new_version,
+        "new_state": _dump(mod.to_json(state)), "new_event_seq": first_seq + len(events)})
     if done.rowcount != 1:
         raise Conflict(gettext("the game changed at the same moment; please try again"))
     set_committed_value(game, "version", new_version)
@@ -258,8 +273,7 @@ def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     page shows the new decision at once) waits FOLLOW_UP_MINUTES: it goes out only if the
     player leaves the decision open that long."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
-    open_rows = s.exec(select(Decision).where(Decision.game_id == game.id,
-                                              Decision.closed_at.is_(None))).all()
+    open_rows = s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all()
     have = set()
     for row in open_rows:
         if (row.position, row.kind) in wanted:
@@ -292,7 +306,8 @@ def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: S
     links = {"page": {"kind": "page"}}
     for i, action in enumerate(mod.email_choices(state, seat.position)):
         links[f"choice{i}"] = {"kind": "action", "decision_id": decision.id,
-                               "action": action.to_json()}
+                               "action": action.to_json(),
+                               "effect": mod.choice_effect(state, seat.position, action)}
     _queue(s, game, seat, "decision", {
         "decision_id": decision.id, "kind": decision.kind,
         "deadline": decision.deadline_at.isoformat(),

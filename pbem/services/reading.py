@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from flask_babel import gettext
+from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
 from engine.registry import get_game
@@ -15,7 +19,8 @@ from pbem import localize
 from pbem.db import session_scope
 from pbem.errors import NotFound
 from pbem.i18n import language
-from pbem.models import Decision, EventLog, Game, Outbox, Seat
+from pbem.mail import open_deadlines
+from pbem.models import Decision, EventLog, Game, Outbox, Seat, Suppression
 from pbem.services._plumbing import _admin_game, _seats, _token
 
 
@@ -33,13 +38,18 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
 
 def game_for_spectator(key: str) -> dict[str, Any]:
     with session_scope() as s:
-        key = str(key)
-        game = None
-        if re.fullmatch(r"[0-9a-f]{1,32}", key):
-            game = s.exec(select(Game).where(Game.spectator_key == key)).first()
-        if game is None:
-            raise NotFound(gettext("no game at this address"))
-        return _page_data(s, game, None)
+        return _page_data(s, _spectated(s, key), None)
+
+
+def _spectated(s: Session, key: Any) -> Game:
+    """The game behind a spectator address, or a friendly NotFound."""
+    key = str(key)
+    game = None
+    if re.fullmatch(r"[0-9a-f]{1,32}", key):
+        game = s.exec(select(Game).where(Game.spectator_key == key)).first()
+    if game is None:
+        raise NotFound(gettext("no game at this address"))
+    return game
 
 
 def _page_data(s: Session, game: Game, seat: Seat | None,
@@ -52,16 +62,15 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
     mod = get_game(game.engine)
     state = mod.from_json(json.loads(game.state)) if game.state else None
     legal = mod.legal_actions(state, seat.position) if mine is not None else []
-    log = []
-    if with_log:
-        events = s.exec(select(EventLog).where(EventLog.game_id == game.id)
-                        .order_by(EventLog.seq)).all()
-        log = [e for e in events if e.visible_to is None or position in (e.visible_to or [])]
+    log = _log(s, game, mod, seat) if with_log else []
     tr = localize.translation_for(mod, state, seat.language if seat else language())
     return {
         "game": game, "seat": seat, "seats": seats, "card": localize.lookup(mod, state, tr),
         "view": localize.view(mod, mod.view(state, position), tr) if state is not None else None,
         "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
+        "log_zone": str(_zone(seat)),
+        # what a legal action costs and brings, for the words of the form's choices
+        "effect": lambda action: mod.choice_effect(state, position, action),
     }
 
 
@@ -73,9 +82,159 @@ def _card_lookup(game: Game, lang: str) -> localize.CardLookup:
 
 
 def admin_data(raw: str) -> dict[str, Any]:
+    """The host page: the game from the host's seat, whom it waits for (``waiting``, as
+    the emails list it, in the host's time zone), every email of the game newest first
+    (``outbox``), and whom "play again" would invite (``again``)."""
     with session_scope() as s:
         game = _admin_game(s, raw)
-        data = _page_data(s, game, _seats(s, game.id)[0])
+        seats = _seats(s, game.id)
+        data = _page_data(s, game, seats[0], with_log=False)
+        data["waiting"] = (open_deadlines(s, game, seats, seats[0].timezone)
+                           if game.status == "active" else [])
         data["outbox"] = s.exec(select(Outbox).where(Outbox.game_id == game.id)
-                                .order_by(Outbox.id)).all()
+                                .order_by(Outbox.id.desc())).all()
+        data["again"] = play_again_players(s, game)
         return data
+
+
+def host_language(raw: str) -> str:
+    """The language of the host behind an admin link (the host page speaks it)."""
+    with session_scope() as s:
+        token = _token(s, raw, "admin")
+        return _seats(s, token.game_id)[0].language
+
+
+def play_again_players(s: Session, game: Game) -> list[Seat]:
+    """Whom "play again with the same players" invites: the host and every seat still
+    in the game at its end (not those who declined, left, or asked for no email)."""
+    return [seat for seat in _seats(s, game.id) if seat.position == 0 or (
+        seat.invite != "declined" and seat.left_at is None
+        and s.get(Suppression, seat.email.lower()) is None)]
+
+
+# --------------------------------------------------------------------------- the game log
+
+
+OPEN_ROUNDS = 2  # the game page shows the current round and the one before it; older
+# rounds are folded and loaded when opened (``log_round_for_page``)
+
+
+@dataclass
+class LogRound:
+    """One part of a game's log: what happened before the first round (``number`` 0) or
+    the ``number``-th round the game began (``label``: the round number its event
+    gives). ``entries`` are (event, its time in the reader's zone, whether it is the
+    newest entry of its day), newest first; None while the round is folded. Times are
+    written by the template (in the page's language, which is settled only then)."""
+
+    number: int
+    label: Any
+    first_seq: int
+    end_seq: int | None  # the first event of the next part (None: up to now)
+    started: datetime | None  # when it began
+    entries: list[tuple[EventLog, datetime, bool]] | None = None
+
+
+_ROUND_MARKS = (select(EventLog.seq, EventLog.data, EventLog.created_at, EventLog.visible_to)
+                .where(EventLog.game_id == bindparam("game_id"),
+                       EventLog.kind == bindparam("kind"))
+                .order_by(EventLog.seq))
+_EVENTS_FROM = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
+                                       EventLog.seq >= bindparam("first"),
+                                       EventLog.seq < bindparam("end"))
+                .order_by(EventLog.seq))
+
+
+def _log(s: Session, game: Game, mod: Any, seat: Seat | None) -> list[LogRound]:
+    """The game page's log: every part, newest first; the last ``OPEN_ROUNDS`` with
+    their entries, the others folded."""
+    if not game.event_seq:  # not started: nothing has happened yet
+        return []
+    rounds = _rounds(s, game, mod)
+    shown = rounds[-OPEN_ROUNDS:]
+    if shown:
+        events = _events(s, game, shown[0].first_seq, None)
+        for part in shown:
+            part.entries = _entries(events, part, seat)
+    return rounds[::-1]
+
+
+def _rounds(s: Session, game: Game, mod: Any) -> list[LogRound]:
+    """The parts of the log, oldest first: the events before the first round, then one
+    part per event of the game's ``ROUND_EVENT`` (a game without one: a single part)."""
+    kind = getattr(mod, "ROUND_EVENT", None)
+    marks = [m for m in s.execute(_ROUND_MARKS, {"game_id": game.id, "kind": kind})
+             if m.visible_to is None] if kind else []
+    parts = [LogRound(0, None, 1, None, _aware(game.started_at or game.created_at))]
+    for n, mark in enumerate(marks, 1):
+        parts[-1].end_seq = mark.seq
+        label = mark.data.get("round", n) if isinstance(mark.data, dict) else n
+        parts.append(LogRound(n, label, mark.seq, None, _aware(mark.created_at)))
+    if len(parts) > 1 and parts[1].first_seq <= 1:  # nothing came before the first round
+        parts.pop(0)
+    return parts
+
+
+def _events(s: Session, game: Game, first: int, end: int | None) -> list[EventLog]:
+    return list(s.exec(_EVENTS_FROM, params={"game_id": game.id, "first": first,
+                                             "end": end if end is not None else 2**31 - 1}))
+
+
+def _entries(events: list[EventLog], part: LogRound,
+             seat: Seat | None) -> list[tuple[EventLog, datetime, bool]]:
+    """The events of ``part`` the reader may see, newest first, each with its time in the
+    reader's zone and whether it is the newest of its day (which shows the day too)."""
+    position = seat.position if seat else None
+    zone, day, out = _zone(seat), None, []
+    for e in reversed(events):
+        if e.seq < part.first_seq or (part.end_seq is not None and e.seq >= part.end_seq):
+            continue
+        if e.visible_to is not None and position not in e.visible_to:
+            continue
+        local = _aware(e.created_at).astimezone(zone)
+        out.append((e, local, local.date() != day))
+        day = local.date()
+    return out
+
+
+def _zone(seat: Seat | None) -> tzinfo:
+    """The reader's time zone: the seat's, UTC for spectators."""
+    try:
+        return ZoneInfo(seat.timezone) if seat is not None else UTC
+    except (ValueError, KeyError):  # not a zone name (the database was edited by hand)
+        return UTC
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    """A stored time as UTC (SQLite gives it back without its zone)."""
+    if when is None:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def log_round_for_page(raw: str, number: Any) -> dict[str, Any]:
+    """One part of the log (``number`` as ``LogRound.number``) from a seat's view: the
+    link of the seat's game page (or of a one-click email, as that page takes).
+    ``round`` is None when the log has no such part."""
+    with session_scope() as s:
+        token = _token(s, raw, "page", "action")
+        game = s.get(Game, token.game_id)
+        return _round_data(s, game, s.get(Seat, token.seat_id), number)
+
+
+def log_round_for_spectator(key: str, number: Any) -> dict[str, Any]:
+    with session_scope() as s:
+        return _round_data(s, _spectated(s, key), None, number)
+
+
+def _round_data(s: Session, game: Game, seat: Seat | None, number: Any) -> dict[str, Any]:
+    mod = get_game(game.engine)
+    rounds = _rounds(s, game, mod)
+    part = next((r for r in rounds if str(r.number) == str(number)), None)
+    if part is None:  # the caller says so, in the reader's language
+        return {"game": game, "seat": seat, "round": None}
+    part.entries = _entries(_events(s, game, part.first_seq, part.end_seq), part, seat)
+    state = mod.from_json(json.loads(game.state)) if game.state else None
+    tr = localize.translation_for(mod, state, seat.language if seat else language())
+    return {"game": game, "seat": seat, "seats": _seats(s, game.id), "round": part,
+            "card": localize.lookup(mod, state, tr), "log_zone": str(_zone(seat))}

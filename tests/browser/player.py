@@ -13,16 +13,15 @@ from dataclasses import dataclass, field
 
 CARD_RE = re.compile(r"^(?P<name>.+?) \[(?P<type>\w+)(?:, [^\]]*)?\](?P<rest>.*)$")
 HIF_RE = re.compile(r"H/I/F (\d+)/(\d+)/(\d+)")
-COST_RE = re.compile(r"cost (\d+) Food or (\d+) (?:Teeth|Tooth)")
+COST_RE = re.compile(r"(?:cost|recruit for) (\d+) Food or (\d+) (?:Teeth|Tooth)")
 BEAST_RE = re.compile(r"needs Hunting (\d+), gives (\d+) Food and (\d+) (?:Teeth|Tooth)")
-INVENTION_RE = re.compile(r"needs Inventing (\d+): (.*)")
-CAVE_RE = re.compile(r"Population (\d+)(?:, costs (\d+) (?:Teeth|Tooth))?")
-TRIBE_RE = re.compile(r"^YOUR TRIBE \((?P<tribe>[^)]*)\)(?P<conch> - you hold the conch)?")
-STOCK_RE = re.compile(r"Food (\d+), Teeth (\d+)")
-SCORES_RE = re.compile(r"Hunting (\d+), Inventing (\d+) \(Fire needs (\d+)\), Foraging (\d+), "
-                       r"Population (\d+)/(\d+)")
-OTHER_RE = re.compile(r"^(?P<name>.+?) \((?P<tribe>[^)]*)\)(?P<conch> \[conch\])?: Food (\d+), "
-                      r"Teeth (\d+), H/I/F (\d+)/(\d+)/(\d+), cavemen (\d+)/(\d+)")
+INVENTION_RE = re.compile(r"needs Inventing (\d+): (.*?)(?: \[stone \d+\])?$")
+CAVE_RE = re.compile(r"Population (\d+)(?:, (?:costs|explore for) (\d+) (?:Teeth|Tooth))?")
+TRIBE_RE = re.compile(r"^Your tribe: (?P<tribe>.+)$")
+CONCH_RE = re.compile(r"The conch: you\.")
+STOCK_RE = re.compile(r"Food (\d+) +Teeth (\d+) +Population (\d+)/(\d+)")
+SCORES_RE = re.compile(r"Hunting (\d+) +Inventing (\d+)/(\d+) +Foraging (\d+)")
+OTHER_RE = re.compile(r"^(?P<name>.+?) +(\d+) +(\d+) +(\d+)/(\d+)/(\d+) +(\d+)/(\d+)")
 CAVEMEN = ("leader", "hunter", "thinker", "elder", "explorer")
 
 
@@ -45,10 +44,14 @@ class Card:
 
     @classmethod
     def parse(cls, line: str) -> Card:
-        m = CARD_RE.match(line.strip())
-        assert m, f"not a card line: {line!r}"
-        card = cls(m["name"], m["type"])
-        rest = m["rest"]
+        """A card line of the game page (``Name [type, stone N] ...``) or a row of the
+        email's aligned card table (``Name   type   ...``)."""
+        if m := CARD_RE.match(line.strip()):
+            card, rest = cls(m["name"], m["type"]), m["rest"]
+        else:
+            parts = re.split(r"\s{2,}", line.strip(), maxsplit=2)
+            assert len(parts) == 3, f"not a card line: {line!r}"
+            card, rest = cls(parts[0], parts[1]), parts[2]
         if hif := HIF_RE.search(rest):
             card.hunting, card.inventing, card.foraging = map(int, hif.groups())
         if cost := COST_RE.search(rest):
@@ -121,11 +124,13 @@ class Board:
             if not line:
                 section = None if section != "choices" else section
                 continue
-            if m := TRIBE_RE.match(line):
-                section, board.conch = "mine", bool(m["conch"])
-            elif line.startswith("CARD POOL"):
+            if CONCH_RE.search(line):
+                board.conch = True
+            if TRIBE_RE.match(line):
+                section = "mine"
+            elif line.startswith("Card pool"):
                 section = "pool"
-            elif line.startswith("OTHER TRIBES"):
+            elif line.startswith("Other tribes"):
                 section = "others"
             elif line.startswith("Choose with one click"):
                 section = "choices"
@@ -134,16 +139,16 @@ class Board:
             elif section == "choices" and not line.startswith("http"):
                 section = None
             elif section == "mine" and (m := STOCK_RE.fullmatch(line)):
-                board.food, board.teeth = int(m[1]), int(m[2])
+                board.food, board.teeth, board.cavemen, board.population = map(int, m.groups())
             elif section == "mine" and (m := SCORES_RE.fullmatch(line)):
-                (board.hunting, board.inventing, board.fire_needs, board.foraging,
-                 board.cavemen, board.population) = map(int, m.groups())
-            elif section == "mine" and line.startswith("* "):
-                board.cards.append(Card.parse(line[2:]))
-            elif section == "pool" and line.startswith("* "):
-                board.pool.append(Card.parse(line[2:]))
-            elif section == "others" and (m := OTHER_RE.match(line.removeprefix("* "))):
-                board.rivals_inventing.append(int(m.group(7)))
+                board.hunting, board.inventing, board.fire_needs, board.foraging = map(
+                    int, m.groups())
+            elif section == "mine":
+                board.cards.append(Card.parse(line))
+            elif section == "pool":
+                board.pool.append(Card.parse(line))
+            elif section == "others" and (m := OTHER_RE.match(line)):
+                board.rivals_inventing.append(int(m.group(5)))
         return board
 
     def card(self, name: str) -> Card | None:
@@ -174,7 +179,9 @@ class Board:
     # ------------------------------------------------------------------ choosing
 
     def value(self, label: str) -> float:
-        """The worth of one labelled move (higher is better)."""
+        """The worth of one labelled move (higher is better): the move's words, before
+        what the email adds about its cost and effect ("Forage: +4 Food")."""
+        label = move_of(label)
         food_w, teeth_w = self.food_weight(), self.teeth_weight()
         room = self.population - self.cavemen
         if label == "Forage":
@@ -215,11 +222,18 @@ class Board:
         if all(x.startswith("Give up ") for x in labels):  # starvation or a casualty
 
             def keep(label: str) -> float:
-                card = self.card(label.removeprefix("Give up ")) or Card(label, "hunter")
+                name = move_of(label).removeprefix("Give up ")
+                card = self.card(name) or Card(name, "hunter")
                 return 2 * card.inventing + card.hunting + card.foraging
 
             return min(reversed(labels), key=keep)
         return max(labels, key=self.value)
+
+
+def move_of(label: str) -> str:
+    """The words of a move in a choice's label: "Hunt Mammoth: +6 Food, ..." -> "Hunt
+    Mammoth" (what the confirmation page and the game log say)."""
+    return label.split(": ", 1)[0]
 
 
 def cards_to_discard(pool: list[str], choosable: dict[str, str]) -> list[str]:

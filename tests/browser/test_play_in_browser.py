@@ -21,7 +21,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from pbem import services
 from tests.browser.mailbox import Mailbox, follow, html_link, is_result, mail_count, text_link
-from tests.browser.player import Board, cards_to_discard
+from tests.browser.player import Board, cards_to_discard, move_of
 
 PLAYERS = [("Ann", "ann@example.test"), ("Bob", "bob@example.test"), ("Cy", "cy@example.test")]
 ADDRESSES = sorted(f"{name} <{addr}>" for name, addr in PLAYERS)
@@ -68,7 +68,7 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
     for mail in invitations:
         box.list()
         box.open(mail)
-        lost += follow(page, html_link(page, "Accept:"), "**/invite/**")
+        lost += follow(page, html_link(page, "Accept the invitation"), "**/invite/**")
         button = page.get_by_role("button", name="Accept the invitation")
         expect(button).to_be_visible()
         button.click()
@@ -104,19 +104,20 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
         if board.choices:
             label = board.choose()
             lost += follow(page, html_link(page, label), "**/a/**")
-            expect(page.locator("#action")).to_have_text(label)
+            expect(page.locator("#action")).to_have_text(move_of(label))
             if moves == 0:
                 back = check_confirm_page(context, page, total, text, label)
             else:
                 page.locator("#confirm").click()
-                expect(page.locator("#recorded")).to_have_text(f"Recorded: {label}")
+                expect(page.locator("#recorded")).to_have_text(
+                    f"Recorded: {move_of(label)}")
         else:  # discarding has no one-click links: the full form on the game page
             assert "discard from the pool" in mail.preview, mail.preview
-            lost += follow(page, html_link(page, "All choices, and the full board:"), "**/g/**")
+            lost += follow(page, html_link(page, "More choices, and the whole board"), "**/g/**")
             form = page.locator("form#decision[data-kind=discard]")
             expect(form).to_be_visible()
             page.wait_for_load_state("domcontentloaded")  # the pool is further down
-            pool = page.locator("#pool li").all_inner_texts()
+            pool = page.locator("#pool [data-card]").all_inner_texts()
             boxes = dict(form.locator("input[name=cards]").evaluate_all(
                 "els => els.map(e => [e.value, e.parentElement.innerText.trim()])"))
             for value in cards_to_discard(pool, boxes):
@@ -138,12 +139,12 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
     assert winner and winner[1] in [n for n, _ in PLAYERS], result[0].preview
     text = box.open(result[0])
     assert f"{winner[1]} invented Fire and wins the game." in text
-    lost += follow(page, html_link(
-        page, "Thank you for playing. The final board and the whole log:"), "**/g/**")
+    lost += follow(page, html_link(page, "The final board and the whole log"), "**/g/**")
     expect(page.locator("#result")).to_have_text(
         f"{winner[1]} invented Fire and wins the game.")
     expect(page.locator("#decision")).to_have_count(0)
-    expect(page.locator("#log li").first).to_have_text(
+    # the log's newest entry, after its time
+    expect(page.locator("#log li").first).to_contain_text(
         f"{winner[1]} invents FIRE and wins the game!")
     print(f"\nbrowser game: {moves} moves ({discards} discards) in {play_seconds:.1f} s "
           f"({play_seconds / moves:.2f} s/move); setup {setup_seconds:.1f} s; "
@@ -176,10 +177,10 @@ def check_confirm_page(context: BrowserContext, page: Page, mails_before: int, t
         expect(other.locator("form#decision")).to_be_visible()
         log_before = other.locator("#log li").count()
         other.goto(page.url)  # the same link in a second tab, its button not yet pressed
-        expect(other.locator("#action")).to_have_text(label)
+        expect(other.locator("#action")).to_have_text(move_of(label))
 
         page.locator("#confirm").click()
-        expect(page.locator("#recorded")).to_have_text(f"Recorded: {label}")
+        expect(page.locator("#recorded")).to_have_text(f"Recorded: {move_of(label)}")
         assert mail_count(context, base) > mails_before  # the next player's turn
 
         other.locator("#confirm").click()  # the stale button in the second tab

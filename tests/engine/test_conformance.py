@@ -10,6 +10,8 @@ engine contract (engine/core.py, DESIGN.md) at every decision:
 - several listed actions per step apply (on the same immutable state, which must not
   change), and unlisted ones are refused with IllegalAction; seats without a decision get
   NotYourTurn; a finished game answers GameOver;
+- ``choice_effect`` describes every email choice as JSON data (and an illegal action as
+  ``{}``) without touching any random state;
 - the game-specific invariants hold (for Cavemen: every card in one place, no negative
   Food or Teeth, no tribe above its population, ...);
 - state JSON round-trips exactly both ways, also through ``json.dumps``/``json.loads``;
@@ -270,7 +272,14 @@ def check_seat(spec: GameSpec, state: Any, seat: int, rng: random.Random, sample
             refused["equivalent"] += 1
             continue
         assert_refused(game, state, seat, action, IllegalAction, "action/illegal")
+        assert game.choice_effect(state, seat, action) == {}, action
         refused["illegal"] += 1
+    for action in game.email_choices(state, seat):
+        # the words of a choice: JSON data, nothing random drawn, the state untouched
+        before = random.getstate()
+        effect = game.choice_effect(state, seat, action)
+        assert random.getstate() == before, f"choice_effect({action}) used global random"
+        assert isinstance(effect, dict) and json.loads(json.dumps(effect)) == effect
 
 
 def check_game_over(spec: GameSpec, state: Any, last_legal: Sequence[Action]) -> None:

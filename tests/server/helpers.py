@@ -85,8 +85,15 @@ class Mail:
     def text_links(self) -> list[str]:
         return LINK_RE.findall(self.text)
 
+    def token_links(self) -> list[str]:
+        """The links of the text part that carry a token (all but the rules page)."""
+        return [u for u in self.text_links() if "/rules/" not in u]
+
     def html_links(self) -> list[str]:
-        return [href for href in HrefParser.hrefs(self.html) if href.startswith("http")]
+        """The links of the HTML part but those into the rules' glossary (each term of
+        an HTML board links to its entry; the text part names the rules page once)."""
+        return [href for href in HrefParser.hrefs(self.html)
+                if href.startswith("http") and not re.search(r"/rules/[^#]*#", href)]
 
     def link(self, prefix: str) -> str:
         """The one link in the text part under ``BASE_URL + prefix``."""

@@ -144,9 +144,9 @@ def test_reminders_at_half_time_and_two_hours_before_once_each(app, frozen):
     first, second = inbox.all()
     assert first.message_id != second.message_id
     for m in (first, second):
-        assert "Reminder: you have not decided yet. It is your turn to bid for the conch." \
+        assert "Reminder: Your turn: bid for the conch" \
             in m.text
-        assert ("Deadline: Wednesday 16 January 2030, 18:00 (Asia/Tokyo) / "
+        assert ("Decide by Wednesday 16 January 2030, 18:00 (Asia/Tokyo) / "
                 "2030-01-16 09:00 UTC") in m.text
         assert len(m.action_links()) == 5  # pass and bids 1..4, as in the first email
     row = load(app, Decision, d.id)
@@ -209,8 +209,8 @@ def test_decision_email_shows_the_deadline_in_the_recipients_zone_and_utc(
     with freeze_time("2030-03-29 12:00:00"):  # Friday, before Berlin's clocks go forward
         new_game(app, players)
     (mail_to_cy,) = inbox.to(CY.email, "decision")
-    assert f"Deadline: {local} / 2030-03-31 12:00 UTC" in mail_to_cy.text
-    assert f"<b>{local}</b> / 2030-03-31 12:00 UTC" in mail_to_cy.html
+    assert f"Decide by {local} / 2030-03-31 12:00 UTC" in mail_to_cy.text
+    assert f"Decide by {local} / 2030-03-31 12:00 UTC" in mail_to_cy.html
     html = client.get(path_of(mail_to_cy.link("/g/"))).get_data(as_text=True)
     assert f"Cy: bid for the conch – until {local} / 2030-03-31 12:00 UTC" in \
         text_of(html, "waiting")
@@ -239,7 +239,7 @@ def test_deadline_is_computed_when_the_email_is_sent(app, client, frozen):
     result = sweep_at(app, frozen, 25)
     assert result["sent"] == 4  # the reminder and the three notices of the extension
     (reminder,) = inbox.to(CY.email, "reminder")
-    assert ("Deadline: Thursday 17 January 2030, 18:00 (Asia/Tokyo) / "
+    assert ("Decide by Thursday 17 January 2030, 18:00 (Asia/Tokyo) / "
             "2030-01-17 09:00 UTC") in reminder.text
 
 
@@ -266,18 +266,19 @@ def test_expired_decision_is_auto_played_once_and_everyone_is_told(app, frozen):
     assert (ev.actor, ev.data) == (2, {"kind": "bid", "action": {"kind": "pass"}})
     assert (seat(app, g.game_id, 2).timeouts_in_row, seat(app, g.game_id, 2).bot) == (1, None)
     told = "Cy did not decide in time; the server played for them: Pass."
+    told_cy = "You did not decide in time; the server played for you: Pass."
     # Ann decides next: her turn email tells her; Bob and Cy get a notice.
     assert sorted((m.to_addr, m.template) for m in inbox.all()) == [
         (ANN.email, "decision"), (BOB.email, "notice"), (CY.email, "notice")]
-    for m in inbox.all():
-        assert told in m.text
+    for m in inbox.all():  # Cy reads it as "you"
+        assert (told_cy if m.to_addr == CY.email else told) in m.text
     for addr in (BOB.email, CY.email):
         (notice,) = inbox.to(addr)
-        assert subject(notice) == f"{told}"
+        assert subject(notice) == (told_cy if addr == CY.email else told)
         assert notice.link("/g/")
     (ann_mail,) = inbox.to(ANN.email)
     assert subject(ann_mail) == "Your turn: bid for the conch"
-    assert ("Deadline: Friday 18 January 2030, 10:00 (Europe/Berlin) / "
+    assert ("Decide by Friday 18 January 2030, 10:00 (Europe/Berlin) / "
             "2030-01-18 09:00 UTC") in ann_mail.text
     (ann_bid,) = open_decisions(app, g.game_id)
     assert (ann_bid.position, ann_bid.deadline_at) == (0, T0 + timedelta(hours=96))
@@ -539,7 +540,9 @@ def test_after_two_timeouts_in_a_row_a_bot_plays_the_seat(app, client, frozen):
     (to_ann,) = inbox.to(ANN.email)[-1:]
     assert to_ann.template == "decision" and explained in to_ann.text
     (to_cy,) = inbox.to(CY.email)[-1:]
-    assert to_cy.template == "notice" and explained in to_cy.text
+    assert to_cy.template == "notice" and (
+        "You missed 2 deadlines in a row, so a bot plays for you until you come back (any "
+        "link in your emails, or the 'I'm back' button on your game page).") in to_cy.text
     assert to_cy.link("/g/")
     # The others play on; Cy's turns are played by the bot at once, without emails.
     turn_mails = len(inbox.to(CY.email, "decision"))
@@ -576,7 +579,8 @@ def test_the_absent_player_comes_back_with_the_im_back_button(app, client, froze
     told = inbox.all()[before:]
     assert sorted(m.to_addr for m in told) == sorted(p.email for p in PLAYERS)
     for m in told:
-        assert subject(m) == "Cy is back and plays again."
+        assert subject(m) == ("You are back and play again." if m.to_addr == CY.email
+                              else "Cy is back and plays again.")
     assert client.post(form.action, data=form.data()).status_code == 409  # already back
     # Cy's next turn is emailed to Cy again, not played by the bot.
     decision = table.play_until(lambda d, state: d.position == 2)

@@ -97,10 +97,12 @@ def test_a_whole_stone_age_game_by_email(live, players: int, monkeypatch) -> Non
     for m in results:
         head = m.headline
         assert all(w in head for w in winners), head
-        assert "FINAL SCORING" in m.text
-        for p in people:  # everyone's final scoring, broken down
-            assert f"* {p.name}: " in m.text
-        assert m.text.count("points during the game") == players
+        # the ranking comes first, everyone's final scoring broken down (the reader as
+        # "You"), before the final board
+        ranking = m.text.split("The final board")[0]
+        for p in people:
+            assert (". You: " if p.email == m.to_addr else f". {p.name}: ") in ranking
+        assert ranking.count("points during the game") == players
 
     with app.app_context(), session_scope() as s:
         rows = list(s.exec(select(Decision).where(Decision.game_id == game.id)))

@@ -203,7 +203,7 @@ def test_one_click_links_with_garbage_forms_change_nothing(app, client, table):
 
 
 @pytest.mark.parametrize("route", ["/a/", "/g/", "/admin/", "/invite/", "/host/confirm/",
-                                   "/watch/", "/dev/mail/"])
+                                   "/watch/", "/dev/mail/", "/my/"])
 def test_garbage_paths_get_404_never_500(client, route):
     for junk in ["x", "%00", "a%00b", "%ff", "ü" * 50, "A" * 20_000, "..%2f..%2f", "%0d%0a"]:
         for method in ("GET", "POST"):

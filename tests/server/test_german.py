@@ -85,6 +85,8 @@ def context(text: str, word: str) -> str:
 def visible(html: str) -> str:
     html = re.sub(r"(?s)<(style|script)[^>]*>.*?</\1>", " ", html)
     html = re.sub(r'(?s)<form method="post" action="/language".*?</form>', " ", html)
+    # time zones in a list are named by their cities, often the same in both languages
+    html = re.sub(r'<option value="\w+/[^"]*"[^>]*>[^<]*</option>', " ", html)
     return html_lib.unescape(re.sub(r"<[^>]+>", "\n", html))
 
 

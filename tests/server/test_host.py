@@ -84,7 +84,7 @@ def test_host_confirmation_sends_the_invitations_to_the_others(app, client, inbo
     assert games(app)[0].status == "inviting"
     mail = inbox.to(BOB.email, "invitation")[0]
     assert "Ann invites you to a game of Cavemen" in mail.text
-    assert [path_of(u)[:8] for u in mail.text_links()] == ["/invite/", "/invite/", "/u/" +
+    assert [path_of(u)[:8] for u in mail.token_links()] == ["/invite/", "/invite/", "/u/" +
                                                            mail.unsubscribe_token[:5]]
 
 
@@ -155,7 +155,7 @@ def test_a_decline_emails_the_host_with_the_host_page(app, client, inbox):
     assert mail.to_addr == ANN.email
     assert f"Bob ({BOB.email}) declined the invitation" in mail.text
     assert f"Bob ({BOB.email}) declined the invitation" in text_of(
-        f'<div id="all">{mail.html}</div>', "all")
+        f'<section id="all">{mail.html}</section>', "all")
     assert mail.link("/admin/")
     assert [s.invite for s in seats_of(app, games(app)[0].id)][1] == "declined"
 

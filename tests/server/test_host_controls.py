@@ -111,7 +111,7 @@ def test_an_unknown_control_or_admin_link_does_nothing(app, client, game):
 def test_the_host_page_offers_the_controls_of_a_running_game(client, game):
     html = client.get(f"/admin/{game.admin_token}").get_data(as_text=True)
     actions = {f.action.rsplit("/", 1)[1] for f in forms(html)}
-    assert actions == {"pause", "extend", "bot", "handover", "abandon"}
+    assert actions == {"remind", "pause", "extend", "bot", "handover", "abandon"}
     for f in forms(html):
         assert f.hidden["sig"] == form_signature(SECRET, game.admin_token)
 
@@ -170,7 +170,7 @@ def test_pause_stops_the_clock_and_resume_shifts_deadlines_by_the_paused_time(
     for hours, reminders in [(73.9, 0), (74, 1), (95.9, 0), (96, 1)]:
         assert sweep_at(app, frozen, hours)["reminders"] == reminders
     assert [m.to_addr for m in inbox.all()] == [CY.email, CY.email]
-    assert "Deadline: Friday 18 January 2030, 20:00 (Asia/Tokyo) / 2030-01-18 11:00 UTC" \
+    assert "Decide by Friday 18 January 2030, 20:00 (Asia/Tokyo) / 2030-01-18 11:00 UTC" \
         in inbox.all()[0].text
     assert sweep_at(app, frozen, 97.9)["timeouts"] == 0
     assert sweep_at(app, frozen, 98)["timeouts"] == 1
@@ -280,12 +280,12 @@ def test_hand_over_asks_first_then_kills_the_old_links_and_welcomes_the_new_play
     (welcome,) = inbox.to(addr, "welcome")
     assert subject(welcome) == "Welcome: you take over the seat of Cy."
     assert "You now play the seat of Cy" in welcome.text
-    assert "YOUR TRIBE (Snake) - you hold the conch" in welcome.text  # the state
+    assert "Your tribe: Snake" in welcome.text and "The conch: you." in welcome.text
     assert waiting_line("Dee", "Wednesday 16 January 2030, 01:00 (America/Los_Angeles)",
                         "2030-01-16 09:00 UTC") in welcome.text
     (turn,) = inbox.to(addr, "handover")
     assert subject(turn) == "Your turn: bid for the conch"
-    assert ("Deadline: Wednesday 16 January 2030, 01:00 (America/Los_Angeles) / "
+    assert ("Decide by Wednesday 16 January 2030, 01:00 (America/Los_Angeles) / "
             "2030-01-16 09:00 UTC") in turn.text
     for m in inbox.to(ANN.email)[-1:] + inbox.to(BOB.email)[-1:]:
         assert subject(m) == "The host handed the seat of Cy to Dee."
@@ -511,7 +511,7 @@ def test_a_decision_opened_during_my_vacation_counts_from_its_end(app, client, f
     assert ann_bid.position == 0
     assert ann_bid.deadline_at == T0 + timedelta(hours=72 + 48)
     (mail_to_ann,) = inbox.to(ANN.email, "decision")
-    assert ("Deadline: Saturday 19 January 2030, 10:00 (Europe/Berlin) / "
+    assert ("Decide by Saturday 19 January 2030, 10:00 (Europe/Berlin) / "
             "2030-01-19 09:00 UTC") in mail_to_ann.text
 
 

@@ -53,7 +53,7 @@ PASS = Action.of("pass")
 
 
 def test_tokens_are_random_url_safe_and_distinct(table):
-    raws = [token_of(u) for m in table.inbox.all() for u in m.text_links()]
+    raws = [token_of(u) for m in table.inbox.all() for u in m.token_links()]
     # 3 emails: a bid (pass + bids 1..4 + the page) and two game_started (the page),
     # each with its unsubscribe link.
     assert len(raws) == 11
@@ -63,7 +63,7 @@ def test_tokens_are_random_url_safe_and_distinct(table):
 
 
 def test_database_holds_only_the_sha256_of_each_token(app, table):
-    raws = [token_of(u) for m in table.inbox.all() for u in m.text_links()]
+    raws = [token_of(u) for m in table.inbox.all() for u in m.token_links()]
     stored = all_stored_text(app)
     for raw in raws:
         assert raw not in stored

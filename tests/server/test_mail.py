@@ -58,6 +58,9 @@ def assert_twins(m) -> None:
     assert text_links, m.subject
     assert all(u.startswith(BASE_URL + "/") for u in text_links)
     assert sorted(set(text_links)) == sorted(set(html_links)), m.subject
+    rules = BASE_URL + "/rules/"  # every game email links to the rules page
+    if m.template not in ("host_confirm", "declined"):
+        assert any(u.startswith(rules) for u in text_links), m.subject
 
 
 def test_game_emails_have_text_and_html_parts_with_the_same_links(table):
@@ -79,9 +82,9 @@ def test_invitation_emails_have_text_and_html_parts_with_the_same_links(app, cli
 
 def test_decision_email_parts_tell_the_same_story(table):
     m = table.mail(table.open())
-    html_text = text_of(f'<div id="all">{m.html}</div>', "all")
-    for line in ("It is your turn to bid for the conch.", "Pass", "Bid 4 Teeth",
-                 "The game begins. The stone-marker draw gives the conch to"):
+    html_text = text_of(f'<section id="all">{m.html}</section>', "all")
+    for line in ("Your turn: bid for the conch", "Pass", "Bid 4 Teeth",
+                 "The game begins. The stone-marker draw gives"):
         assert line in m.text and line in html_text, line
 
 
@@ -102,9 +105,9 @@ def test_deadline_is_given_in_local_time_and_utc_in_both_parts(app, client, inbo
         decisions = inbox.of("decision")
     assert sorted(m.to_addr for m in decisions) == sorted(LOCAL_DEADLINES)
     for m in decisions:
-        html_text = text_of(f'<div id="all">{m.html}</div>', "all")
+        html_text = text_of(f'<section id="all">{m.html}</section>', "all")
         for part in (m.text, html_text):
-            assert f"Deadline: {LOCAL_DEADLINES[m.to_addr]} / 2030-01-17 10:00 UTC" in part
+            assert f"Decide by {LOCAL_DEADLINES[m.to_addr]} / 2030-01-17 10:00 UTC." in part
 
 
 # --------------------------------------------------------------------------- threads

@@ -1,0 +1,183 @@
+"""A player's own list of games: asking for it by address, reading it, opening a game.
+
+Anyone may ask for the list of an address, so the answer is always the same and the list
+only ever goes to that address: an email with a link (a ``my_games`` token, bound to the
+address, valid for ``LINK_DAYS``). The link's page lists the address's games; its only
+action is a form per game that mints a fresh game-page link for that seat. Asking is
+capped per address (``MY_GAMES_LIMIT_PER_ADDRESS`` a day, and the notices-per-hour cap
+every email that is not a turn counts against), so the form cannot flood anyone.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from flask import current_app
+from flask_babel import gettext
+from sqlalchemy import func, insert
+from sqlmodel import Session, select
+
+from engine.registry import get_game
+from pbem.db import session_scope
+from pbem.errors import FormInvalid, InvalidInput, LinkExpired, NotFound
+from pbem.headers import BadAddress, address_problem, parse_address
+from pbem.mail import TURN_TEMPLATES, game_name
+from pbem.models import Decision, Game, Outbox, Seat, Suppression, utcnow
+from pbem.services._plumbing import _message_id, _recent, _seats, _token, _wake_deliverer
+from pbem.tokens import hash_token, mint
+
+LINK_DAYS = 7  # a link to the list works this long
+ENDED_DAYS = 30  # an ended game stays on the list this long
+SECTIONS = ("active", "waiting", "ended")  # the order the list shows
+
+
+def request_my_games(address: str) -> None:
+    """Queue an email with a link to the list of ``address``'s games, if it plays in any
+    here; otherwise, or over the caps, do nothing. Says nothing either way: only an
+    address that cannot be one is refused (FormInvalid, field ``my-email``)."""
+    rcpt = _address(address)
+    with session_scope() as s:
+        games = _listing(s, rcpt)
+        if not games or s.get(Suppression, rcpt) is not None or _over_caps(s, rcpt):
+            return
+        seat = s.get(Seat, max(g["seat_id"] for g in games))  # the newest: name, language
+        key = f"my_games:{hash_token(rcpt)[:16]}:{secrets.token_hex(4)}"
+        now = utcnow()
+        s.execute(insert(Outbox).values(
+            game_id=None, seat_id=None, to_addr=seat.email, rcpt=rcpt, to_name=seat.name,
+            language=seat.language, template="my_games",
+            context={"links": {"list": {"kind": "my_games", "action": {"address": rcpt}}},
+                     "token_game": seat.game_id, "games": games, "days": LINK_DAYS,
+                     "name": seat.name},
+            idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
+            status="pending", attempts=0, next_attempt_at=now, created_at=now))
+        _wake_deliverer(s)
+
+
+def _address(text: str) -> str:
+    text = (text or "").strip()
+    if not text:
+        raise FormInvalid([("my-email", gettext("enter your email address"))])
+    try:
+        return parse_address(text).lower()
+    except BadAddress as exc:
+        raise FormInvalid([("my-email", gettext(
+            "%(email)s is not an email address we can write to (%(why)s)",
+            email=repr(text[:80]), why=address_problem(exc)))]) from None
+
+
+def _over_caps(s: Session, rcpt: str) -> bool:
+    config = current_app.config
+    if _recent(s, Outbox.rcpt == rcpt, frozenset({"my_games"}), timedelta(days=1)) >= \
+            int(config["MY_GAMES_LIMIT_PER_ADDRESS"]):
+        return True
+    return _recent(s, Outbox.rcpt == rcpt, None, timedelta(hours=1),
+                   exclude=TURN_TEMPLATES) >= int(config["NOTICE_LIMIT_PER_ADDRESS"])
+
+
+def my_games(raw: str) -> dict[str, Any]:
+    """The list behind a link (changes nothing): ``address``, ``games`` (see
+    ``_listing``), ``expires`` (ISO time)."""
+    with session_scope() as s:
+        token = _live_token(s, raw)
+        address = str(token.action["address"])
+        return {"address": address, "games": _listing(s, address),
+                "expires": (token.created_at + timedelta(days=LINK_DAYS)).isoformat()}
+
+
+def open_my_game(raw: str, seat_id: Any) -> str:
+    """A fresh game-page link (raw token) for one seat of the list behind ``raw``."""
+    try:
+        wanted = int(str(seat_id))
+    except ValueError:
+        raise InvalidInput(gettext("choose a game from the list")) from None
+    with session_scope() as s:
+        token = _live_token(s, raw)
+        entry = next((g for g in _listing(s, str(token.action["address"]))
+                      if g["seat_id"] == wanted and g["can_open"]), None)
+        if entry is None:
+            raise NotFound(gettext("that game is not on your list (any more)"))
+        return mint(s, "page", entry["game_id"], wanted)
+
+
+def _live_token(s: Session, raw: str):
+    token = _token(s, raw, "my_games")
+    if token.created_at + timedelta(days=LINK_DAYS) < utcnow():
+        raise LinkExpired(gettext("this link to your games has expired (it works for "
+                                  "%(days)s days); ask for a new one below", days=LINK_DAYS))
+    return token
+
+
+# --------------------------------------------------------------------------- the list
+
+
+def _listing(s: Session, rcpt: str) -> list[dict[str, Any]]:
+    """The games of address ``rcpt`` (JSON values, also stored with the email): running
+    ones first (those where it is your turn first, then by the nearest deadline), then
+    those waiting for players, then those that ended in the last ``ENDED_DAYS`` days.
+    Only seats this address holds and has not left, declined or been dropped from."""
+    now = utcnow()
+    seats = s.exec(select(Seat).where(func.lower(Seat.email) == rcpt)).all()
+    entries = []
+    for seat in seats:
+        game = s.get(Game, seat.game_id)
+        if _listed(game, seat, now):
+            entries.append(_entry(s, game, seat))
+    entries.sort(key=lambda e: e["ended_at"] or e["created_at"], reverse=True)  # newest
+    entries.sort(key=lambda e: (SECTIONS.index(e["section"]), not e["yours"],
+                                _first_deadline(e)))
+    return entries
+
+
+def _first_deadline(entry: dict[str, Any]) -> str:
+    return min((t["deadline"] for t in entry["turns"] if t["deadline"]), default="~")
+
+
+def _listed(game: Game, seat: Seat, now) -> bool:
+    if seat.invite == "declined" or seat.left_at is not None:
+        return False
+    if game.status == "awaiting_host":
+        return seat.is_host
+    if seat.invite != "accepted":
+        return game.status == "inviting"  # an open invitation
+    if game.status in ("finished", "abandoned"):
+        return (game.ended_at or game.created_at) >= now - timedelta(days=ENDED_DAYS)
+    return True
+
+
+def _entry(s: Session, game: Game, seat: Seat) -> dict[str, Any]:
+    seats = _seats(s, game.id)
+    section = {"active": "active", "finished": "ended", "abandoned": "ended"}.get(
+        game.status, "waiting")
+    turns = []
+    if game.status == "active":
+        decisions = s.exec(select(Decision).where(Decision.game_id == game.id,
+                                                  Decision.closed_at.is_(None))
+                           .order_by(Decision.deadline_at, Decision.position)).all()
+        turns = [{"name": seats[d.position].name, "yours": d.seat_id == seat.id,
+                  "kind": d.kind,
+                  "deadline": d.deadline_at.isoformat() if d.deadline_at else None}
+                 for d in decisions]
+    return {
+        "game_id": game.id, "seat_id": seat.id, "title": game_name(game, seats),
+        "engine": game.engine, "status": game.status, "section": section,
+        "paused": game.paused_at is not None, "name": seat.name, "tz": seat.timezone,
+        "host": seat.is_host, "invited": seat.invite == "invited",
+        "can_open": seat.invite == "accepted" and game.status != "awaiting_host",
+        "turns": turns, "yours": any(t["yours"] for t in turns),
+        "waiting_for": [x.name for x in seats if x.invite == "invited" and x.id != seat.id],
+        "winners": _winners(game, seats),
+        "created_at": game.created_at.isoformat(),
+        "ended_at": game.ended_at.isoformat() if game.ended_at else None,
+    }
+
+
+def _winners(game: Game, seats: list[Seat]) -> list[str]:
+    if game.status != "finished" or not game.state:
+        return []
+    mod = get_game(game.engine)
+    result = mod.result(mod.from_json(json.loads(game.state)))
+    return [seats[w].name for w in result.winners] if result else []

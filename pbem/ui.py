@@ -1,0 +1,130 @@
+"""One set of styles for pages and emails.
+
+Pages may not carry inline styles (the Content-Security-Policy allows style sheets from
+this server only), and mail programs ignore most style sheets, so a board drawn for both
+names its styles through ``ui(...)``:
+
+    <div{{ ui("card", "cm-hunter") }}>
+
+In a page that writes ``class="card cm-hunter"`` (the rules come from ``/ui.css``, built
+from the same table); in an email (a template rendered with ``inline_css=True``) it writes
+the rules themselves, ``style="…"``. The shared styles are below; a game adds its own
+(card colours, ...) in ``templates/games/<game>/ui.toml``, a table of class name to CSS
+declarations, with class names that start with the game's own prefix.
+
+Each combination of names is joined once per process (a cache), so an email pays a
+dictionary lookup per styled element, not a string build.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import tomllib
+from pathlib import Path
+
+from flask import Flask, Response, current_app, request
+from jinja2 import pass_context
+from markupsafe import Markup, escape
+
+from engine.registry import games
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+# Colours keep a contrast of at least 4.5:1 with their background (WCAG AA).
+STYLES: dict[str, str] = {
+    # buttons: at least 44 px tall, the size of a fingertip
+    "btn": ("display:inline-block;box-sizing:border-box;min-height:44px;padding:11px 16px;"
+            "margin:0 0 8px 0;background:#1b5e8c;color:#ffffff;border:2px solid #1b5e8c;"
+            "border-radius:8px;text-decoration:none;font-weight:bold;line-height:20px;"
+            "font-size:16px"),
+    "btn-block": "display:block;text-align:left",
+    "btn-alt": "background:#ffffff;color:#1b5e8c",
+    "btn-note": "display:block;font-weight:normal;font-size:14px",
+    "ask": "font-size:20px;line-height:1.3;margin:0 0 4px 0",
+    "when": "margin:0 0 12px 0;color:#3d3d3d",
+    "muted": "color:#595959",
+    "small": "font-size:13px",
+    "h": "font-size:18px;margin:20px 0 8px 0",
+    "events": "margin:0 0 8px 0;padding:0 0 0 20px",
+    "cards": "margin:0 0 8px 0",
+    "card": ("display:inline-block;vertical-align:top;box-sizing:border-box;width:152px;"
+             "margin:0 6px 8px 0;border:1px solid #9a9a9a;border-radius:8px;"
+             "background:#ffffff;color:#1f1f1f;font-size:13px;line-height:1.35;"
+             "overflow:hidden"),
+    "card-wide": "width:100%;max-width:316px",
+    "card-head": ("overflow:hidden;padding:3px 8px;color:#ffffff;background:#4d4d4d;font-size:12px;"
+                  "font-weight:bold;letter-spacing:0.02em"),
+    "card-body": "padding:5px 8px 7px 8px",
+    "card-name": "font-weight:bold;font-size:14px;margin:0 0 2px 0",
+    "stats": "margin:0 0 6px 0",
+    "stat": ("display:inline-block;padding:2px 8px;margin:0 4px 4px 0;border-radius:12px;"
+             "background:#e9edf1;color:#1f1f1f;font-size:14px"),
+    "stat-key": "background:#fff1c2",
+    "panel": ("border:1px solid #b5b5b5;border-radius:8px;padding:8px 10px;margin:0 0 10px 0;"
+              "background:#ffffff"),
+    "panel-you": "border:2px solid #3d7d3d;background:#f3f9f3",
+    "panel-title": "font-weight:bold;font-size:16px;margin:0 0 6px 0",
+    "badge": ("display:inline-block;padding:1px 7px;border-radius:10px;background:#7a4b00;"
+              "color:#ffffff;font-size:12px;font-weight:bold;vertical-align:middle"),
+    "meter": "font-family:monospace;letter-spacing:1px;color:#7a3b00",
+    "rank": "margin:0 0 12px 0;padding:0 0 0 24px;font-size:16px",
+    "winner": "font-size:22px;line-height:1.3;margin:0 0 8px 0",
+    "link": "color:#1b5e8c",
+    "term": "color:inherit;text-decoration:underline;text-decoration-style:dotted",
+    "right": "float:right",
+    "line": "margin:0 0 2px 0",
+}
+
+
+@functools.cache
+def styles() -> dict[str, str]:
+    """The shared styles and every game's own (a game may not redefine a shared one)."""
+    table = dict(STYLES)
+    for name in games():
+        path = TEMPLATES / "games" / name / "ui.toml"
+        if not path.exists():
+            continue
+        with path.open("rb") as fh:
+            own = tomllib.load(fh)
+        for key, value in own.items():
+            if key in table or not isinstance(value, str):
+                raise ValueError(f"{path}: style {key!r} is taken or not a string")
+            table[key] = value
+    return table
+
+
+@functools.cache
+def _attribute(names: tuple[str, ...], inline: bool) -> Markup:
+    table = styles()
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise KeyError(f"unknown style {unknown}")
+    if inline:
+        return Markup(' style="%s"') % ";".join(table[n] for n in names)
+    return Markup(' class="%s"') % " ".join(names)
+
+
+@pass_context
+def ui(context, *names: str) -> Markup:
+    """`` class="…"`` in a page, `` style="…"`` in an email (``inline_css`` set)."""
+    return _attribute(tuple(n for n in names if n), bool(context.get("inline_css")))
+
+
+@functools.cache
+def stylesheet() -> str:
+    return "".join(f".{escape(name)}{{{rules}}}\n" for name, rules in styles().items())
+
+
+def css_view() -> Response:
+    body = stylesheet()
+    resp = Response(body, mimetype="text/css")
+    resp.set_etag(hashlib.sha256(body.encode()).hexdigest()[:16])
+    resp.cache_control.public = True
+    resp.cache_control.max_age = 0 if current_app.debug else 3600
+    return resp.make_conditional(request)
+
+
+def init_app(app: Flask) -> None:
+    app.jinja_env.globals["ui"] = ui
+    app.add_url_rule("/ui.css", "ui_css", css_view)

@@ -1,0 +1,176 @@
+"""The game log on the game page: grouped by round, newest round first, the last two
+rounds open and older ones folded, loaded on demand from an endpoint that the page's own
+link (or key) authorises."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from sqlalchemy import update
+from sqlmodel import select
+
+from engine.registry import get_game
+from pbem.db import session_scope
+from pbem.models import EventLog, Game, Seat
+from pbem.tokens import mint
+from tests.server.helpers import Table, text_of
+
+ROUND_PART = re.compile(r'<(section|details) class="log-round" id="round-(\d+)"')
+
+
+def page_token(app, game_id: str, position: int) -> str:
+    """A fresh game-page link of a seat (as its emails carry)."""
+    with app.app_context(), session_scope() as s:
+        seat = s.exec(select(Seat).where(Seat.game_id == game_id,
+                                         Seat.position == position)).one()
+        return mint(s, "page", game_id, seat.id)
+
+
+def spectator_key(app, game_id: str) -> str:
+    with app.app_context(), session_scope() as s:
+        return s.get(Game, game_id).spectator_key
+
+
+def parts(html: str) -> list[tuple[str, int]]:
+    """The log's parts in page order: (section = open | details = folded, number)."""
+    return [(tag, int(n)) for tag, n in ROUND_PART.findall(html)]
+
+
+def part_text(html: str, number: int) -> str | None:
+    return text_of(html, f"round-{number}")
+
+
+@pytest.fixture
+def round4(table: Table) -> Table:
+    """The 3-player table played on until its 4th round has begun."""
+    table.play_until(lambda decision, state: state.round >= 4)
+    return table
+
+
+def test_the_last_two_rounds_are_open_newest_first_and_older_ones_folded(round4, client):
+    raw = page_token(round4.app, round4.game_id, 0)
+    html = client.get(f"/g/{raw}").get_data(as_text=True)
+    assert parts(html) == [("section", 4), ("section", 3), ("details", 2), ("details", 1),
+                           ("details", 0)]
+    current = part_text(html, 4)
+    assert current.startswith("Round 4")
+    # newest entry first: the round's own beginning comes last
+    assert current.endswith("Round 4 begins.")
+    assert part_text(html, 3).endswith("Round 3 begins.")
+    # folded rounds carry no entries, only their link
+    for number in (2, 1):
+        folded = part_text(html, number)
+        assert folded.startswith(f"Round {number} ") and folded.endswith("Show this round")
+        assert "begins" not in folded and "bids" not in folded
+        assert f'href="/g/{raw}/log/{number}"' in html
+    assert "Start of the game" in part_text(html, 0)
+    # each entry shows its time, in the reader's zone
+    assert re.search(r'<li><time datetime="\d{4}-\d\d-\d\dT\d\d:\d\d\+0[12]:00">', html)  # Berlin
+
+
+def test_a_folded_round_loads_as_a_fragment_and_as_a_page_of_its_own(round4, client):
+    raw = page_token(round4.app, round4.game_id, 1)
+    page = client.get(f"/g/{raw}").get_data(as_text=True)
+    (src,) = re.findall(r'id="round-2" data-src="([^"]+)"', page)
+    assert src == f"/g/{raw}/log/2?part=1"
+    fragment = client.get(src)
+    assert fragment.status_code == 200
+    text = fragment.get_data(as_text=True)
+    assert "<html" not in text and text.lstrip().startswith("<ol")
+    assert "Round 2 begins." in text and "Round 3 begins." not in text
+    assert "Round 1 begins." not in text
+    own = client.get(f"/g/{raw}/log/2")
+    assert own.status_code == 200
+    html = own.get_data(as_text=True)
+    assert "<html" in html and f'href="/g/{raw}"' in html
+    assert "Round 2 begins." in text_of(html, "log")
+    setup = client.get(f"/g/{raw}/log/0?part=1").get_data(as_text=True)
+    assert "The game begins." in setup and "Round 1 begins." not in setup
+    key = spectator_key(round4.app, round4.game_id)
+    watched = client.get(f"/watch/{key}/log/2?part=1").get_data(as_text=True)
+    assert "Round 2 begins." in watched
+
+
+def test_the_game_page_lets_only_its_own_script_fetch_older_rounds(round4, client):
+    raw = page_token(round4.app, round4.game_id, 0)
+    resp = client.get(f"/g/{raw}")
+    policy = resp.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "connect-src 'self'" in policy
+    assert "'unsafe-inline'" not in policy
+    html = resp.get_data(as_text=True)
+    assert '<script src="/static/log.js" defer></script>' in html
+    with client.get("/static/log.js") as script:
+        assert script.status_code == 200 and b"data-src" in script.get_data()
+
+
+@pytest.mark.parametrize("path", [
+    "/g/{bad}/log/1", "/g/{bad}/log/1?part=1", "/g/{raw}/log/5", "/g/{raw}/log/99?part=1",
+    "/g/{raw}/log/999999999999999999999999", "/g/{raw}/log/-1", "/g/{raw}/log/abc",
+    "/watch/{badkey}/log/1", "/watch/{key}/log/5?part=1", "/watch/not-a-key/log/1",
+])
+def test_the_round_endpoint_refuses_a_wrong_link_or_round_with_a_clear_404(round4, client,
+                                                                              path):
+    raw = page_token(round4.app, round4.game_id, 0)
+    key = spectator_key(round4.app, round4.game_id)
+    url = path.format(raw=raw, key=key, bad="A" * 43, badkey="0" * 16)
+    resp = client.get(url)
+    assert resp.status_code == 404
+    html = resp.get_data(as_text=True)
+    assert "<h1" in html  # the friendly error page, never a bare error
+    assert any(words in html.lower() for words in (
+        "no such round", "unknown or no longer valid", "no game at this address",
+        "nothing at this address"))
+
+
+def test_hidden_events_never_reach_another_seat_in_a_fragment(round4, client):
+    """An event only seat 0 may see (as Stone Age's kept cards are) stays out of the
+    other seats' and the spectators' log, open or fetched."""
+    app, game_id = round4.app, round4.game_id
+    with app.app_context(), session_scope() as s:
+        starts = [seq for seq, in s.execute(
+            select(EventLog.seq).where(EventLog.game_id == game_id,
+                                       EventLog.kind == "round_started")
+            .order_by(EventLog.seq))]
+        hidden = s.execute(select(EventLog.seq).where(
+            EventLog.game_id == game_id, EventLog.seq > starts[0], EventLog.seq < starts[1])
+            .order_by(EventLog.seq)).scalars().first()
+        s.execute(update(EventLog).where(EventLog.game_id == game_id, EventLog.seq == hidden)
+                  .values(kind="secret_drawn", visible_to=[0]))
+    key = spectator_key(app, game_id)
+    owner = page_token(app, game_id, 0)
+    assert "secret drawn" in client.get(f"/g/{owner}/log/1?part=1").get_data(as_text=True)
+    for url in (f"/g/{page_token(app, game_id, 1)}/log/1?part=1",
+                f"/g/{page_token(app, game_id, 2)}/log/1",
+                f"/watch/{key}/log/1?part=1", f"/watch/{key}/log/1"):
+        text = client.get(url).get_data(as_text=True)
+        assert "Round 1 begins." in text and "secret" not in text, url
+
+
+def test_a_german_reader_gets_german_round_headings(round4, client):
+    app, game_id = round4.app, round4.game_id
+    with app.app_context(), session_scope() as s:
+        s.execute(update(Seat).where(Seat.game_id == game_id, Seat.position == 2)
+                  .values(language="de"))
+    raw = page_token(app, game_id, 2)
+    html = client.get(f"/g/{raw}").get_data(as_text=True)
+    assert "Runde 4" in part_text(html, 4) and "Runde 4 beginnt." in part_text(html, 4)
+    assert "Spielbeginn" in part_text(html, 0)
+    assert "Diese Runde anzeigen" in part_text(html, 2)
+    assert "Round" not in text_of(html, "log")
+    own = client.get(f"/g/{raw}/log/1").get_data(as_text=True)
+    assert "Zurück zur Spielseite" in own and "Runde 1" in own
+    missing = client.get(f"/g/{raw}/log/9").get_data(as_text=True)
+    assert "Diese Runde gibt es im Spielverlauf nicht." in missing
+
+
+def test_a_game_without_rounds_shows_its_whole_log_as_one_open_part(round4, client,
+                                                                    monkeypatch):
+    monkeypatch.delattr(get_game("cavemen"), "ROUND_EVENT")
+    raw = page_token(round4.app, round4.game_id, 0)
+    html = client.get(f"/g/{raw}").get_data(as_text=True)
+    assert parts(html) == [("section", 0)]
+    log = text_of(html, "log")
+    assert log.index("Round 4 begins.") < log.index("Round 1 begins.") < log.index(
+        "The game begins.")
+    assert client.get(f"/g/{raw}/log/1").status_code == 404
