@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import tomllib
 from pathlib import Path
 
@@ -111,6 +112,28 @@ def ui(context, *names: str) -> Markup:
     return _attribute(tuple(n for n in names if n), bool(context.get("inline_css")))
 
 
+MEMO_SIZE = 50_000
+_memo: dict[tuple, Markup] = {}
+
+
+def memo(*key: object, caller) -> Markup:
+    """``{% call memo(key...) %}body{% endcall %}``: the body rendered once per process
+    for each key (a card drawn the same way in every email: its data, the language, the
+    page or mail styles). The key must name everything the body depends on."""
+    hit = _memo.get(key)
+    if hit is None:
+        hit = Markup(caller())
+        if len(_memo) >= MEMO_SIZE:
+            _memo.clear()
+        _memo[key] = hit
+    return hit
+
+
+def data_key(data: object) -> str:
+    """A key for ``memo`` naming every field of a card's data."""
+    return json.dumps(data, sort_keys=True, default=str)
+
+
 @functools.cache
 def stylesheet() -> str:
     return "".join(f".{escape(name)}{{{rules}}}\n" for name, rules in styles().items())
@@ -127,4 +150,6 @@ def css_view() -> Response:
 
 def init_app(app: Flask) -> None:
     app.jinja_env.globals["ui"] = ui
+    app.jinja_env.globals["memo"] = memo
+    app.jinja_env.filters["data_key"] = data_key
     app.add_url_rule("/ui.css", "ui_css", css_view)

@@ -288,12 +288,14 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
 
 
 EMAIL_BIDS = 8  # bids an email offers as links above the high bid
+EMAIL_DISCARDS = 10  # a discard with at most this many outcomes has one link for each
 
 
 def email_choices(state: State, seat: int) -> list[Action]:
     """The choices an email offers as one-click links (the game page has them all):
     pass and the lowest few bids; every action but recruiting in place of another
-    caveman; every loss; a discard is chosen on the page."""
+    caveman; every loss; every way to discard when there are at most ten (else the
+    discard is chosen on the page)."""
     kind = _decision_kind(state, seat)
     legal = legal_actions(state, seat)
     if kind == "bid":
@@ -302,6 +304,8 @@ def email_choices(state: State, seat: int) -> list[Action]:
     if kind == "act":
         return [a for a in legal if a.get("replace") is None]
     if kind in ("starve", "casualty"):
+        return legal
+    if kind == "discard" and len(legal) <= EMAIL_DISCARDS:
         return legal
     return []
 

@@ -1313,3 +1313,27 @@ def test_discard_default_keeps_locked_fire_and_the_earliest_other_cards():
     default = default_action(state, 1)
     assert default == act("discard", cards=("B03", "B04"))
     assert default in legal_actions(state, 1)
+
+
+def test_an_email_offers_each_way_to_discard_when_there_are_at_most_ten():
+    """A discard of few outcomes is one click per outcome; many go to the game page."""
+    import random
+
+    from engine import cavemen
+    from engine.cavemen.bots import BOTS
+
+    seen = set()
+    for seed in range(30):
+        state = cavemen.setup(["A", "B", "C"], seed)
+        rng = random.Random(seed)
+        while (pending := cavemen.pending(state)) and len(seen) < 2:
+            d = pending[0]
+            if d.kind == "discard":
+                legal = cavemen.legal_actions(state, d.seat)
+                offered = cavemen.email_choices(state, d.seat)
+                assert offered == (legal if len(legal) <= 10 else [])
+                seen.add(len(legal) <= 10)
+            state, _ = cavemen.apply(state, d.seat, BOTS["heuristic"](state, d.seat, rng))
+        if seen == {True, False}:
+            break
+    assert True in seen
