@@ -86,3 +86,17 @@ def test_the_result_email_starts_with_the_winner_and_the_ranking(table: Table):
         assert "You" in [who for _, who in rows]
         html = m.html
         assert html.index('id="final"') < html.index("The final board")
+
+
+def test_every_game_page_links_to_the_rules(table: Table, client):
+    from tests.server.helpers import path_of
+
+    decision = table.open()
+    mail = table.mail(decision)
+    pages = {"game": path_of(mail.link("/g/")),
+             "action": path_of(next(u for u in mail.token_links() if "/a/" in u)),
+             "host": f"/admin/{table.admin}"}
+    for name, path in pages.items():
+        html = client.get(path).get_data(as_text=True)
+        assert 'id="rules-link" class="rules-link">How to play</a>' in html, name
+        assert 'href="/rules/cavemen' in html, name
