@@ -25,6 +25,7 @@ import tomllib
 from pathlib import Path
 
 from flask import Flask, Response, current_app, request
+from flask_babel import get_locale
 from jinja2 import pass_context
 from markupsafe import Markup, escape
 
@@ -116,17 +117,26 @@ MEMO_SIZE = 50_000
 _memo: dict[tuple, Markup] = {}
 
 
-def memo(*key: object, caller) -> Markup:
+@pass_context
+def memo(context, *key: object, caller) -> Markup:
     """``{% call memo(key...) %}body{% endcall %}``: the body rendered once per process
-    for each key (a card drawn the same way in every email: its data, the language, the
-    page or mail styles). The key must name everything the body depends on."""
-    hit = _memo.get(key)
+    for each key (a card drawn the same way in every email: its data, and implicitly the
+    language, page or mail styles and the server's address of its links). The key must
+    name everything else the body depends on."""
+    full = (key, get_locale_name(), bool(context.get("inline_css")),
+            current_app.config.get("BASE_URL"))
+    hit = _memo.get(full)
     if hit is None:
         hit = Markup(caller())
         if len(_memo) >= MEMO_SIZE:
             _memo.clear()
-        _memo[key] = hit
+        _memo[full] = hit
     return hit
+
+
+def get_locale_name() -> str:
+    locale = get_locale()
+    return str(locale) if locale is not None else ""
 
 
 def data_key(data: object) -> str:
