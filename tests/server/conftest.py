@@ -199,3 +199,22 @@ def table(app, client, inbox) -> Table:
     """A started 3-player game (Ann, Bob, Cy), its first emails delivered."""
     created = start_game(app)
     return Table(app, client, inbox, created.game_id, created.admin_token, bot_seed=GAME_SEED)
+
+
+@pytest.fixture
+def frozen():
+    """The clock frozen at ``timekit.T0`` (the host and deadline tests)."""
+    from freezegun import freeze_time
+
+    from tests.server.timekit import T0
+
+    with freeze_time(T0) as freezer:
+        yield freezer
+
+
+@pytest.fixture
+def game(app, frozen):
+    """A game started at ``timekit.T0`` (see ``timekit.new_game``)."""
+    from tests.server.timekit import new_game
+
+    return new_game(app)

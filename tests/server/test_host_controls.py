@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from freezegun import freeze_time
 
 from pbem.models import Decision, Game, Outbox, Token
 from pbem.tokens import form_signature, hash_token
@@ -49,22 +48,6 @@ from tests.server.timekit import (
 )
 
 DEE = ("Dee", "dee@example.com", "en", "America/Los_Angeles")
-
-
-@pytest.fixture
-def frozen():
-    with freeze_time(T0) as freezer:
-        yield freezer
-
-
-@pytest.fixture
-def game(app, frozen):
-    return new_game(app)
-
-
-@pytest.fixture
-def inbox(app):
-    return Inbox(app)
 
 
 def waiting_line(name: str, local: str, utc: str, what: str = "bid for the conch") -> str:

@@ -11,7 +11,6 @@ import threading
 from datetime import timedelta
 
 import pytest
-from freezegun import freeze_time
 from sqlmodel import select
 
 from pbem import services
@@ -48,22 +47,6 @@ from tests.server.timekit import (
 )
 
 DEADLINE_BERLIN = "Wednesday 16 January 2030, 10:00 (Europe/Berlin)"  # T0 + 48 h
-
-
-@pytest.fixture
-def frozen():
-    with freeze_time(T0) as freezer:
-        yield freezer
-
-
-@pytest.fixture
-def game(app, frozen):
-    return new_game(app)
-
-
-@pytest.fixture
-def inbox(app):
-    return Inbox(app)
 
 
 def read(html: str, element_id: str) -> str:
