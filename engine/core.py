@@ -17,6 +17,9 @@ Every game is a module (or object) offering the functions of :class:`Game`:
 - ``choice_effect(state, seat, action) -> dict``: what a legal action costs and brings
   now (JSON values only, never anything still hidden), for the words of a choice ("Hunt
   Mammoth: +6 Food, +2 Teeth, then a casualty draw"); ``{}`` for an illegal one.
+- optional ``explain(state, seat, text) -> dict``: why the command ``text`` is not a
+  legal move now, as data for the refusal's words (``{"why": "pay/size", "given": 4,
+  "need": 5}``); ``{}`` when there is nothing more to say than "not allowed".
 - ``BOTS`` (``random``, ``heuristic``: ``choose(state, seat, rng) -> Action``) and
   ``stats`` (the simulator's game-specific figures).
 - ``view(state, seat | None) -> dict``: what that seat (or a spectator) may see.
@@ -75,6 +78,13 @@ class AmbiguousAction(EngineError):
     """A typed command matches more than one legal action."""
 
     code = "action/ambiguous"
+
+
+class IncompleteAction(AmbiguousAction):
+    """A command names the start of one or more legal actions but leaves out a word the
+    player must name (a payment, a count, a card); ``candidates`` are the full moves."""
+
+    code = "action/incomplete"
 
 
 class GameOver(EngineError):
@@ -177,36 +187,46 @@ def format_action(action: Action) -> str:
     return " ".join(words)
 
 
-def parse_action(text: str, legal: Sequence[Action]) -> Action:
-    """Match a typed command against the legal actions, like a chess SAN parser.
+def parse_action(text: str, legal: Sequence[Action], *, exact: bool = False) -> Action:
+    """Match a command against the legal actions, like a chess SAN parser.
 
     Syntax first (words separated by blanks, case-insensitive), then an exact match on the
-    formatted legal actions, then a unique prefix match (``recruit H03`` when only one way
-    to pay exists), then a unique match of the same words in any order after the first
-    (``take brick wood`` for ``take wood brick``). Raises InvalidAction, IllegalAction or
-    AmbiguousAction.
+    formatted legal actions, then a unique match of the same words in any order after the
+    first (``take brick wood`` for ``take wood brick``). A typed command (``exact`` False)
+    may also shorten each of its words to a unique prefix (``hun mam`` for ``hunt
+    mammoth``), but never leave a word out: nothing the player did not name (a resource,
+    a count, a card, a target) is ever filled in. A form (``exact`` True) names every
+    word in full. Raises InvalidAction, IllegalAction, IncompleteAction (the words begin
+    one or more legal actions but leave something out) or AmbiguousAction.
     """
     words = text.strip().lower().split()
     if not words:
         raise InvalidAction("empty command", text=text)
     formatted = [(format_action(a).lower().split(), a) for a in legal]
-    exact = [a for w, a in formatted if w == words]
-    if exact:
-        return exact[0]
-    prefix = [a for w, a in formatted if w[: len(words)] == words]
-    if len(prefix) == 1:
-        return prefix[0]
-    if not prefix:
-        # The same words in another order ("take brick wood", "discard C02 B01").
-        key = (words[0], sorted(words[1:]))
-        same = [a for w, a in formatted if (w[0], sorted(w[1:])) == key]
-        if len(same) == 1:
-            return same[0]
-    if prefix:
-        raise AmbiguousAction(
-            f"{text!r} matches {len(prefix)} actions", text=text,
-            candidates=[format_action(a) for a in prefix[:10]],
-        )
+    exact_match = [a for w, a in formatted if w == words]
+    if exact_match:
+        return exact_match[0]
+    key = (words[0], sorted(words[1:]))
+    same = [a for w, a in formatted if (w[0], sorted(w[1:])) == key]
+    if len(same) == 1:
+        return same[0]
+    if not exact:
+        shortened = [a for w, a in formatted if len(w) == len(words)
+                     and all(full.startswith(part) for full, part in zip(w, words, strict=True))]
+        if len(shortened) == 1:
+            return shortened[0]
+        if len(shortened) > 1:
+            raise AmbiguousAction(
+                f"{text!r} matches {len(shortened)} actions", text=text,
+                candidates=[format_action(a) for a in shortened[:10]])
+    if len(same) > 1:
+        raise AmbiguousAction(f"{text!r} matches {len(same)} actions", text=text,
+                              candidates=[format_action(a) for a in same[:10]])
+    longer = [a for w, a in formatted if len(w) > len(words) and w[: len(words)] == words]
+    if longer:
+        raise IncompleteAction(
+            f"{text!r} leaves out part of the move", text=text,
+            candidates=[format_action(a) for a in longer[:10]])
     if not any(w[0] == words[0] for w, _ in formatted):
         raise IllegalAction(f"no legal action of kind {words[0]!r} now", text=text)
     raise IllegalAction(f"{text!r} is not a legal action now", text=text)

@@ -34,9 +34,10 @@ class IllegalMove(InvalidInput):
 
     code = "action/refused"
 
-    def __init__(self, reason: str, kind: str) -> None:
+    def __init__(self, reason: str, kind: str, detail: dict | None = None) -> None:
         super().__init__("that move is not allowed now", reason=reason, kind=kind)
         self.reason, self.kind = reason, kind
+        self.detail = detail or {}  # the game's own words on what was wrong (explain)
 
 
 class AlreadyRecorded(ServiceError):

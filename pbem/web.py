@@ -32,7 +32,6 @@ from flask import (
 from flask_babel import gettext as _
 from flask_babel import lazy_gettext, ngettext, refresh
 
-from engine.core import Action, parse_action
 from pbem import i18n, mail, narrate, services, zones
 from pbem.errors import (
     AlreadyRecorded,
@@ -383,11 +382,9 @@ def game_act(raw: str):
     _require_sig(raw)
     form = request.form
     try:
-        outcome = services.act_from_page(
-            raw, form.get("decision_id"), lambda view, legal: _action_from_form(view, legal,
-                                                                                form))
-    except IllegalMove as exc:  # the page again, the form still there, and what to do
-        return _game_page(raw, 400, refusal=exc)
+        outcome = services.act_from_page(raw, form.get("decision_id"), form_command(form))
+    except IllegalMove as exc:  # the page again, the form as entered, and what was wrong
+        return _game_page(raw, 400, refusal=exc, entered=form)
     except (AlreadyRecorded, TurnOver) as exc:  # as a one-click link answers
         closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
         return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
@@ -395,33 +392,36 @@ def game_act(raw: str):
 
 
 MAX_FORM_COUNT = 20  # no count field of any game goes higher
+MAX_FORM_WORDS = 40
 
 
-def _action_from_form(view: dict[str, Any], legal: list[Action], form) -> Action:
-    """Read the full decision form of any game as a command in the game's notation, the
-    first of: ``amount`` (a number for the verb of ``choice``), ``choice`` (an action as
-    written), ``kind`` with ``cards``/``word`` (a verb and the words after it) and
-    ``count.<word>`` (a word N times, e.g. ``count.wood=2``). The engine's parser and
-    legality check decide; nothing here knows a game."""
-    verb, choice = form.get("kind", "").strip(), form.get("choice", "").strip()
-    amount = form.get("amount", "").strip()
+def form_command(form) -> str:
+    """The full decision form of any game as a command in the game's notation: ``choice``
+    (a radio: a whole action as written, or a verb), else ``kind`` (the verb of a form
+    with one), followed by the fields of that verb only: ``<verb>.word`` and
+    ``<verb>.cards`` (words, repeatable), ``<verb>.amount`` (a number) and
+    ``<verb>.count.<word>`` (the word N times, e.g. ``take.count.wood=2``). Fields of
+    another verb are ignored, so "leave it" is read as itself whatever the pay fields
+    hold. Nothing here knows a game or completes anything: the engine matches the words
+    against the legal actions in full. Raises IllegalMove for a count that is not a
+    number from 0 to MAX_FORM_COUNT."""
+    choice = form.get("choice", "").strip() or form.get("kind", "").strip()
+    if not choice:
+        return ""
+    verb = choice.split()[0]
+    words = [choice, *form.getlist(f"{verb}.word"), *form.getlist(f"{verb}.cards")]
+    amount = form.get(f"{verb}.amount", "").strip()
     if amount:
-        words = [(choice.split() or [verb])[0], amount]
-    elif choice:
-        words = [choice]
-    elif verb:
-        words = [verb, *form.getlist("cards"), *form.getlist("word")]
-        for key, value in form.items(multi=True):
-            if key.startswith("count.") and value.strip():
-                if not value.strip().isdigit() or int(value) > MAX_FORM_COUNT:
-                    raise ValueError(f"bad count {value!r}")
-                words += [key.removeprefix("count.")] * int(value)
-    else:
-        words = []
-    text = " ".join(w for w in words if w)
-    if not text:
-        raise ValueError("no choice in the form")  # read as "choose one of the options"
-    return parse_action(text, legal)
+        words.append(amount)
+    for key, value in form.items(multi=True):
+        if key.startswith(f"{verb}.count.") and value.strip():
+            if not value.strip().isdigit() or int(value) > MAX_FORM_COUNT:
+                raise IllegalMove("form/count", verb)
+            words += [key.removeprefix(f"{verb}.count.")] * int(value)
+    words = [w.strip() for w in words if w.strip()]
+    if len(words) > MAX_FORM_WORDS:
+        raise IllegalMove("form/too_long", verb)
+    return " ".join(words)
 
 
 @bp.get("/watch/<key>")

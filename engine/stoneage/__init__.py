@@ -20,6 +20,7 @@ from engine.stoneage.rules import (
     data,
     default_action,
     email_choices,
+    explain,
     final_scores,
     from_json,
     legal_actions,
@@ -36,8 +37,8 @@ __all__ = [
     "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "ROUND_EVENT", "TITLE",
     "Board", "Building", "Card", "Data", "DataError",
     "Spot", "State", "Step", "abandon", "apply", "card_info", "catalog", "check_invariants",
-    "choice_effect", "data",
-    "default_action", "email_choices", "final_scores", "from_json", "legal_actions", "load_data",
+    "choice_effect", "data", "default_action", "email_choices", "explain", "final_scores",
+    "from_json", "legal_actions", "load_data",
     "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "translation",
     "view",
 ]

@@ -408,6 +408,83 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
     return {}
 
 
+def explain(state: State, seat: int, text: str) -> dict[str, Any]:
+    """Why the command ``text`` is not a legal move of ``seat`` now, as data for the
+    refusal's words (``why`` and what it needs), or ``{}`` when there is nothing more
+    to say than "not allowed". Payments: ``pay/none``, ``pay/unknown`` (``word``),
+    ``pay/size`` (``given``, ``need``), ``pay/size_max`` (``given``, ``max``),
+    ``pay/owned`` (``resource``, ``have``, ``given``, ``wild``), ``pay/mix`` (``cost``),
+    ``pay/kinds`` (``kinds``, ``given``); tools: ``tools/none``, ``tools/unknown``;
+    placements: ``place/closed`` (``at``), ``place/count`` (``at``, ``counts``)."""
+    try:
+        kind = decision_kind(state, seat)
+    except EngineError:
+        return {}
+    words = text.strip().lower().split()
+    if not words:
+        return {}
+    verb, rest = words[0], words[1:]
+    if kind in PAY_VERBS and verb == PAY_VERBS[kind]:
+        return _explain_payment(state, seat, kind, rest)
+    if kind == "tools" and verb == "tools":
+        if not rest:
+            return {"why": "tools/none"}
+        owned = [t.lower() for t in _tool_ids(state.boards[seat])]
+        for t in rest:
+            if rest.count(t) > owned.count(t):
+                return {"why": "tools/unknown", "tool": t}
+        return {}
+    if kind == "place" and verb == "place":
+        return _explain_place(state, seat, rest)
+    return {}
+
+
+PAY_VERBS = {"card": "take", "build": "build", "feed": "feed"}
+
+
+def _explain_payment(state: State, seat: int, kind: str, pay: list[str]) -> dict[str, Any]:
+    board = state.boards[seat]
+    if not pay:
+        return {"why": "pay/none"}
+    unknown = [w for w in pay if w not in PAYABLE]
+    if unknown:
+        return {"why": "pay/unknown", "word": unknown[0]}
+    tile = None
+    if kind == "card":
+        need = _slot(state.step.place) + 1
+    elif kind == "feed":
+        need = board.short
+    else:
+        tile = data().buildings[state.stacks[_slot(state.step.place)][0]]
+        need = sum(tile.cost) if tile.cost is not None else tile.count
+    if tile is not None and tile.kind == "any":
+        if len(pay) > tile.max:
+            return {"why": "pay/size_max", "given": len(pay), "max": tile.max}
+    elif len(pay) != need:
+        return {"why": "pay/size", "given": len(pay), "need": need}
+    if tile is not None and tile.cost is not None and tuple(
+            pay.count(r) for r in PAYABLE) != tile.cost:
+        return {"why": "pay/mix", "cost": dict(zip(PAYABLE, tile.cost, strict=True))}
+    if tile is not None and tile.kind == "kinds" and len(set(pay)) != tile.kinds:
+        return {"why": "pay/kinds", "kinds": tile.kinds, "given": len(set(pay))}
+    if not _payable(board, tuple(pay)):
+        short = next(i for i, r in enumerate(PAYABLE) if pay.count(r) > board.res[i])
+        r = PAYABLE[short]
+        return {"why": "pay/owned", "resource": r, "have": board.res[short],
+                "given": pay.count(r), "wild": board.wild}
+    return {}
+
+
+def _explain_place(state: State, seat: int, words: list[str]) -> dict[str, Any]:
+    at = next((w for w in words if not w.isdigit()), None)
+    if at is None:
+        return {}
+    counts = [a.get("count") for a in _place_actions(state, seat) if a.get("at") == at]
+    if not counts:
+        return {"why": "place/closed", "at": at}
+    return {"why": "place/count", "at": at, "counts": counts}
+
+
 def view(state: State, seat: int | None) -> dict[str, Any]:
     """What ``seat`` (or a spectator, None) may see: everything public, and the seat's
     own civilization cards and one-time tools. At the end every card is shown."""
@@ -424,6 +501,7 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
             "tool_value": sum(b.tools) + sum(b.spent),
             "buildings": [d.buildings[t].to_view() for t in b.buildings],
             "score": b.score, "cards_held": len(b.cards),
+            "short": b.short,  # people still unfed while a feed decision is open
         }
         if mine:
             entry["cards"] = [d.cards[c].to_view() for c in b.cards]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -17,7 +16,7 @@ from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, select
 
-from engine.core import Action, EngineError, Event
+from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
@@ -93,24 +92,27 @@ def act_by_token(raw: str) -> Outcome:
         return _act(s, game, seat, decision, Action.from_json(token.action), "player")
 
 
-def act_from_page(page_raw: str, decision_id: Any,
-                  read_action: Callable[[dict[str, Any], list[Action]], Action]) -> Outcome:
+def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
     """The POST of the full decision form on a seat's game page, in one transaction:
     the decision is checked under the game's lock (a second submission says "already
-    recorded"), then ``read_action(view, legal)`` turns the form into an action."""
+    recorded"), then ``command`` (the form's words in the game's notation) must name one
+    legal action in full: nothing is completed or guessed. A refusal carries the game's
+    explanation of what was wrong (``explain``, optional in the contract)."""
     with session_scope() as s:
         token = _token(s, page_raw, "page")
         game, seat, decision = _locked_decision(s, token.game_id, token.seat_id,
                                                 _decision_id(decision_id))
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
-        legal = mod.legal_actions(state, decision.position)
+        if not command.strip():
+            raise IllegalMove("action/missing", decision.kind)
         try:
-            action = read_action(mod.view(state, decision.position), legal)
+            action = parse_action(command, mod.legal_actions(state, decision.position),
+                                  exact=True)
         except EngineError as exc:
-            raise IllegalMove(exc.code, decision.kind) from None
-        except ValueError:
-            raise IllegalMove("action/missing", decision.kind) from None
+            explain = getattr(mod, "explain", None)
+            detail = explain(state, decision.position, command) if explain else {}
+            raise IllegalMove(exc.code, decision.kind, detail) from None
         return _act(s, game, seat, decision, action, "player", state)
 
 

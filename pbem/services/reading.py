@@ -68,6 +68,8 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
         "game": game, "seat": seat, "seats": seats, "card": localize.lookup(mod, state, tr),
         "view": localize.view(mod, mod.view(state, position), tr) if state is not None else None,
         "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
+        # the ready-made choices its email offers, listed first on the form
+        "choices": mod.email_choices(state, seat.position) if mine is not None else [],
         "log_zone": str(_zone(seat)),
         # what a legal action costs and brings, for the words of the form's choices
         "effect": lambda action: mod.choice_effect(state, position, action),

@@ -157,18 +157,19 @@ def answer_form(page: Page, choice: Action) -> None:
     if radio.count():
         radio.check()
     elif choice.kind == "place":
-        form.locator(f'input[name=word][value="{choice.get("at")}"]').check()
-        form.locator("input[type=number][name=word]").fill(str(choice.get("count")))
-    elif choice.kind in ("tools", "no_tools"):
-        form.locator(f'input[name=kind][value="{choice.kind}"]').check()
+        form.locator(f'input[name="place.word"][value="{choice.get("at")}"]').check()
+        form.locator('input[type=number][name="place.word"]').fill(str(choice.get("count")))
+    elif choice.kind == "tools":
+        form.locator('input[name=choice][value="tools"]').check()
         for tool in choice.get("use", ()):
-            box = form.locator(f'input[name=word][value="{tool}"]:not(:checked)').first
+            box = form.locator(f'input[name="tools.word"][value="{tool}"]:not(:checked)').first
             box.check()
     elif choice.kind in ("take", "build", "feed"):
-        form.locator(f'input[name=kind][value="{choice.kind}"]').check()
+        form.locator(f'input[name=choice][value="{choice.kind}"]').check()
         pay = list(choice.get("pay"))
         for resource in ("wood", "brick", "stone", "gold"):
-            form.locator(f'input[name="count.{resource}"]').fill(str(pay.count(resource)))
+            form.locator(f'input[name="{choice.kind}.count.{resource}"]').fill(
+                str(pay.count(resource)))
     else:
-        form.locator(f'input[name=kind][value="{choice.kind}"]').check()
+        raise AssertionError(f"no field on the form for {choice}")
     form.get_by_role("button", name="Confirm").click()

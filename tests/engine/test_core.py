@@ -19,6 +19,7 @@ from engine.core import (
     Event,
     GameOver,
     IllegalAction,
+    IncompleteAction,
     InvalidAction,
     NotYourTurn,
     Result,
@@ -138,23 +139,48 @@ def test_parse_action_reads_back_every_formatted_action(action: Action) -> None:
     ("bid 1", Action.of("bid", amount=1)),
     ("  BID   10 ", Action.of("bid", amount=10)),
     ("Pass", Action.of("pass")),
-    ("recruit h03", Action.of("recruit", card="H03", pay="food")),
-    ("discard b01", Action.of("discard", cards=("B01", "C02"))),
+    ("p", Action.of("pass")),
+    ("rec h03 f", Action.of("recruit", card="H03", pay="food")),
+    ("recruit h04 t", Action.of("recruit", card="H04", pay="teeth")),
 ])
-def test_parse_action_matches_exactly_or_by_unique_prefix(text: str,
-                                                         expected: Action) -> None:
+def test_parse_action_matches_exactly_or_by_a_unique_shortening_of_every_word(
+        text: str, expected: Action) -> None:
     assert parse_action(text, LEGAL) == expected
 
 
-@pytest.mark.parametrize("text", ["recruit H04", "recruit", "bid"])
-def test_parse_action_refuses_an_ambiguous_prefix_listing_candidates(text: str) -> None:
-    with pytest.raises(AmbiguousAction) as info:
+@pytest.mark.parametrize(("text", "candidates"), [
+    ("recruit h03", ["recruit H03 food"]),
+    ("recruit H04", ["recruit H04 food", "recruit H04 teeth"]),
+    ("discard b01", ["discard B01 C02"]),
+    ("recruit", ["recruit H03 food", "recruit H04 food", "recruit H04 teeth"]),
+    ("bid", ["bid 1", "bid 10"]),
+])
+def test_parse_action_never_fills_in_a_word_the_player_left_out(
+        text: str, candidates: list[str]) -> None:
+    with pytest.raises(IncompleteAction) as info:
         parse_action(text, LEGAL)
-    assert info.value.code == "action/ambiguous"
+    assert info.value.code == "action/incomplete"
     assert info.value.data["text"] == text
-    candidates = info.value.data["candidates"]
-    assert len(candidates) >= 2
-    assert all(c.lower().startswith(text.lower()) for c in candidates)
+    assert info.value.data["candidates"] == candidates
+
+
+@pytest.mark.parametrize("text", ["bid 1", "Pass", "discard c02 b01"])
+def test_a_form_command_matches_its_words_in_full(text: str) -> None:
+    assert format_action(parse_action(text, LEGAL, exact=True)).lower().split() in (
+        text.lower().split(), ["discard", "b01", "c02"])
+
+
+@pytest.mark.parametrize("text", ["p", "rec h03 f", "recruit h03"])
+def test_a_form_command_is_never_shortened_or_completed(text: str) -> None:
+    with pytest.raises((IllegalAction, IncompleteAction)):
+        parse_action(text, LEGAL, exact=True)
+
+
+def test_a_shortening_that_fits_two_actions_is_ambiguous() -> None:
+    with pytest.raises(AmbiguousAction) as info:
+        parse_action("recruit h0 food", LEGAL)
+    assert info.value.code == "action/ambiguous"
+    assert info.value.data["candidates"] == ["recruit H03 food", "recruit H04 food"]
 
 
 @pytest.mark.parametrize("text", ["bid 99", "bid 1 2", "recruit H05", "dance", "forage",

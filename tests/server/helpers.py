@@ -329,19 +329,20 @@ def page_form_data(action: Action, decision_kind: str,
     """The fields the full decision form on the game page sends for ``action``, as a
     person filling it in would set them (``form``: the form, where its shape matters)."""
     if decision_kind == "discard":
-        return {"kind": "discard", "cards": list(action.get("cards"))}
+        return {"kind": "discard", "discard.cards": list(action.get("cards"))}
     if action.kind == "bid":
-        return {"choice": "bid", "amount": str(action.get("amount"))}
+        return {"choice": "bid", "bid.amount": str(action.get("amount"))}
     if form is None or format_action(action) in form.radios.get("choice", []):
         return {"choice": format_action(action)}
     if action.kind == "place":  # Stone Age: a place and a number of people
-        return {"word": [action.get("at"), str(action.get("count"))]}
-    if action.kind in ("tools", "no_tools"):
-        return {"kind": action.kind, "word": list(action.get("use", ()))}
+        return {"kind": "place", "place.word": [action.get("at"), str(action.get("count"))]}
+    if action.kind == "tools":
+        return {"choice": "tools", "tools.word": list(action.get("use", ()))}
     if action.kind in ("take", "build", "feed"):
         pay = list(action.get("pay"))
-        return {"kind": action.kind, **{f"count.{r}": str(pay.count(r)) for r in set(pay)}}
-    return {"kind": action.kind}
+        return {"choice": action.kind,
+                **{f"{action.kind}.count.{r}": str(pay.count(r)) for r in set(pay)}}
+    return {"choice": format_action(action)}
 
 
 class Table:

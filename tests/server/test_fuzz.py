@@ -64,7 +64,7 @@ def test_game_page_form_with_missing_or_garbage_fields_is_refused(app, client, t
     cases = [{}, {"sig": sig}, {"sig": "x" * 5000, "decision_id": did, "choice": "pass"}]
     cases += [{"sig": sig, "decision_id": g, "choice": "pass"} for g in GARBAGE]
     cases += [{"sig": sig, "decision_id": did, "choice": g} for g in GARBAGE]
-    cases += [{"sig": sig, "decision_id": did, "choice": "bid", "amount": g} for g in GARBAGE]
+    cases += [{"sig": sig, "decision_id": did, "choice": "bid", "bid.amount": g} for g in GARBAGE]
     cases += [{"sig": sig, "decision_id": did}, {"sig": sig, "decision_id": did, "choice": ""}]
     before = snapshot(app)
     for data in cases:
@@ -79,15 +79,15 @@ def test_illegal_choices_on_the_game_page_are_refused_with_the_reason(app, clien
     base = {"sig": sig, "decision_id": str(decision.id)}
     before = snapshot(app)
     for extra in ({"choice": "forage"}, {"choice": "hunt B01"}, {"choice": "bid 5"},
-                  {"choice": "bid", "amount": "5"}, {"choice": "bid", "amount": "0"},
-                  {"choice": "bid", "amount": "-3"}, {"choice": "lose C01"}):
+                  {"choice": "bid", "bid.amount": "5"}, {"choice": "bid", "bid.amount": "0"},
+                  {"choice": "bid", "bid.amount": "-3"}, {"choice": "lose C01"}):
         resp = client.post(url, data={**base, **extra})
         assert resp.status_code == 400, extra
         html = resp.get_data(as_text=True)
         assert text_of(html, "error") == BID_RULE, extra  # says what to do instead
         assert any(f.attrs.get("id") == "decision" for f in forms(html))  # and asks again
     # A discard while bidding gets past the form reader; the engine refuses it.
-    resp = client.post(url, data={**base, "kind": "discard", "cards": ["X"]})
+    resp = client.post(url, data={**base, "kind": "discard", "discard.cards": ["X"]})
     assert resp.status_code == 400
     assert text_of(resp.get_data(as_text=True), "error") == BID_RULE
     assert snapshot(app) == before
@@ -116,7 +116,7 @@ def test_forged_decision_ids_are_refused(app, client, table):
     # A decision already taken: recorded, whatever the form says now.
     table.step()
     resp = client.post(url, data={"sig": sig, "decision_id": str(bidder.id),
-                                  "choice": "bid", "amount": "1"})
+                                  "choice": "bid", "bid.amount": "1"})
     assert resp.status_code == 409
     assert "already recorded" in resp.get_data(as_text=True)
 
@@ -160,13 +160,13 @@ def test_discard_with_the_wrong_number_of_cards_is_refused(app, client, table):
     wrong = [[], pool[: need - 1], pool[: need + 1], pool, pool[: need - 1] + ["ZZ99"],
              ["\x00"] * need, ["A" * 5000] * need]
     for cards in wrong:
-        resp = client.post(url, data={**base, "cards": cards})
+        resp = client.post(url, data={**base, "discard.cards": cards})
         assert resp.status_code == 400, cards
         assert text_of(resp.get_data(as_text=True), "error")
     assert snapshot(app) == before
     # The right number, in any order, is taken.
     choice = table.bot_choice(decision)
-    resp = client.post(url, data={**base, "cards": list(reversed(choice.get("cards")))})
+    resp = client.post(url, data={**base, "discard.cards": list(reversed(choice.get("cards")))})
     assert resp.status_code == 200
     assert open_decisions(app, table.game_id)[0].kind == "bid"
 

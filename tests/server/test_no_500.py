@@ -236,7 +236,7 @@ def test_an_illegal_discard_returns_to_the_game_page_in_the_players_words(app, c
     before = snapshot(app)
     need = len(state.pool) - 3  # cards to tick; one more is too many
     resp = client.post(page, data={"sig": sig, "decision_id": str(decision.id),
-                                   "kind": "discard", "cards": list(state.pool)[:need + 1]})
+                                   "kind": "discard", "discard.cards": list(state.pool)[:need + 1]})
     assert resp.status_code == 400
     html = resp.get_data(as_text=True)
     error = text_of(html, "error")
