@@ -219,7 +219,7 @@ def _play(player: Player, app, text: str, msg, rng: random.Random) -> None:
     form = player.page.locator("form#decision")
     expect(form).to_be_visible()
     for card in choice.get("cards") or ():
-        form.locator(f'input[name=cards][value="{card}"]').check()
+        form.locator(f'input[name="discard.cards"][value="{card}"]').check()
     form.locator("button[type=submit]").click()
     player.page.wait_for_load_state("domcontentloaded")
     player.read_page()

@@ -118,10 +118,10 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
             expect(form).to_be_visible()
             page.wait_for_load_state("domcontentloaded")  # the pool is further down
             pool = page.locator("#pool [data-card]").all_inner_texts()
-            boxes = dict(form.locator("input[name=cards]").evaluate_all(
+            boxes = dict(form.locator("input[name='discard.cards']").evaluate_all(
                 "els => els.map(e => [e.value, e.parentElement.innerText.trim()])"))
             for value in cards_to_discard(pool, boxes):
-                form.locator(f'input[name=cards][value="{value}"]').check()
+                form.locator(f'input[name="discard.cards"][value="{value}"]').check()
             form.get_by_role("button", name="Confirm").click()
             expect(page.locator("#recorded")).to_contain_text("Recorded: Discard ")
             discards += 1
