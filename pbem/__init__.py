@@ -71,7 +71,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app.logger.addFilter(_redact_tokens)  # "Exception on /g/<token>" names the path
     db.init_app(app)
-    mail.init_app(app)
+    mail.init_app(app, required=not cli.mail_can_wait())
     i18n.init_app(app)
     web.init_app(app)
     ui.init_app(app)
