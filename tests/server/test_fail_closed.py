@@ -199,7 +199,12 @@ def test_the_stylesheet_is_served_from_the_site(client):
 # --------------------------------------------------------------------------- the access log
 
 
-def test_gunicorn_access_log_never_holds_a_link_token(tmp_path):
+@pytest.mark.parametrize("started", ["in the checkout, no flag", "elsewhere, --config"])
+def test_gunicorn_access_log_never_holds_a_link_token(tmp_path, started):
+    """Gunicorn reads the checkout's gunicorn.conf.py by itself; from any other folder
+    ``--config python:pbem.gunicorn_conf`` gives the same settings."""
+    flag, cwd = ([], ROOT) if started.endswith("no flag") else (
+        ["--config", "python:pbem.gunicorn_conf"], tmp_path)
     db = f"sqlite:///{tmp_path / 'pbem.sqlite3'}"
     upgrade(db)
     port = free_port()
@@ -210,9 +215,8 @@ def test_gunicorn_access_log_never_holds_a_link_token(tmp_path):
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     with open(errors, "wb") as err:
         proc = subprocess.Popen([gunicorn, "--workers", "1", "--bind", f"127.0.0.1:{port}",
-                                 "--config", "python:pbem.gunicorn_conf", "--access-logfile",
-                                 str(log), "pbem:create_app()"], env=env, cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=err)
+                                 *flag, "--access-logfile", str(log), "pbem:create_app()"],
+                                env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
