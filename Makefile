@@ -7,16 +7,32 @@ STAMP  := $(VENV)/.installed
 HOST   ?= 127.0.0.1
 PORT   ?= 5000
 
-.PHONY: install test screens browser-deps run simulate lint bench clean i18n translations
+LOCK   := requirements.lock
+UV_VERSION := 0.13.8
+
+.PHONY: install test screens browser-deps run simulate lint bench clean i18n translations lock wheel
 # Compiled catalogs (.mo) are built here, not committed: they follow from the .po files.
 CATALOGS := $(wildcard pbem/translations/*/LC_MESSAGES/messages.po)
 COMPILED := $(CATALOGS:.po=.mo)
 
-$(STAMP): pyproject.toml
+# Exactly the versions of the lock file (hashes checked), then pbem itself, editable,
+# built with the locked setuptools.
+$(STAMP): pyproject.toml setup.py $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Pin every requirement (runtime, the test extra, the build's, pip) for every platform.
+# After changing the requirements in pyproject.toml: make lock (other pins stay); to move
+# to the newest releases: make lock LOCK_ARGS=--upgrade (or --upgrade-package NAME).
+lock:
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet "uv==$(UV_VERSION)"
+	$(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))\
+	  ["build-system"]["requires"], "pip", sep="\n")' \
+	| $(BIN)/uv pip compile pyproject.toml - --extra test --universal --python-version 3.11 \
+	  --generate-hashes --custom-compile-command "make lock" --quiet $(LOCK_ARGS) -o $(LOCK)
 
 install: $(STAMP) translations
 
@@ -75,6 +91,13 @@ run: $(STAMP) translations
 	  $(BIN)/gunicorn --workers 2 --bind $(HOST):$(PORT) --config python:pbem.gunicorn_conf \
 	    "pbem:create_app()"'
 
+# The wheel, built from scratch with the locked setuptools (setup.py adds templates,
+# migrations and the compiled catalogs): dist/pbem-<version>-py3-none-any.whl.
+wheel: $(STAMP)
+	rm -rf build dist
+	$(BIN)/pip wheel --quiet --no-deps --no-build-isolation --wheel-dir dist .
+	@ls -l dist/*.whl
+
 simulate: $(STAMP)
 	$(BIN)/python -m engine simulate cavemen --players 4 --games 200 --bot heuristic --seed 1
 
@@ -85,4 +108,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/engine_speed.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache tests/browser/node_modules tests/browser/screens
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache tests/browser/node_modules tests/browser/screens

@@ -8,7 +8,18 @@ from typing import Any
 
 from flask import Flask
 
-ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
+
+
+def _shared(name: str) -> Path:
+    """``templates/`` or ``migrations/``: at the top of the checkout, or inside the
+    package when it was installed from a wheel (setup.py puts them there)."""
+    inside = PACKAGE / name
+    return inside if inside.is_dir() else PACKAGE.parent / name
+
+
+TEMPLATES = _shared("templates")
+MIGRATIONS = _shared("migrations")
 
 
 class DefaultConfig:
@@ -53,9 +64,11 @@ class DefaultConfig:
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
-    """Defaults, then ``PBEM_*`` environment variables, then ``config`` (tests)."""
-    app = Flask(__name__, template_folder=str(ROOT / "templates"),
-                instance_path=str(ROOT / "instance"), instance_relative_config=True)
+    """Defaults, then ``PBEM_*`` environment variables, then ``config`` (tests).
+
+    The instance folder (the default SQLite file and secret key) is Flask's: ``instance/``
+    in a checkout, ``<virtualenv>/var/pbem-instance/`` when installed from a wheel."""
+    app = Flask(__name__, template_folder=str(TEMPLATES), instance_relative_config=True)
     app.config.from_object(DefaultConfig)
     app.config.from_prefixed_env("PBEM")
     if config:
@@ -71,7 +84,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
     app.logger.addFilter(_redact_tokens)  # "Exception on /g/<token>" names the path
     db.init_app(app)
-    mail.init_app(app)
+    mail.init_app(app, required=not cli.mail_can_wait())
     i18n.init_app(app)
     web.init_app(app)
     ui.init_app(app)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import click
 from flask import Flask, current_app
@@ -17,6 +20,30 @@ pbem_cli = AppGroup("pbem", help="pbem: games by email.")
 
 def init_app(app: Flask) -> None:
     app.cli.add_command(pbem_cli)
+
+
+def mail_can_wait() -> bool:
+    """True when the ``flask`` command loads the app for a command other than ``run``:
+    help, ``migrate`` and the commands that only read need no mail configuration, and
+    those that send mail check it first (``sends_mail``). A web server (gunicorn, or
+    ``flask run``) refuses to start without one."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.command.name != "run"
+
+
+def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Refuse the command before it does anything, saying what to set, when the mail
+    configuration is missing or wrong."""
+
+    @functools.wraps(command)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            mail.require()
+        except mail.ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+        return command(*args, **kwargs)
+
+    return checked
 
 
 @pbem_cli.command("new-game")
@@ -37,6 +64,7 @@ def init_app(app: Flask) -> None:
 @click.option("--absent-bot", type=click.Choice(["heuristic", "default"]),
               default="heuristic", show_default=True)
 @click.option("--vacation-days", default=7.0, show_default=True)
+@sends_mail
 def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
              seed: int | None, title: str, start: bool, reminders: str | None,
              absent_after: int, absent_bot: str, vacation_days: float) -> None:
@@ -58,6 +86,7 @@ def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
 
 @pbem_cli.command("deliver")
 @click.option("--limit", default=500, show_default=True)
+@sends_mail
 def deliver(limit: int) -> None:
     """Deliver the emails that are due (retrying failed ones with backoff)."""
     counts = mail.deliver_due(limit=limit)
@@ -66,6 +95,7 @@ def deliver(limit: int) -> None:
 
 
 @pbem_cli.command("clock")
+@sends_mail
 def clock() -> None:
     """Run the clock process: delivers queued email as soon as it is queued, and sweeps
     for due reminders and deadlines every few seconds."""

@@ -23,12 +23,12 @@ from flask_babel import Babel, get_locale, get_translations, gettext
 from jinja2 import pass_context
 from markupsafe import Markup
 
-from pbem import ROOT
+from pbem import PACKAGE, catalogs
 
 LANGUAGES = {"en": "English", "de": "Deutsch"}  # code -> the language's own name
 DEFAULT = "en"
 COOKIE = "lang"
-TRANSLATIONS = ROOT / "pbem" / "translations"
+TRANSLATIONS = PACKAGE / "translations"
 # An absolute deadline, as people write it in each language.
 DATE_PATTERNS = {"en": "EEEE d MMMM y, HH:mm", "de": "EEEE, d. MMMM y, HH:mm"}
 
@@ -122,6 +122,7 @@ def number(value: Any) -> str:
 
 
 def init_app(app: Flask) -> None:
+    load_catalogs()
     app.config.setdefault("BABEL_TRANSLATION_DIRECTORIES", str(TRANSLATIONS))
     Babel(app, locale_selector=select_locale)
     app.jinja_env.globals.update(format_deadline=format_deadline, languages=LANGUAGES,
@@ -131,6 +132,17 @@ def init_app(app: Flask) -> None:
     app.jinja_env.filters["sentence"] = sentence
     app.jinja_env.filters["translated"] = translated
     app.context_processor(template_gettext)
+
+
+def load_catalogs() -> None:
+    """Compile a catalog that is missing or older than its ``.po`` (a checkout where
+    ``make`` has not run), and refuse to start without one: Flask-Babel would speak
+    English where the player chose another language."""
+    catalogs.compile_stale(TRANSLATIONS)
+    missing = catalogs.missing(TRANSLATIONS, [code for code in LANGUAGES if code != DEFAULT])
+    if missing:
+        raise RuntimeError(f"no compiled catalog for {', '.join(missing)} in {TRANSLATIONS} "
+                           "(reinstall pbem, or run make translations in a checkout)")
 
 
 def template_gettext() -> dict[str, Any]:

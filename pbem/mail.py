@@ -248,8 +248,31 @@ def configure(app: Flask) -> None:
     app.config["MAIL_DOMAIN"] = domain
 
 
-def init_app(app: Flask) -> None:
-    configure(app)
+class Unconfigured:
+    """The mail backend of an app loaded without a usable mail configuration by the
+    ``flask`` command, for a command that sends nothing (``--help``, ``migrate``): it
+    holds the configuration's error, which says what to set, for ``require``."""
+
+    def __init__(self, error: ConfigError) -> None:
+        self.error = error
+
+    def send(self, out: Any) -> None:
+        raise self.error
+
+    def close(self) -> None:
+        pass
+
+
+def init_app(app: Flask, required: bool = True) -> None:
+    """Configure the mail backend; with ``required=False`` a configuration error waits
+    (an ``Unconfigured`` backend) for the first use that sends mail."""
+    try:
+        configure(app)
+    except ConfigError as exc:
+        if required:
+            raise
+        app.extensions["pbem.mail"] = Unconfigured(exc)
+        return
     kind = app.config["MAIL_BACKEND"]
     if kind == "memory":
         backend: Any = MemoryBackend()
@@ -267,6 +290,13 @@ def backend(app: Flask | None = None) -> Any:
     return (app or current_app).extensions["pbem.mail"]
 
 
+def require(app: Flask | None = None) -> None:
+    """Raise the ``ConfigError`` that says what to set if mail cannot be sent."""
+    found = backend(app)
+    if isinstance(found, Unconfigured):
+        raise found.error
+
+
 # --------------------------------------------------------------------------- delivery
 
 
@@ -275,6 +305,7 @@ def deliver_due(limit: int = 100, ids: list[int] | None = None) -> dict[str, int
 
     A mail server that is down or hung ends the pass at its first failure (the other
     rows would only wait for the same timeout); a broken row never blocks the others."""
+    require()  # before touching a row: no attempt is spent on a missing configuration
     counts = {"sent": 0, "failed": 0, "skipped": 0}
     now = utcnow()
     with session_scope() as s:

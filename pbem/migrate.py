@@ -5,12 +5,15 @@ from __future__ import annotations
 from alembic import command
 from alembic.config import Config
 
-from pbem import ROOT
+from pbem import MIGRATIONS
 
 
 def alembic_config(url: str) -> Config:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(ROOT / "migrations"))
+    """Alembic's settings, from code (alembic.ini at the top of a checkout is for the
+    ``alembic`` command alone; an installed pbem has none)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("path_separator", "os")
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return cfg
 

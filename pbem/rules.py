@@ -31,7 +31,7 @@ from flask import Blueprint, Flask, current_app, g, render_template, request
 from flask_babel import gettext as _
 
 from engine.registry import GAMES, get_game
-from pbem import ROOT, localize
+from pbem import TEMPLATES, localize
 from pbem.errors import NotFound
 from pbem.i18n import LANGUAGES, language
 from pbem.narrate import GAME_NAME_RE
@@ -63,7 +63,7 @@ def glossary(game: str) -> dict[str, Any]:
     what it is), ``aliases`` (engine word -> slug). Raises UnknownTerm for no such game."""
     if game not in GAMES:
         raise UnknownTerm(f"no game {game!r} (registered: {', '.join(GAMES)})")
-    path = ROOT / "templates" / "games" / game / "rules.toml"
+    path = TEMPLATES / "games" / game / "rules.toml"
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     aliases = data.get("aliases", {})
     for word, slug in aliases.items():

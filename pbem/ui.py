@@ -22,7 +22,6 @@ import functools
 import hashlib
 import json
 import tomllib
-from pathlib import Path
 
 from flask import Flask, Response, current_app, request
 from flask_babel import get_locale
@@ -30,8 +29,7 @@ from jinja2 import pass_context
 from markupsafe import Markup, escape
 
 from engine.registry import games
-
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+from pbem import TEMPLATES
 
 # Colours keep a contrast of at least 4.5:1 with their background (WCAG AA).
 STYLES: dict[str, str] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ import pytest
 import requests
 
 from pbem import create_app, mail
+from pbem.cli import pbem_cli
 from pbem.migrate import upgrade
 from tests.pgcluster import free_port
 from tests.server.helpers import (
@@ -52,15 +54,55 @@ def test_an_smtp_host_alone_selects_smtp(tmp_path):
     assert isinstance(app.extensions["pbem.mail"], mail.SMTPBackend)
 
 
-def test_the_process_refuses_with_a_clear_message(tmp_path):
+def bare_env(tmp_path) -> dict[str, str]:
+    """This process's environment with no ``PBEM_*`` setting but a database and a
+    secret: no mail configuration at all."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
-    env["PBEM_DATABASE_URL"] = f"sqlite:///{tmp_path / 'x.sqlite3'}"
-    flask = str(Path(sys.executable).with_name("flask"))
-    done = subprocess.run([flask, "--app", "pbem", "pbem", "deliver"], env=env, cwd=ROOT,
+    return {**env, "PBEM_DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}",
+            "PBEM_SECRET_KEY": SECRET}
+
+
+def flask(tmp_path, *args: str) -> subprocess.CompletedProcess:
+    """``flask --app pbem ARGS`` run from ``tmp_path`` with no mail configuration."""
+    command = [str(Path(sys.executable).with_name("flask")), "--app", "pbem", *args]
+    return subprocess.run(command, env=bare_env(tmp_path), cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
+
+
+NEW_GAME = ["new-game", "--player", "Ann <ann@example.com>", "--player",
+            "Bob <bob@example.com>", "--start"]
+
+
+@pytest.mark.parametrize("command", [["deliver"], ["clock"], NEW_GAME])
+def test_a_command_that_sends_mail_refuses_saying_what_to_set(tmp_path, command):
+    assert flask(tmp_path, "pbem", "migrate").returncode == 0
+    done = flask(tmp_path, "pbem", *command)
+    assert done.returncode != 0
+    assert "Error: no mail server is configured" in done.stderr
+    assert "PBEM_MAIL_BACKEND=dev" in done.stderr and "Traceback" not in done.stderr
+    with sqlite3.connect(tmp_path / "x.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM game").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("command", [[], *([name] for name in sorted(pbem_cli.commands))])
+def test_every_command_explains_itself_without_a_mail_configuration(tmp_path, command):
+    done = flask(tmp_path, "pbem", *command, "--help")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith(f"Usage: flask pbem {' '.join(command)}".rstrip())
+    assert "Options:" in done.stdout
+
+
+def test_migrate_needs_no_mail_configuration(tmp_path):
+    done = flask(tmp_path, "pbem", "migrate")
+    assert (done.returncode, done.stdout) == (0, "database at head\n"), done.stderr
+    with sqlite3.connect(tmp_path / "x.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM game").fetchone() == (0,)
+
+
+def test_the_flask_web_server_refuses_to_start_without_a_mail_configuration(tmp_path):
+    done = flask(tmp_path, "run", "--port", str(free_port()))
     assert done.returncode != 0
     assert "no mail server is configured" in done.stderr
-    assert "PBEM_MAIL_BACKEND=dev" in done.stderr
 
 
 def test_make_run_opts_into_the_dev_mailbox_and_the_readme_sets_a_sender():
@@ -157,7 +199,12 @@ def test_the_stylesheet_is_served_from_the_site(client):
 # --------------------------------------------------------------------------- the access log
 
 
-def test_gunicorn_access_log_never_holds_a_link_token(tmp_path):
+@pytest.mark.parametrize("started", ["in the checkout, no flag", "elsewhere, --config"])
+def test_gunicorn_access_log_never_holds_a_link_token(tmp_path, started):
+    """Gunicorn reads the checkout's gunicorn.conf.py by itself; from any other folder
+    ``--config python:pbem.gunicorn_conf`` gives the same settings."""
+    flag, cwd = ([], ROOT) if started.endswith("no flag") else (
+        ["--config", "python:pbem.gunicorn_conf"], tmp_path)
     db = f"sqlite:///{tmp_path / 'pbem.sqlite3'}"
     upgrade(db)
     port = free_port()
@@ -168,9 +215,8 @@ def test_gunicorn_access_log_never_holds_a_link_token(tmp_path):
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     with open(errors, "wb") as err:
         proc = subprocess.Popen([gunicorn, "--workers", "1", "--bind", f"127.0.0.1:{port}",
-                                 "--config", "python:pbem.gunicorn_conf", "--access-logfile",
-                                 str(log), "pbem:create_app()"], env=env, cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=err)
+                                 *flag, "--access-logfile", str(log), "pbem:create_app()"],
+                                env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 30
