@@ -17,6 +17,9 @@ Every game is a module (or object) offering the functions of :class:`Game`:
 - ``choice_effect(state, seat, action) -> dict``: what a legal action costs and brings
   now (JSON values only, never anything still hidden), for the words of a choice ("Hunt
   Mammoth: +6 Food, +2 Teeth, then a casualty draw"); ``{}`` for an illegal one.
+- optional ``choice_variants(state, seat, action) -> list[Action]``: the legal actions the
+  confirmation page of a one-click link for ``action`` lets the player pick instead
+  (the same move with another number), ``action`` among them; empty for none.
 - ``BOTS`` (``random``, ``heuristic``: ``choose(state, seat, rng) -> Action``) and
   ``stats`` (the simulator's game-specific figures).
 - ``view(state, seat | None) -> dict``: what that seat (or a spectator) may see.
