@@ -449,14 +449,16 @@ def feeding_forecast(state: State, seat: int) -> dict[str, int]:
     """The coming feeding as it stands: ``need`` (one Food a person, ``born``: 1 if the
     seat's Hut placement still brings a person), ``food``, ``harvest`` (agriculture,
     ``grown``: 1 if its Field placement still raises it), ``short`` (Food missing after
-    the harvest) and ``resources`` (which may pay the rest, one each)."""
+    the harvest), ``catch`` (the average yield of its hunters not back yet, without
+    tools) and ``resources`` (which may pay the rest, one each)."""
     b = state.boards[seat]
-    placed = {s.place for s in _spots_of(state, seat)}
+    placed = {s.place: s.count for s in _spots_of(state, seat)}
     born = int("hut" in placed and b.people < MAX_PEOPLE)
     grown = int("field" in placed and b.agriculture < MAX_AGRICULTURE)
     need, harvest = b.people + born, b.agriculture + grown
     return {"need": need, "born": born, "food": b.food, "harvest": harvest,
             "grown": grown, "short": max(0, need - b.food - harvest),
+            "catch": _average_yield(placed.get("hunt", 0), "food"),
             "resources": sum(b.res) + b.wild}
 
 

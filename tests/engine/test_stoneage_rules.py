@@ -1581,7 +1581,13 @@ def test_the_view_forecasts_the_coming_feeding():
     state = build(board(people=7, food=2, agriculture=1, wood=1, wild=1), board())
     assert view(state, 1)["boards"][0]["feeding"] == {
         "need": 7, "born": 0, "food": 2, "harvest": 1, "grown": 0, "short": 4,
-        "resources": 2}
+        "catch": 0, "resources": 2}
+
+
+def test_the_feeding_forecast_names_the_average_catch_of_hunters_not_back_yet():
+    state = build(board(people=7, food=2), board(), spots=[("hunt", 0, 3)], turn=1)
+    fed = view(state, 0)["boards"][0]["feeding"]
+    assert (fed["short"], fed["catch"]) == (5, 5)
 
 
 def test_the_feeding_forecast_counts_the_hut_and_field_placed_this_round():
