@@ -342,7 +342,8 @@ EMAIL_PAYMENTS = 4  # payment choices an email offers as links; the rest on the 
 
 def email_choices(state: State, seat: int) -> list[Action]:
     """The choices an email offers as one-click links (the game page has them all): each
-    place once (with as many people as fit), the next place to use, no tools or the
+    place once (with as many people as fit; the link's confirmation page offers every
+    number, see ``choice_variants``), the next place to use, no tools or the
     timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
     points) beside the first few ways to pay (cheapest first; for a building, the most
     points first)."""
