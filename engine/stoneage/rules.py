@@ -63,7 +63,6 @@ from engine.core import (
     Rng,
     SetupError,
     StateCorrupt,
-    listed,
 )
 from engine.stoneage.data import (
     BOARD,
@@ -368,15 +367,11 @@ def choice_variants(state: State, seat: int, action: Action) -> list[Action]:
     the player pick from instead (``action`` among them): for a placement on a place that
     takes several numbers of people now, each of those numbers, fewest first. Empty when
     there is nothing to choose (or ``action`` is not legal now)."""
-    try:
-        legal = legal_actions(state, seat)
-        action = _normalised(action)
-        if action.kind != "place" or not _well_typed(action) or not listed(action, legal):
-            return []
-    except EngineError:
+    action = _normalised(action)
+    if action.kind != "place" or not _is_legal(state, seat, action):
         return []
     at = action.get("at")
-    same = [a for a in legal if a.get("at") == at]
+    same = [a for a in legal_actions(state, seat) if a.get("at") == at]
     return same if len(same) > 1 else []
 
 
@@ -394,12 +389,8 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
     - ``take``: the card's ``card`` id; ``build``: ``points``; ``pick``: nothing more;
       ``starve``: ``points`` -10.
     An action that is not legal now gives ``{}``."""
-    try:
-        legal = legal_actions(state, seat)
-        action = _normalised(action)
-        if not _well_typed(action) or not listed(action, legal):
-            return {}
-    except EngineError:
+    action = _normalised(action)
+    if not _is_legal(state, seat, action):
         return {}
     kind = action.kind
     if kind == "place":
@@ -426,6 +417,16 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
     if kind == "starve":
         return {"points": -10}
     return {}
+
+
+def _is_legal(state: State, seat: int, action: Action) -> bool:
+    """``action`` (normalised) is one of the seat's legal actions now, types included
+    (as ``apply`` checks it: ``True`` is not ``1``); False when the seat has no decision."""
+    try:
+        legal_actions(state, seat)
+    except EngineError:
+        return False
+    return _well_typed(action) and action in _LAST_LEGAL[3]
 
 
 def _claim_effect(state: State, seat: int, place: str) -> dict[str, Any]:
