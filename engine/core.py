@@ -20,6 +20,9 @@ Every game is a module (or object) offering the functions of :class:`Game`:
 - optional ``explain(state, seat, text) -> dict``: why the command ``text`` is not a
   legal move now, as data for the refusal's words (``{"why": "pay/size", "given": 4,
   "need": 5}``); ``{}`` when there is nothing more to say than "not allowed".
+- optional ``choice_variants(state, seat, action) -> list[Action]``: the legal actions the
+  confirmation page of a one-click link for ``action`` lets the player pick instead
+  (the same move with another number), ``action`` among them; empty for none.
 - ``BOTS`` (``random``, ``heuristic``: ``choose(state, seat, rng) -> Action``) and
   ``stats`` (the simulator's game-specific figures).
 - ``view(state, seat | None) -> dict``: what that seat (or a spectator) may see.

@@ -43,6 +43,8 @@ STYLES: dict[str, str] = {
     "btn-note": "display:block;font-weight:normal;font-size:14px",
     "ask": "font-size:20px;line-height:1.3;margin:0 0 4px 0",
     "when": "margin:0 0 12px 0;color:#3d3d3d",
+    "heads-up": ("margin:0 0 12px 0;padding:6px 10px;border-left:4px solid #8a5a00;"
+                 "background:#fff6e0;color:#1f1f1f"),
     "muted": "color:#595959",
     "small": "font-size:13px",
     "h": "font-size:18px;margin:20px 0 8px 0",

@@ -311,7 +311,14 @@ def one_click(raw: str):
             return render_template("pages/action.html", info=info, raw=raw), 409
         _require_sig(raw)
     try:
-        outcome = services.act_by_token(raw)
+        outcome = services.act_by_token(raw, request.form.get("choice"))
+    except InvalidInput as exc:
+        if isinstance(exc, IllegalMove):
+            raise
+        info = services.describe_token(raw)  # the page again, saying what was wrong
+        g.language = info["seat"].language
+        return render_template("pages/action.html", info=info, raw=raw,
+                               error=exc.data.get("reason", "choice/unknown")), 400
     except (AlreadyRecorded, TurnOver) as exc:
         if isinstance(exc, TurnOver) and services.is_on_bot(raw):
             services.come_back(raw)  # a player on a bot who acts through any link is back

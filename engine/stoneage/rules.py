@@ -6,9 +6,12 @@ legal_actions, apply, default_action, view, result, JSON), the round machine
 
 Decisions (kinds), their actions, and what a timeout plays:
 - ``place``: ``place at=PLACE count=N`` (PLACE: hunt, forest, clay, quarry, river,
-  toolmaker, hut, field, card1..card4, building1..building4). Timeout: every person at
-  home to the Hunting grounds; if the seat stands there already, the most people on the
-  first open resource place (forest, clay, quarry, river), else the first legal place.
+  toolmaker, hut, field, card1..card4, building1..building4). Timeout: a part of the
+  people at home, as a player placing one group a turn would: if the coming feeding
+  lacks Food and the seat does not hunt yet, the fewest hunters whose average catch
+  covers it; else half of the people at home (rounded up, as many as fit) on the first
+  open place of the Hunting grounds, Forest, Clay pit, Quarry, River; else the first
+  legal place the seat can pay for (the first legal place if none).
 - ``use``: ``use at=PLACE``, which of the seat's placements to resolve next (asked only
   when two or more are left; village places are resolved first, automatically, as doing
   them first can never hurt). Timeout: the earliest placement.
@@ -60,7 +63,6 @@ from engine.core import (
     Rng,
     SetupError,
     StateCorrupt,
-    listed,
 )
 from engine.stoneage.data import (
     BOARD,
@@ -318,7 +320,7 @@ def default_action(state: State, seat: int) -> Action:
     legal = legal_actions(state, seat)
     board = state.boards[seat]
     if kind == "place":
-        return _default_place(legal)
+        return _default_place(state, seat, legal)
     if kind == "use":
         return legal[0]
     if kind == "tools":
@@ -339,7 +341,8 @@ EMAIL_PAYMENTS = 4  # payment choices an email offers as links; the rest on the 
 
 def email_choices(state: State, seat: int) -> list[Action]:
     """The choices an email offers as one-click links (the game page has them all): each
-    place once (with as many people as fit), the next place to use, no tools or the
+    place once (with as many people as fit; the link's confirmation page offers every
+    number, see ``choice_variants``), the next place to use, no tools or the
     timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
     points) beside the first few ways to pay (cheapest first; for a building, the most
     points first)."""
@@ -359,6 +362,19 @@ def email_choices(state: State, seat: int) -> list[Action]:
     return legal
 
 
+def choice_variants(state: State, seat: int, action: Action) -> list[Action]:
+    """The legal actions the confirmation page of a one-click link for ``action`` lets
+    the player pick from instead (``action`` among them): for a placement on a place that
+    takes several numbers of people now, each of those numbers, fewest first. Empty when
+    there is nothing to choose (or ``action`` is not legal now)."""
+    action = _normalised(action)
+    if action.kind != "place" or not _is_legal(state, seat, action):
+        return []
+    at = action.get("at")
+    same = [a for a in legal_actions(state, seat) if a.get("at") == at]
+    return same if len(same) > 1 else []
+
+
 def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
     """What ``action`` costs and brings ``seat`` now, for the words of a choice (JSON
     values only; nothing hidden: a roll still to come is given as its average):
@@ -366,31 +382,26 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
     - ``place`` on a resource place: ``dice`` and ``resource``, ``per`` pips for one, and
       ``about`` (the average yield without tools); on the hut, field or tool maker:
       ``gain`` (``people``/``agriculture``/``tool`` +1); on a card or building: its
-      ``card`` / ``building`` id and ``cost`` (a card's number of resources);
+      ``card`` / ``building`` id, ``cost`` (a card's number of resources), and
+      ``affordable`` (false when the seat cannot pay for it with what it has now;
+      ``have``: its resources, counting resources of choice);
     - ``tools``: ``total`` of the roll with them and the ``yield`` it gives;
     - ``take``: the card's ``card`` id; ``build``: ``points``; ``pick``: nothing more;
       ``starve``: ``points`` -10.
     An action that is not legal now gives ``{}``."""
-    try:
-        legal = legal_actions(state, seat)
-        action = _normalised(action)
-        if not _well_typed(action) or not listed(action, legal):
-            return {}
-    except EngineError:
+    action = _normalised(action)
+    if not _is_legal(state, seat, action):
         return {}
     kind = action.kind
     if kind == "place":
         at, count = action.get("at"), action.get("count")
         place_kind, _cap, resource = BOARD.get(at, (None, 0, None))
         if place_kind == "resource":
-            per = RESOURCE_VALUE[resource]
-            return {"dice": count, "resource": resource, "per": per,
-                    "about": int(3.5 * count // per)}
+            return {"dice": count, "resource": resource, "per": RESOURCE_VALUE[resource],
+                    "about": _average_yield(count, resource)}
         if at in ("hut", "field", "toolmaker"):
             return {"gain": {"hut": "people", "field": "agriculture", "toolmaker": "tool"}[at]}
-        if at.startswith("card"):
-            return {"card": state.civ[_slot(at)], "cost": _slot(at) + 1}
-        return {"building": state.stacks[_slot(at)][0]}
+        return _claim_effect(state, seat, at)
     step = state.step
     if kind in ("tools", "no_tools") and step is not None and step.resource:
         total = sum(step.dice) + sum(_tool_value(t) for t in action.get("use", ()))
@@ -485,9 +496,56 @@ def _explain_place(state: State, seat: int, words: list[str]) -> dict[str, Any]:
     return {"why": "place/count", "at": at, "counts": counts}
 
 
+def _is_legal(state: State, seat: int, action: Action) -> bool:
+    """``action`` (normalised) is one of the seat's legal actions now, types included
+    (as ``apply`` checks it: ``True`` is not ``1``); False when the seat has no decision."""
+    try:
+        legal_actions(state, seat)
+    except EngineError:
+        return False
+    return _well_typed(action) and action in _LAST_LEGAL[3]
+
+
+def _claim_effect(state: State, seat: int, place: str) -> dict[str, Any]:
+    """A card or building place: what it names, and whether the seat can pay it now."""
+    board = state.boards[seat]
+    have = sum(board.res) + board.wild
+    slot = _slot(place)
+    if place.startswith("card"):
+        return {"card": state.civ[slot], "cost": slot + 1, "have": have,
+                "affordable": bool(_payments_of_size(board, slot + 1))}
+    tile = state.stacks[slot][0]
+    return {"building": tile, "have": have,
+            "affordable": bool(_building_payments(board, data().buildings[tile]))}
+
+
+def _average_yield(count: int, resource: str) -> int:
+    """What ``count`` dice bring on average without tools (3.5 pips a die)."""
+    return int(3.5 * count // RESOURCE_VALUE[resource])
+
+
+def feeding_forecast(state: State, seat: int) -> dict[str, int]:
+    """The coming feeding as it stands: ``need`` (one Food a person, ``born``: 1 if the
+    seat's Hut placement still brings a person), ``food``, ``harvest`` (agriculture,
+    ``grown``: 1 if its Field placement still raises it), ``short`` (Food missing after
+    the harvest), ``catch`` (the average yield of its hunters not back yet, without
+    tools) and ``resources`` (which may pay the rest, one each)."""
+    b = state.boards[seat]
+    placed = {s.place: s.count for s in _spots_of(state, seat)}
+    born = int("hut" in placed and b.people < MAX_PEOPLE)
+    grown = int("field" in placed and b.agriculture < MAX_AGRICULTURE)
+    need, harvest = b.people + born, b.agriculture + grown
+    return {"need": need, "born": born, "food": b.food, "harvest": harvest,
+            "grown": grown, "short": max(0, need - b.food - harvest),
+            "catch": _average_yield(placed.get("hunt", 0), "food"),
+            "resources": sum(b.res) + b.wild}
+
+
 def view(state: State, seat: int | None) -> dict[str, Any]:
     """What ``seat`` (or a spectator, None) may see: everything public, and the seat's
-    own civilization cards and one-time tools. At the end every card is shown."""
+    own civilization cards and one-time tools. At the end every card is shown. Each board
+    has its ``feeding`` forecast (see ``feeding_forecast``) until the round's feeding
+    begins (None from then on)."""
     d = data()
     over = state.phase == "over"
     boards = []
@@ -502,6 +560,8 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
             "buildings": [d.buildings[t].to_view() for t in b.buildings],
             "score": b.score, "cards_held": len(b.cards),
             "short": b.short,  # people still unfed while a feed decision is open
+            "feeding": feeding_forecast(state, s) if state.phase in ("place", "use")
+            else None,
         }
         if mine:
             entry["cards"] = [d.cards[c].to_view() for c in b.cards]
@@ -1253,14 +1313,24 @@ def _pay_value(action: Action) -> int:
     return sum(RESOURCE_VALUE[r] for r in action.get("pay", ()))
 
 
-def _default_place(legal: list[Action]) -> Action:
+def _default_place(state: State, seat: int, legal: list[Action]) -> Action:
+    """A part of the people at home (see the module docstring): hunters for the Food the
+    coming feeding lacks, else half of them on the first open resource place."""
     by_place: dict[str, list[Action]] = {}
     for a in legal:
-        by_place.setdefault(a.get("at"), []).append(a)
+        by_place.setdefault(a.get("at"), []).append(a)  # counts ascend from 1
+    home = _home(state, seat)
+    short = feeding_forecast(state, seat)["short"]
+    if short and "hunt" in by_place:
+        hunters = next((c for c in range(1, home + 1) if _average_yield(c, "food") >= short),
+                       home)
+        return by_place["hunt"][hunters - 1]
     for place in RESOURCE_PLACES:
         if place in by_place:
-            return by_place[place][-1]  # the most people
-    return legal[0]
+            rows = by_place[place]
+            return rows[min(len(rows), (home + 1) // 2) - 1]
+    return next((a for a in legal if choice_effect(state, seat, a).get("affordable", True)),
+                legal[0])
 
 
 def _face_helps(board: Board, face: int) -> bool:

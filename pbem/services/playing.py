@@ -41,7 +41,7 @@ from pbem.services._plumbing import (
     _seats,
     _token,
 )
-from pbem.services.reading import _card_lookup
+from pbem.services.reading import _card_lookup, variants_of
 from pbem.tokens import mint
 
 # Bot moves played in one transaction after a move. A game of heuristic bots ends well
@@ -70,26 +70,57 @@ class Outcome:
 
 
 def describe_token(raw: str) -> dict[str, Any]:
-    """What a one-click link would do, for its confirmation page (changes nothing)."""
+    """What a one-click link would do, for its confirmation page (changes nothing): the
+    ``action`` bound to it, while its decision is open what it costs and brings
+    (``effect``) and the ``variants`` the page lets the player choose from instead (see
+    ``reading.variants_of``); ``closed`` once the decision has closed."""
     with session_scope() as s:
         token = _token(s, raw, "action")
         game = s.get(Game, token.game_id)
         decision = s.get(Decision, token.decision_id)
         seat = s.get(Seat, token.seat_id)
         info = {"game": game, "seat": seat, "decision": decision, "action": token.action,
-                "card": _card_lookup(game, seat.language)}
+                "card": _card_lookup(game, seat.language), "effect": {}, "variants": []}
         if decision.closed_at is not None:
             info["closed"] = _closed_reason(s, decision, seat)
+        elif game.state:
+            mod = get_game(game.engine)
+            state = mod.from_json(json.loads(game.state))
+            action = Action.from_json(token.action)
+            info["effect"] = mod.choice_effect(state, seat.position, action)
+            info["variants"] = variants_of(mod, state, seat.position, action)
         return info
 
 
-def act_by_token(raw: str) -> Outcome:
-    """The POST behind a one-click link: play the action bound to the token."""
+def act_by_token(raw: str, choice: str | None = None) -> Outcome:
+    """The POST behind a one-click link: play the action bound to the token, or, when its
+    confirmation page offers variants of it, the variant ``choice`` names (exactly, in
+    the game's notation); anything else is refused and nothing is recorded."""
     with session_scope() as s:
         token = _token(s, raw, "action")
         game, seat, decision = _locked_decision(s, token.game_id, token.seat_id,
                                                 token.decision_id)
-        return _act(s, game, seat, decision, Action.from_json(token.action), "player")
+        mod = get_game(game.engine)
+        state = mod.from_json(json.loads(game.state))
+        action = _chosen(mod, state, seat.position, Action.from_json(token.action), choice)
+        return _act(s, game, seat, decision, action, "player", state)
+
+
+def _chosen(mod: EngineGame, state: Any, position: int, action: Action,
+            choice: str | None) -> Action:
+    """The action a one-click confirmation names: the link's own, or, when its page
+    offered variants, the one ``choice`` names exactly (then a choice is required)."""
+    variants = variants_of(mod, state, position, action)
+    if not variants:  # the link's own action; form fields cannot change it
+        return action
+    choice = (choice or "").strip()
+    if not choice:
+        raise InvalidInput(gettext("choose one of the options first"),
+                           reason="choice/missing")
+    for v in variants:
+        if v["text"] == choice:
+            return Action.from_json(v["action"])
+    raise InvalidInput(gettext("this link does not offer that choice"), reason="choice/unknown")
 
 
 def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
@@ -309,7 +340,8 @@ def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: S
     for i, action in enumerate(mod.email_choices(state, seat.position)):
         links[f"choice{i}"] = {"kind": "action", "decision_id": decision.id,
                                "action": action.to_json(),
-                               "effect": mod.choice_effect(state, seat.position, action)}
+                               "effect": mod.choice_effect(state, seat.position, action),
+                               "variants": variants_of(mod, state, seat.position, action)}
     _queue(s, game, seat, "decision", {
         "decision_id": decision.id, "kind": decision.kind,
         "deadline": decision.deadline_at.isoformat(),

@@ -14,6 +14,7 @@ from flask_babel import gettext
 from sqlalchemy import bindparam
 from sqlmodel import Session, select
 
+from engine.core import Action, format_action
 from engine.registry import get_game
 from pbem import localize
 from pbem.db import session_scope
@@ -73,7 +74,20 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
         "log_zone": str(_zone(seat)),
         # what a legal action costs and brings, for the words of the form's choices
         "effect": lambda action: mod.choice_effect(state, position, action),
+        "variants": lambda action: variants_of(mod, state, position, action),
     }
+
+
+def variants_of(mod: Any, state: Any, position: int | None, action: Action) -> list[dict]:
+    """What a one-click link for ``action`` lets its confirmation page choose instead (the
+    game's optional ``choice_variants``; [] without one): each as ``action`` (JSON),
+    ``effect`` (``choice_effect``) and ``text`` (the action in the game's notation, which
+    the page's form sends back)."""
+    vary = getattr(mod, "choice_variants", None)
+    if vary is None or state is None or position is None:
+        return []
+    return [{"action": v.to_json(), "effect": mod.choice_effect(state, position, v),
+             "text": format_action(v)} for v in vary(state, position, action)]
 
 
 def _card_lookup(game: Game, lang: str) -> localize.CardLookup:

@@ -344,6 +344,14 @@ class Story:
         _, addr = self.decider()
         self.action_path = self.follow("decision", addr, "/a/")
 
+    def confirm_move(self) -> None:
+        """Press the confirmation page's button (choosing the first number first, when
+        the page asks how many)."""
+        numbers = self.page.locator("main form input[name=choice]")
+        if numbers.count():
+            numbers.first.check()
+        self.press()
+
     def remind(self) -> None:
         """The clock's reminder for an open decision, sent at its reminder time."""
         decision, _ = self.decider()
@@ -451,7 +459,7 @@ SCENES: list[Scene] = [
     Scene(None, lambda s: s.remind()),
     Scene("mail-decision_reminder", lambda s: s.show_reminder()),
     Scene("action", lambda s: s.one_click()),
-    Scene("recorded", lambda s: s.press()),
+    Scene("recorded", lambda s: s.confirm_move()),
     Scene("action-stale", lambda s: s.goto(s.action_path), once=True),
     Scene("admin-paused", lambda s: s.control("pause"), once=True),
     Scene("mail-notice", lambda s: s.show_mail("notice", s.addr(1))),

@@ -85,6 +85,9 @@ def test_a_stone_age_game_is_played_to_its_end_in_the_browser(live_server, page:
         label = link_label(app, page, choice)
         if label is not None:
             follow(page, html_link(page, label), "**/a/**")
+            numbers = page.locator("input[name=choice]")
+            if numbers.count():  # a place's link: how many people go there
+                page.locator(f'input[name=choice][value="{choice}"]').check()
             page.locator("#confirm").click()
         else:
             follow(page, html_link(page, "More choices, and the whole board"), "**/g/**")
@@ -137,14 +140,17 @@ def bot_choice(app, decision: Decision, rng: random.Random) -> Action:
 
 
 def link_label(app, page: Page, choice: Action) -> str | None:
-    """The words of the email's one-click link for ``choice``, if it has one."""
+    """The words of the email's one-click link for ``choice``, if it has one (for a
+    placement: the link of its place, whose page offers each number of people)."""
     links = page.frame_locator("iframe").locator("a[href*='/a/']")
     for i in range(links.count()):
         link = links.nth(i)
         raw = link.get_attribute("href").rsplit("/a/", 1)[1]
         with app.app_context(), session_scope() as s:
             token = s.get(Token, hash_token(raw))
-        if Action.from_json(token.action) == choice:
+        bound = Action.from_json(token.action)
+        if bound == choice or (bound.kind == choice.kind == "place"
+                               and bound.get("at") == choice.get("at")):
             return link.inner_text().strip()
     return None
 

@@ -11,7 +11,9 @@ engine contract (engine/core.py, DESIGN.md) at every decision:
   change), and unlisted ones are refused with IllegalAction; seats without a decision get
   NotYourTurn; a finished game answers GameOver;
 - ``choice_effect`` describes every email choice as JSON data (and an illegal action as
-  ``{}``) without touching any random state;
+  ``{}``) without touching any random state; the optional ``choice_variants`` of an
+  email choice (what its confirmation page lets the player pick instead) are legal
+  actions, the choice among them;
 - the game-specific invariants hold (for Cavemen: every card in one place, no negative
   Food or Teeth, no tribe above its population, ...);
 - state JSON round-trips exactly both ways, also through ``json.dumps``/``json.loads``;
@@ -280,6 +282,8 @@ def check_seat(spec: GameSpec, state: Any, seat: int, rng: random.Random, sample
         effect = game.choice_effect(state, seat, action)
         assert random.getstate() == before, f"choice_effect({action}) used global random"
         assert isinstance(effect, dict) and json.loads(json.dumps(effect)) == effect
+        variants = getattr(game, "choice_variants", lambda *_: [])(state, seat, action)
+        assert not variants or (action in variants and set(variants) <= set(legal))
 
 
 def check_game_over(spec: GameSpec, state: Any, last_legal: Sequence[Action]) -> None:

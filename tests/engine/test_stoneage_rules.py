@@ -38,7 +38,10 @@ from engine.stoneage import (
     Board,
     apply,
     check_invariants,
+    choice_effect,
+    choice_variants,
     default_action,
+    email_choices,
     final_scores,
     from_json,
     legal_actions,
@@ -1290,14 +1293,49 @@ def test_a_dice_for_all_gain_beyond_a_cap_is_lost(face, spec, field, value):
 # --------------------------------------------------------------------------- timeouts
 
 
-def test_default_placement_puts_everybody_at_home_on_the_hunting_grounds():
-    state = build(board(), board())
-    assert default_action(state, 0) == place("hunt", 5)
+def test_default_placement_sends_half_the_people_at_home_to_the_hunting_grounds():
+    state = build(board(), board())  # 12 Food feed the 5 people: nothing is short
+    assert default_action(state, 0) == place("hunt", 3)
 
 
-def test_default_placement_after_hunting_takes_the_first_open_resource_place():
+def test_default_placement_sends_the_hunters_the_coming_feeding_lacks():
+    # 7 people, 1 Food and agriculture 1 leave 5 Food missing: 3 dice catch about 5
+    state = build(board(people=7, food=1, agriculture=1), board())
+    assert default_action(state, 0) == place("hunt", 3)
+
+
+def test_default_placement_for_a_large_shortfall_hunts_with_everyone_at_home():
+    state = build(board(people=7, food=0), board(), spots=[("forest", 0, 4)], turn=0)
+    assert default_action(state, 0) == place("hunt", 3)
+
+
+def test_default_placement_after_hunting_sends_half_to_the_first_open_resource_place():
     state = build(board(), board(), spots=[("hunt", 0, 2), ("forest", 1, 3)], turn=0)
-    assert default_action(state, 0) == place("clay", 3)
+    assert default_action(state, 0) == place("clay", 2)
+
+
+def test_default_placement_never_sends_more_than_fit():
+    state = build(board(people=10), board(), board(), board(), turn=0,
+                  spots=[("hunt", 0, 1), ("forest", 1, 3), ("forest", 2, 3)])
+    assert default_action(state, 0) == place("forest", 1)
+
+
+def test_default_placement_with_one_person_at_home_places_that_person():
+    state = build(board(), board(), spots=[("hunt", 0, 4)], turn=0)
+    assert default_action(state, 0) == place("forest", 1)
+
+
+def test_default_placements_spread_a_tribe_over_several_places():
+    state = build(board(), board())
+    places = []
+    while state.phase == "place":
+        seat = state.turn
+        action = default_action(state, seat)
+        if seat == 0:
+            places.append((action.get("at"), action.get("count")))
+        state, _ = apply(state, seat, action)
+    # with 2 players one colour per resource place: the other seat took the Clay pit
+    assert places == [("hunt", 3), ("forest", 1), ("quarry", 1)]
 
 
 def test_default_placement_with_every_resource_place_closed_takes_the_first_legal_place():
@@ -1305,6 +1343,27 @@ def test_default_placement_with_every_resource_place_closed_takes_the_first_lega
                   spots=[("hunt", 0, 1), ("forest", 1, 1), ("clay", 1, 1), ("quarry", 1, 1),
                          ("river", 1, 1)])
     assert default_action(state, 0) == legal_actions(state, 0)[0] == place("toolmaker")
+
+
+def _village_and_card1_taken(wood: int):
+    """Two players; seat 0 with 3 people at home, every resource place and two village
+    places (all that two players may use) and card 1 taken, the first building tile
+    "1 to 7 resources of any kinds"."""
+    return build(board(people=6, wood=wood), board(), turn=0, stacks=[("B26",), None],
+                 spots=[("hunt", 0, 1), ("forest", 1, 1), ("clay", 1, 1), ("quarry", 1, 1),
+                        ("river", 1, 1), ("toolmaker", 1, 1), ("field", 0, 1),
+                        ("card1", 0, 1)])
+
+
+def test_default_placement_passes_over_cards_the_seat_cannot_pay_for():
+    state = _village_and_card1_taken(wood=1)
+    assert legal_actions(state, 0)[0] == place("card2")
+    assert default_action(state, 0) == place("building1")  # one Wood pays it
+
+
+def test_default_placement_with_nothing_payable_takes_the_first_legal_place():
+    state = _village_and_card1_taken(wood=0)
+    assert default_action(state, 0) == legal_actions(state, 0)[0] == place("card2")
 
 
 def test_default_use_resolves_the_earliest_placement():
@@ -1458,3 +1517,87 @@ def test_payments_typed_in_any_order_are_read(kind, text, meant):
 def test_a_mid_game_state_survives_json():
     state, seat = DECISION_STATES["pick"]
     assert from_json(json.loads(json.dumps(to_json(state)))) == state
+
+
+# --------------------------------------------------------------------------- words of a choice
+
+
+def test_a_resource_place_names_its_dice_and_average_yield():
+    state = build(board(), board())
+    assert choice_effect(state, 0, place("hunt", 3)) == {
+        "dice": 3, "resource": "food", "per": 2, "about": 5}
+    assert choice_effect(state, 0, place("river", 5))["about"] == 2
+
+
+@pytest.mark.parametrize(("wood", "affordable"), [(1, False), (2, True)])
+def test_a_card_place_says_whether_the_seat_can_pay_for_it_now(wood, affordable):
+    state = build(board(wood=wood), board(), civ=("G07", "G13", "G09", "G11"))
+    assert choice_effect(state, 0, place("card2")) == {
+        "card": "G13", "cost": 2, "have": wood, "affordable": affordable}
+
+
+def test_resources_of_choice_count_towards_paying_for_a_card():
+    state = build(board(wood=1, wild=2), board(), civ=("G07", "G13", "G09", "G11"))
+    assert choice_effect(state, 0, place("card3"))["affordable"] is True
+
+
+@pytest.mark.parametrize(("res", "affordable"), [
+    ({"wood": 2, "brick": 1}, True), ({"wood": 1, "brick": 1, "stone": 3}, False)])
+def test_a_building_place_says_whether_the_seat_can_pay_its_cost_now(res, affordable):
+    state = build(board(**res), board(), stacks=[("B01",), None])
+    assert choice_effect(state, 0, place("building1")) == {
+        "building": "B01", "have": sum(res.values()), "affordable": affordable}
+
+
+def test_a_placement_link_offers_each_number_of_people_the_place_takes():
+    state = build(board(), board(), board(), spots=[("forest", 1, 5)], turn=0)
+    counts = [a.get("count") for a in choice_variants(state, 0, place("forest", 2))]
+    assert counts == [1, 2]  # 7 places, 5 taken
+    assert [a.get("count") for a in choice_variants(state, 0, place("hunt", 5))] == [
+        1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("action", [place("toolmaker"), place("hut", 2), place("card1"),
+                                    place("building1"), place("forest", 9), DECLINE])
+def test_a_place_that_takes_one_number_of_people_or_an_illegal_action_offers_no_variants(
+        action):
+    state = build(board(), board())
+    assert choice_variants(state, 0, action) == []
+
+
+def test_with_one_person_at_home_a_resource_place_offers_no_variants():
+    state = build(board(), board(), spots=[("hunt", 0, 4)], turn=0)
+    assert choice_variants(state, 0, place("forest")) == []
+
+
+def test_the_email_offers_each_place_once_with_the_most_people():
+    state = build(board(), board())
+    offered = email_choices(state, 0)
+    assert place("hunt", 5) in offered and place("forest", 5) in offered
+    assert len({a.get("at") for a in offered}) == len(offered)
+
+
+def test_the_view_forecasts_the_coming_feeding():
+    state = build(board(people=7, food=2, agriculture=1, wood=1, wild=1), board())
+    assert view(state, 1)["boards"][0]["feeding"] == {
+        "need": 7, "born": 0, "food": 2, "harvest": 1, "grown": 0, "short": 4,
+        "catch": 0, "resources": 2}
+
+
+def test_the_feeding_forecast_names_the_average_catch_of_hunters_not_back_yet():
+    state = build(board(people=7, food=2), board(), spots=[("hunt", 0, 3)], turn=1)
+    fed = view(state, 0)["boards"][0]["feeding"]
+    assert (fed["short"], fed["catch"]) == (5, 5)
+
+
+def test_the_feeding_forecast_counts_the_hut_and_field_placed_this_round():
+    state = build(board(people=5, food=3), board(), spots=[("hut", 0, 2), ("field", 0, 1)],
+                  turn=1)
+    fed = view(state, 0)["boards"][0]["feeding"]
+    assert (fed["need"], fed["born"], fed["harvest"], fed["grown"], fed["short"]) == (
+        6, 1, 1, 1, 2)
+
+
+def test_the_feeding_forecast_ends_when_the_feeding_begins():
+    state = build(board(food=0, wood=5, short=5), board(), phase="feed", feeding=(0,))
+    assert [b["feeding"] for b in view(state, 0)["boards"]] == [None, None]

@@ -3,8 +3,9 @@ received by a real SMTP server and the pages their links open, over real HTTP.
 
 As in test_e2e.py (Cavemen): the host creates the game on the home page, confirms it from
 the email, the others accept; every decision email is answered by the heuristic bot's
-choice, with its one-click link when the email has one, else with the game page's form
-(filled in as a person would: a place and a number, ticked tools, resource counts). When
+choice, with its one-click link when the email has one (a place's link asks on its
+confirmation page how many people go there), else with the game page's form (filled in
+as a person would: a place and a number, ticked tools, resource counts). When
 the page of a move carries the same player's next decision, the player answers it there at
 once, and no email is ever sent for it. The test reads the database only to let the bot
 see the board and to check the bookkeeping. It prints the emails a player received per
@@ -20,7 +21,7 @@ from urllib.parse import urljoin
 import pytest
 from sqlmodel import select
 
-from engine.core import Action
+from engine.core import Action, format_action
 from engine.stoneage import BOTS
 from pbem import services
 from pbem.db import session_scope
@@ -30,6 +31,7 @@ from tests.server.helpers import (
     forms,
     game_state,
     new_game_data,
+    only_form,
     page_form_data,
     text_of,
     token_of,
@@ -112,7 +114,11 @@ def test_a_whole_stone_age_game_by_email(live, players: int, monkeypatch) -> Non
     assert sorted(d.id for d in rows) == sorted(decided)
     assert all(d.closed_by == "player" for d in rows)
     assert len(moves) == len(rows) and {m.source for m in moves} == {"player"}
-    assert via["one-click"] > 0 and via["page"] > 0 and via["page, at once"] > 0
+    # Every choice the bot makes from an email is one of its links now (a number of people
+    # is chosen on the link's confirmation page): the form on the game page is used for
+    # the decisions that follow at once (and for any choice an email would not offer).
+    assert via["one-click"] > 0 and via["one-click, a number chosen"] > 0
+    assert via["page, at once"] > 0
     # A decision answered at once on the page never got its email: it waits
     # FOLLOW_UP_MINUTES (and is dropped when due, as the decision has closed).
     held_back = [o for o in outbox if o.status != "sent"]
@@ -139,17 +145,34 @@ def _answer_mail(player, mail, decision: Decision, bot, rng: random.Random,
     state = game_state(player.app, decision.game_id)[1]
     choice = bot(state, decision.position, rng)
     for url in player.links(mail, "/a/"):
-        if Action.from_json(token_row(player.app, token_of(url)).action) == choice:
-            resp = player.confirm(url)
-            recorded = text_of(resp.text, "recorded")
-            # the page names the move in the email's words (places and resources printed)
-            assert recorded.startswith("Recorded: ") and recorded[10:] in mail.text, recorded
-            via["one-click"] += 1
-            return resp.text
+        bound = Action.from_json(token_row(player.app, token_of(url)).action)
+        if bound != choice and not _same_place(bound, choice):
+            continue
+        page = player.http.get(url, timeout=30)
+        assert page.status_code == 200, page.text
+        form = only_form(page.text)
+        offered = form.radios.get("choice", [])  # a place link asks how many people
+        if offered and format_action(choice) not in offered:
+            continue
+        data = form.data(choice=format_action(choice)) if offered else form.data()
+        resp = player.http.post(url, data=data, timeout=30)
+        assert resp.status_code == 200, resp.text
+        recorded = text_of(resp.text, "recorded")
+        # the page names the move in the email's words (places and resources printed),
+        # or in the words of the number chosen on the confirmation page
+        assert recorded.startswith("Recorded: ") and (
+            recorded[10:] in (page.text if offered else mail.text)), recorded
+        via["one-click, a number chosen" if offered else "one-click"] += 1
+        return resp.text
     page = player.http.get(player.link(mail, "/g/"), timeout=30)
     assert page.status_code == 200
     via["page"] += 1
     return _post_form(player, page.text, _decision_form(page.text), decision, choice)
+
+
+def _same_place(bound: Action, choice: Action) -> bool:
+    """A placement link for the place ``choice`` names (its page offers the numbers)."""
+    return bound.kind == choice.kind == "place" and bound.get("at") == choice.get("at")
 
 
 def _answer_on_page(player, html: str, form, decision: Decision, bot,
