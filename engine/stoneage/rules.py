@@ -385,6 +385,7 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
       ``card`` / ``building`` id, ``cost`` (a card's number of resources), and
       ``affordable`` (false when the seat cannot pay for it with what it has now;
       ``have``: its resources, counting resources of choice);
+    - ``use``: the same for the placement it resolves;
     - ``tools``: ``total`` of the roll with them and the ``yield`` it gives;
     - ``take``: the card's ``card`` id; ``build``: ``points``; ``pick``: nothing more;
       ``starve``: ``points`` -10.
@@ -393,8 +394,10 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
     if not _is_legal(state, seat, action):
         return {}
     kind = action.kind
-    if kind == "place":
+    if kind in ("place", "use"):
         at, count = action.get("at"), action.get("count")
+        if kind == "use":
+            count = next(s.count for s in state.spots if s.seat == seat and s.place == at)
         place_kind, _cap, resource = BOARD.get(at, (None, 0, None))
         if place_kind == "resource":
             return {"dice": count, "resource": resource, "per": RESOURCE_VALUE[resource],

@@ -1601,3 +1601,14 @@ def test_the_feeding_forecast_counts_the_hut_and_field_placed_this_round():
 def test_the_feeding_forecast_ends_when_the_feeding_begins():
     state = build(board(food=0, wood=5, short=5), board(), phase="feed", feeding=(0,))
     assert [b["feeding"] for b in view(state, 0)["boards"]] == [None, None]
+
+
+def test_the_choice_of_the_next_place_to_use_says_what_it_brings_and_costs():
+    state = build(board(wood=1), board(), civ=("G01", "G07"), phase="use", turn=0,
+                  spots=[("card2", 0, 1), ("forest", 0, 2), ("hut", 0, 2)])
+    assert choice_effect(state, 0, use("card2")) == {
+        "card": "G07", "cost": 2, "have": 1, "affordable": False}
+    assert choice_effect(state, 0, use("forest")) == {
+        "dice": 2, "resource": "wood", "per": 3, "about": 2}
+    assert choice_effect(state, 0, use("hut")) == {"gain": "people"}
+    assert choice_effect(state, 0, use("quarry")) == {}  # not a placement of the seat
