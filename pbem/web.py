@@ -264,9 +264,10 @@ def host_confirm(raw: str):
 
 
 def _already_confirmed():
+    """A used confirmation link, opened or posted again: 409, as every used link answers."""
     return _message(_("Already confirmed"), _("This game is confirmed and the invitations "
                                               "are out. The game starts when everyone has "
-                                              "accepted."), element="confirmed")
+                                              "accepted."), 409, element="confirmed")
 
 
 @bp.route("/invite/<raw>", methods=["GET", "POST"])

@@ -95,10 +95,10 @@ def test_confirmation_link_confirms_once_and_then_says_so(app, client, inbox):
     url = path_of(mail.link("/host/confirm/"))
     before = snapshot(app)
     page = client.get(url)
-    assert page.status_code == 200
+    assert page.status_code == 409
     assert "the invitations are out" in text_of(page.get_data(as_text=True), "confirmed")
     resp = client.post(url, data={"sig": form_signature(SECRET, url.rsplit("/", 1)[1])})
-    assert resp.status_code == 200
+    assert resp.status_code == 409
     assert "the invitations are out" in text_of(resp.get_data(as_text=True), "confirmed")
     assert len(inbox.all()) == sent
     assert snapshot(app) == before
