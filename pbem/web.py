@@ -17,6 +17,7 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import (
     Blueprint,
@@ -82,6 +83,8 @@ def _security_headers(resp):
     resp.headers.setdefault("Referrer-Policy", "no-referrer")  # links carry secrets
     resp.headers.setdefault("X-Frame-Options", "DENY")
     resp.headers.setdefault("Cache-Control", "no-store")
+    if current_app.config["BASE_URL"].startswith("https:"):
+        resp.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
     return resp
 
 
@@ -124,14 +127,21 @@ def _message(title: str, text: str, status: int = 200, element: str = "message")
 def choose_language():
     """The language switch of pages shown to no seat: a cookie, then back to the page."""
     lang = request.form.get("lang", "")
-    back = request.form.get("next", "/")
-    if not back.startswith("/") or back.startswith("//") or "\\" in back:
-        back = "/"
-    resp = redirect(back, code=303)
+    resp = redirect(_local_path(request.form.get("next", "")), code=303)
     if lang in i18n.LANGUAGES:
         resp.set_cookie(i18n.COOKIE, lang, max_age=3600 * 24 * 365, samesite="Lax",
                         httponly=True, secure=current_app.config["SESSION_COOKIE_SECURE"])
     return resp
+
+
+def _local_path(text: str) -> str:
+    """``text`` if it is a path on this site (no scheme, no host, no backslash, no
+    control character or blank that a browser might drop), else ``/``."""
+    if (not text.startswith("/") or text.startswith("//") or "\\" in text
+            or any(c <= " " or c == "\x7f" for c in text)):
+        return "/"
+    parts = urlsplit(text)
+    return text if not parts.scheme and not parts.netloc else "/"
 
 
 @bp.get("/")
