@@ -47,6 +47,7 @@ from pbem.errors import (
     TurnOver,
     WrongState,
 )
+from pbem.forms import DB_INT_MAX, parse_int
 from pbem.tokens import check_signature, form_signature, same_secret
 
 bp = Blueprint("web", __name__)
@@ -366,7 +367,7 @@ def _with_log_script(data: dict[str, Any], page: str, status: int = 200):
     return resp
 
 
-@bp.get("/g/<raw>/log/<int:number>")
+@bp.get(f"/g/<raw>/log/<int(max={DB_INT_MAX}):number>")
 def game_log_round(raw: str, number: int):
     """One round of the game log from the seat's view: a page of its own, or with
     ``?part=1`` only the round's entries (what the game page's script fetches)."""
@@ -376,7 +377,7 @@ def game_log_round(raw: str, number: int):
     return _log_round(data, f"/g/{raw}")
 
 
-@bp.get("/watch/<key>/log/<int:number>")
+@bp.get(f"/watch/<key>/log/<int(max={DB_INT_MAX}):number>")
 def spectator_log_round(key: str, number: int):
     return _log_round(services.log_round_for_spectator(key, number), f"/watch/{key}")
 
@@ -424,15 +425,21 @@ def _action_from_form(view: dict[str, Any], legal: list[Action], form) -> Action
         words = [verb, *form.getlist("cards"), *form.getlist("word")]
         for key, value in form.items(multi=True):
             if key.startswith("count.") and value.strip():
-                if not value.strip().isdigit() or int(value) > MAX_FORM_COUNT:
-                    raise ValueError(f"bad count {value!r}")
-                words += [key.removeprefix("count.")] * int(value)
+                words += [key.removeprefix("count.")] * _count(value)
     else:
         words = []
     text = " ".join(w for w in words if w)
     if not text:
         raise ValueError("no choice in the form")  # read as "choose one of the options"
     return parse_action(text, legal)
+
+
+def _count(value: str) -> int:
+    """A ``count.<word>`` field; a bad one reads as no choice (the form again)."""
+    try:
+        return parse_int(value, 0, MAX_FORM_COUNT, "bad count")
+    except InvalidInput:
+        raise ValueError(f"bad count {value!r}") from None
 
 
 @bp.get("/watch/<key>")
@@ -554,10 +561,8 @@ def admin_play_again(raw: str):
 def admin_replace(raw: str):
     _require_sig(raw)
     _as_host(raw)
-    try:
-        position = int(request.form.get("position", ""))
-    except ValueError:
-        raise ServiceError(_("choose the seat to re-invite")) from None
+    position = parse_int(request.form.get("position", ""), 0, DB_INT_MAX,
+                         _("choose the seat to re-invite"))
     services.replace_player(raw, position, _player_fields(request.form))
     return _admin_page(raw, _("Invitation sent."))
 

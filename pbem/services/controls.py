@@ -16,6 +16,7 @@ from sqlmodel import Session, select
 from engine.registry import get_game
 from pbem.db import is_postgres, session_scope
 from pbem.errors import AlreadyRecorded, InvalidInput, RateLimited, WrongState
+from pbem.forms import DB_INT_MAX, parse_int
 from pbem.i18n import number, short_time
 from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, utcnow
 from pbem.services._plumbing import (
@@ -88,10 +89,7 @@ def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
     """The host's "remind now": the usual reminder email of one open decision, queued at
     once, at most once per decision (a second press, or a double click, sends nothing).
     Returns the name of the player reminded and when."""
-    try:
-        wanted = int(decision_id)
-    except (TypeError, ValueError):
-        raise InvalidInput(gettext("choose whom to remind")) from None
+    wanted = parse_int(decision_id, 1, DB_INT_MAX, gettext("choose whom to remind"))
     with session_scope() as s:
         game = _admin_game(s, admin_raw)  # locked: two presses at once are served in turn
         decision = s.get(Decision, wanted)
@@ -488,10 +486,7 @@ def _require_active(game: Game) -> None:
 
 
 def _seat_at(s: Session, game: Game, position: Any) -> Seat:
-    try:
-        pos = int(position)
-    except (TypeError, ValueError):
-        raise InvalidInput(gettext("choose a seat")) from None
+    pos = parse_int(position, 0, DB_INT_MAX, gettext("choose a seat"))
     seats = _seats(s, game.id)
     if not 0 <= pos < len(seats):
         raise InvalidInput(gettext("there is no such seat"))

@@ -27,6 +27,7 @@ from pbem.errors import (
     RateLimited,
     WrongState,
 )
+from pbem.forms import parse_int
 from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.mail import INVITE_TEMPLATES, default_title
 from pbem.models import Game, Outbox, RateLimit, Seat, Suppression, utcnow
@@ -349,13 +350,8 @@ def _reminders(reminders: Any, hours: float | None) -> list[float] | None:
 
 
 def _absent_after(value: Any) -> int:
-    try:
-        absent = int(value)
-    except (TypeError, ValueError):
-        absent = 0
-    if not 1 <= absent <= 100:
-        raise InvalidInput(gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
-    return absent
+    return parse_int(value, 1, 100,
+                     gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
 
 
 def _absent_bot(value: Any) -> str:

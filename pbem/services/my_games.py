@@ -22,7 +22,8 @@ from sqlmodel import Session, select
 
 from engine.registry import get_game
 from pbem.db import session_scope
-from pbem.errors import FormInvalid, InvalidInput, LinkExpired, NotFound
+from pbem.errors import FormInvalid, LinkExpired, NotFound
+from pbem.forms import DB_INT_MAX, parse_int
 from pbem.headers import BadAddress, address_problem, parse_address
 from pbem.mail import TURN_TEMPLATES, game_name
 from pbem.models import Decision, Game, Outbox, Seat, Suppression, utcnow
@@ -90,10 +91,7 @@ def my_games(raw: str) -> dict[str, Any]:
 
 def open_my_game(raw: str, seat_id: Any) -> str:
     """A fresh game-page link (raw token) for one seat of the list behind ``raw``."""
-    try:
-        wanted = int(str(seat_id))
-    except ValueError:
-        raise InvalidInput(gettext("choose a game from the list")) from None
+    wanted = parse_int(seat_id, 1, DB_INT_MAX, gettext("choose a game from the list"))
     with session_scope() as s:
         token = _live_token(s, raw)
         entry = next((g for g in _listing(s, str(token.action["address"]))
