@@ -514,9 +514,11 @@ def _start(s: Session, game: Game, seats: list[Seat]) -> None:
 
 
 def _validate_newcomer(s: Session, game: Game, seat: Seat, player: PlayerIn) -> PlayerIn:
-    others = [PlayerIn(x.name, x.email, x.language, x.timezone)
-              for x in _seats(s, game.id) if x.id != seat.id]
-    return validate_players([*others, player], get_game(game.engine))[-1]
+    """``player`` checked for ``seat`` against the other players; a problem names the
+    seat's number, as the host page shows it ("player 2: ...")."""
+    players = [player if x.id == seat.id else PlayerIn(x.name, x.email, x.language, x.timezone)
+               for x in _seats(s, game.id)]
+    return validate_players(players, get_game(game.engine))[seat.position]
 
 
 def _tell_host_declined(s: Session, game: Game, seat: Seat,
