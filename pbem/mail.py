@@ -537,9 +537,12 @@ def _mint_links(s, specs: list[dict], row: Outbox) -> list[str]:
     """Mint a token for each link spec of ``row`` (in one statement); their URLs."""
     # An email about no one game (the list of one's games) has no game; a token names one:
     # one of the recipient's, stored with the email.
+    # A host link names the address it went to: who presses its buttons (play again).
     game_id = row.game_id or row.context.get("token_game")
     raws = mint_many(s, [{"kind": spec["kind"], "game_id": game_id, "seat_id": row.seat_id,
-                          "decision_id": spec.get("decision_id"), "action": spec.get("action")}
+                          "decision_id": spec.get("decision_id"),
+                          "action": spec.get("action") or (
+                              {"address": row.rcpt} if spec["kind"] == "admin" else None)}
                          for spec in specs])
     base = current_app.config["BASE_URL"].rstrip("/")
     return [base + LINK_PATHS[spec["kind"]] + raw for spec, raw in zip(specs, raws, strict=True)]

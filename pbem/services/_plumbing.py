@@ -57,6 +57,12 @@ def _admin_game(s: Session, raw: str) -> Game:
     return _lock_game(s, token.game_id)
 
 
+def _host_address(s: Session, raw: str) -> str:
+    """The address a host link was sent to (lower case; "" for a link from before links
+    named it): the person who presses the buttons of that host page."""
+    return str((_token(s, raw, "admin").action or {}).get("address", "")).lower()
+
+
 _SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
 
 

@@ -35,6 +35,7 @@ from pbem.services._plumbing import (
     LANGUAGES,
     _admin_game,
     _dump,
+    _host_address,
     _lock_game,
     _log,
     _queue,
@@ -240,9 +241,13 @@ def _game_module(engine_name: str) -> EngineGame:
 
 def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
             policy: dict[str, Any], title: str, seed: int | None, confirm_by_email: bool,
-            start: bool, client: str | None, rows: list[int] | None = None) -> Created:
+            start: bool, client: str | None, rows: list[int] | None = None,
+            host: str | None = None) -> Created:
     """Write a new game of checked players and policy in the caller's transaction
-    (``rows``: each player's row on the web form, to file a refused address under)."""
+    (``rows``: each player's row on the web form, to file a refused address under).
+    ``host`` is the address of whoever creates it, who gets the host link: by default the
+    first player, who has joined by creating it; otherwise (playing again) only a player
+    at that address has joined, and everyone else is invited."""
     if client is not None:
         _rate_limit(s, f"create:{client}", current_app.config["CREATE_LIMIT_PER_HOUR"])
     if confirm_by_email or not start:
@@ -260,13 +265,15 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
     s.flush()
     seats = []
     for pos, p in enumerate(players):
+        joined = start or (pos == 0 if host is None else p.email.lower() == host)
         seat = Seat(game_id=gid, position=pos, name=p.name, email=p.email,
                     language=p.language, timezone=p.timezone, is_host=pos == 0,
-                    invite="accepted" if pos == 0 or start else "invited")
+                    invite="accepted" if joined else "invited")
         s.add(seat)
         seats.append(seat)
     s.flush()
-    admin = mint(s, "admin", gid, seats[0].id)
+    admin = mint(s, "admin", gid, seats[0].id,
+                 action={"address": host if host is not None else seats[0].email.lower()})
     if confirm_by_email:
         _queue(s, game, seats[0], "host_confirm", {}, links={
             "confirm": {"kind": "host_confirm"}, "admin": {"kind": "admin"}})
@@ -281,21 +288,25 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
 
 
 def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool]:
-    """A new game of the same engine, players and settings after this one ended. The
-    host hosts it; the others are invited (each accepts anew, as for any game). The new
-    game is recorded on the old one in the same transaction, so a second press (or a
+    """A new game of the same engine, players and settings after this one ended. Whoever
+    presses the button (the address the host link was sent to) hosts it and has joined;
+    everyone else is invited and accepts anew, as for any game: also the holder of the
+    first seat, who may have got it by a hand-over and never asked for another game. The
+    new game is recorded on the old one in the same transaction, so a second press (or a
     double click) opens that game instead of making another. Returns the new game with
     a fresh host link, and whether this call made it."""
     with session_scope() as s:
+        asker = _host_address(s, admin_raw)
         old = _admin_game(s, admin_raw)  # locked: two presses at once are served in turn
         if old.follow_up_game_id is not None:
-            host = _seats(s, old.follow_up_game_id)[0]
+            first = _seats(s, old.follow_up_game_id)[0]
             return Created(old.follow_up_game_id,
-                           mint(s, "admin", old.follow_up_game_id, host.id)), False
+                           mint(s, "admin", old.follow_up_game_id, first.id,
+                                action={"address": asker})), False
         if old.status not in ("finished", "abandoned"):
             raise WrongState(gettext("a game can be played again once it has ended"))
         mod = get_game(old.engine)
-        seats = play_again_players(s, old)
+        seats = [seat for seat, _joined in play_again_players(s, old, asker)]
         if len(seats) < mod.MIN_PLAYERS:
             raise WrongState(gettext("too few of the players are still in (this game needs "
                                      "at least %(n)s); start a new game from the home page",
@@ -306,7 +317,7 @@ def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool
                   "absent_bot": old.absent_bot, "vacation_days": old.vacation_days}
         created = _create(s, old.engine, players, old.hours_per_decision, policy,
                           next_title(old.title or default_title(mod, [p.name for p in players])),
-                          None, confirm_by_email=False, start=False, client=client)
+                          None, confirm_by_email=False, start=False, client=client, host=asker)
         old.follow_up_game_id = created.game_id
         return created, True
 
