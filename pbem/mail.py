@@ -27,6 +27,7 @@ import re
 import smtplib
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.mime.multipart import MIMEMultipart
@@ -64,6 +65,11 @@ INVITE_TEMPLATES = frozenset({"host_confirm", "invitation", "handover_invite"})
 # What a player who chose "only my turns" no longer gets.
 MUTABLE_TEMPLATES = frozenset({"notice", "game_started"})
 _SHORT_PRINTABLE = re.compile(r"[\x20-\x7e]*\Z")
+# Emails whose recipient and content are settled only when they are sent: template ->
+# a function (session, row) that fills the row in, or says why nothing goes out (the row
+# is then skipped). The services register them: the list of one's games is asked for by
+# address, and looked up here, off the request (``pbem.services.my_games``).
+PREPARE_AT_SENDING: dict[str, Callable[[Any, Outbox], str | None]] = {}
 
 
 class _Wire(Compat32):
@@ -369,7 +375,9 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
     """Mint the claimed row's links and render it (None: it must not be sent now)."""
     with session_scope() as s:
         row, game, seat, to_player = load_row(s, row_id)
-        stale = _why_not_send(s, row, game, seat, to_player)
+        prepare = PREPARE_AT_SENDING.get(row.template)
+        stale = _why_not_send(s, row, game, seat, to_player) or (
+            prepare(s, row) if prepare else None)
         if stale:
             row.status, row.last_error = "skipped", stale
             return None

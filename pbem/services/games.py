@@ -7,13 +7,14 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
+from sqlalchemy import delete
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from engine.core import EngineError
 from engine.core import Game as EngineGame
@@ -30,7 +31,7 @@ from pbem.errors import (
 from pbem.forms import parse_int
 from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.mail import INVITE_TEMPLATES, default_title
-from pbem.models import Game, Outbox, RateLimit, Seat, Suppression, utcnow
+from pbem.models import Game, Outbox, RateLimit, Seat, Suppression, Token, utcnow
 from pbem.services._plumbing import (
     LANGUAGES,
     _admin_game,
@@ -275,7 +276,7 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
     admin = mint(s, "admin", gid, seats[0].id,
                  action={"address": host if host is not None else seats[0].email.lower()})
     if confirm_by_email:
-        _queue(s, game, seats[0], "host_confirm", {}, links={
+        _queue(s, game, seats[0], "host_confirm", {"days": UNCONFIRMED_DAYS}, links={
             "confirm": {"kind": "host_confirm"}, "admin": {"kind": "admin"}})
     elif start:
         _start(s, game, seats)
@@ -410,6 +411,37 @@ def _check_may_invite(s: Session, address: str) -> None:
             int(current_app.config["INVITE_LIMIT_PER_ADDRESS"]):
         raise RateLimited(gettext("%(address)s has had as many invitations as one day "
                                   "allows; try again tomorrow", address=address))
+
+
+# --------------------------------------------------------------------------- unconfirmed games
+
+
+UNCONFIRMED_DAYS = 3  # a game made on the web and not confirmed by its host is deleted then
+
+
+def expired_unconfirmed(now: datetime, limit: int = 500) -> list[str]:
+    """Games made on the web whose host has not confirmed them in ``UNCONFIRMED_DAYS``
+    (for the clock)."""
+    with session_scope() as s:
+        return list(s.exec(select(Game.id).where(
+            Game.status == "awaiting_host",
+            Game.created_at <= now - timedelta(days=UNCONFIRMED_DAYS))
+            .order_by(Game.created_at).limit(limit)))
+
+
+def expire_unconfirmed(game_id: str, now: datetime) -> bool:
+    """Delete a game its host never confirmed, with everything about it (the addresses
+    typed in by whoever made it, who may not be its host: nobody has agreed to anything,
+    and only the host was ever emailed); False if it was confirmed meanwhile."""
+    with session_scope() as s:
+        game = _lock_game(s, game_id)
+        if game.status != "awaiting_host" or \
+                game.created_at > now - timedelta(days=UNCONFIRMED_DAYS):
+            return False
+        for model in (Token, Outbox, Seat):
+            s.execute(delete(model).where(model.game_id == game_id))
+        s.delete(game)
+        return True
 
 
 def describe_host_confirm(raw: str) -> dict[str, Any]:
