@@ -391,7 +391,7 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
 _ROW = (select(Outbox, Game, Seat).outerjoin(Game, Game.id == Outbox.game_id)
         .outerjoin(Seat, Seat.id == Outbox.seat_id).where(Outbox.id == bindparam("id")))
 _SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
-_SUPPRESSED = select(Suppression.address).where(Suppression.address == bindparam("rcpt"))
+_SUPPRESSED = select(Suppression.scope).where(Suppression.address == bindparam("rcpt"))
 _EVENTS_SINCE = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
                                         EventLog.seq > bindparam("since"))
                  .order_by(EventLog.seq))
@@ -426,7 +426,7 @@ def render_row(s, row: Outbox, game: Game | None, seat: Seat | None,
 def _why_not_send(s, row: Outbox, game: Game | None, seat: Seat | None,
                   to_player: bool) -> str | None:
     """Why this email must not go out now (checked at sending, not only at queueing)."""
-    if s.execute(_SUPPRESSED, {"rcpt": row.rcpt}).first() is not None:
+    if suppressed(s, row.rcpt, row.template):
         return mark("the address asked not to get email from this server")
     decision_id = row.context.get("decision_id")
     if row.template == "decision" and decision_id is not None:
@@ -450,6 +450,14 @@ def _why_not_send(s, row: Outbox, game: Game | None, seat: Seat | None,
     if seat.mute_notices and row.template in MUTABLE_TEMPLATES:
         return mark("the player asked for turn emails only")
     return None
+
+
+def suppressed(s, rcpt: str, template: str | None = None) -> bool:
+    """Whether address ``rcpt`` (lower case) asked for no email of ``template`` (a
+    suppression's scope is a template, or ``all``); without ``template``, whether it
+    asked for none at all ("never email me again")."""
+    scope = s.execute(_SUPPRESSED, {"rcpt": rcpt}).scalar()
+    return scope == "all" or (scope is not None and scope == template)
 
 
 def may_mail(game: Game, seat: Seat, template: str) -> bool:
@@ -486,7 +494,8 @@ def _render(s, row: Outbox, game: Game | None, seat: Seat | None,
     """Render ``row`` (inside ``force_locale`` of its language)."""
     specs = row.context["links"]
     *urls, unsubscribe = _mint_links(
-        s, [*specs.values(), {"kind": "unsubscribe", "action": {"address": row.rcpt}}], row)
+        s, [*specs.values(), {"kind": "unsubscribe",
+                              "action": {"address": row.rcpt, "of": row.template}}], row)
     links = dict(zip(specs, urls, strict=True))
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
                            "base_url": current_app.config["BASE_URL"],

@@ -472,6 +472,8 @@ NOTIFY_DONE = {
     "left": lazy_gettext("You left the game. A bot plays your seat, and the host has been "
                          "told."),
     "suppressed": lazy_gettext("This address will get no more email from this server."),
+    "lists": lazy_gettext("This address will get no more lists of its games. The emails "
+                          "of your games go on as before."),
     "ended": lazy_gettext("This game has ended, so it sends you nothing more. Your other "
                           "games go on as before."),
 }
@@ -497,15 +499,15 @@ def notifications(raw: str):
 @bp.route("/u/<raw>", methods=["GET", "POST"])
 def unsubscribe(raw: str):
     """One-click unsubscribe (RFC 8058): a mail program POSTs ``List-Unsubscribe=
-    One-Click`` without any form of ours; a person gets a page with the choices."""
+    One-Click`` without any form of ours; a person gets a page with the choices (and,
+    once the address gets no email, one to let a bot play each seat it still holds)."""
     done = None
     if request.method == "POST":
-        if request.form.get("List-Unsubscribe") == "One-Click":
-            how = "one-click"
-        else:
+        how, seat = "one-click", None
+        if request.form.get("List-Unsubscribe") != "One-Click":
             _require_sig(raw)
-            how = request.form.get("how", "")
-        done = str(NOTIFY_DONE[services.unsubscribe(raw, how)])
+            how, seat = request.form.get("how", ""), request.form.get("seat")
+        done = str(NOTIFY_DONE[services.unsubscribe(raw, how, seat)])
     return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
                            raw=raw, done=done)
 

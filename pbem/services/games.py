@@ -30,8 +30,8 @@ from pbem.errors import (
 )
 from pbem.forms import parse_int
 from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
-from pbem.mail import INVITE_TEMPLATES, default_title
-from pbem.models import Game, Outbox, RateLimit, Seat, Suppression, Token, utcnow
+from pbem.mail import INVITE_TEMPLATES, default_title, suppressed
+from pbem.models import Game, Outbox, RateLimit, Seat, Token, utcnow
 from pbem.services._plumbing import (
     LANGUAGES,
     _admin_game,
@@ -404,7 +404,7 @@ def _check_may_invite(s: Session, address: str) -> None:
     """Refuse to invite an address that asked for no email, or that got the most
     invitations a day allows (so nobody can use the server to mail a stranger)."""
     rcpt = address.lower()
-    if s.get(Suppression, rcpt) is not None:
+    if suppressed(s, rcpt):
         raise InvalidInput(gettext("%(address)s cannot be invited: that address asked not "
                                    "to get email from this server", address=address))
     if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \

@@ -19,8 +19,8 @@ from pbem import localize
 from pbem.db import session_scope
 from pbem.errors import NotFound
 from pbem.i18n import language
-from pbem.mail import open_deadlines
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, Suppression
+from pbem.mail import open_deadlines, suppressed
+from pbem.models import Decision, EventLog, Game, Outbox, Seat
 from pbem.services._plumbing import _admin_game, _host_address, _seats, _token
 
 
@@ -113,7 +113,7 @@ def play_again_players(s: Session, game: Game, asker: str) -> list[tuple[Seat, b
     return [(seat, seat.email.lower() == asker) for seat in _seats(s, game.id)
             if seat.email.lower() == asker or (
                 seat.invite != "declined" and seat.left_at is None
-                and s.get(Suppression, seat.email.lower()) is None)]
+                and not suppressed(s, seat.email.lower()))]
 
 
 # --------------------------------------------------------------------------- the game log
