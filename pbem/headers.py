@@ -97,8 +97,8 @@ def _ascii_domain(domain: str) -> str:
     """The domain in the ASCII form mail servers look up: IDNA 2008 with the UTS 46
     mapping, so ``straße.de`` is ``xn--strae-oqa.de`` (Python's own ``idna`` codec is
     IDNA 2003, which sends it to ``strasse.de``, another domain). A domain that has no
-    such form (a symbol, a bidi mix, a joiner out of place, a broken ``xn--`` label) is
-    refused: ``idna`` for one typed in Unicode, ``domain`` for one typed in ASCII."""
+    such form (a symbol, a bidi mix, a joiner out of place, an ``xn--`` label that does not
+    decode to one, as a browser writes ``i❤.example``) is refused (``idna``)."""
     domain = domain.rstrip(".")
     if domain.isascii() and "xn--" not in domain.lower():
         return domain.lower()  # plain host names: the label checks of the caller suffice
@@ -106,7 +106,7 @@ def _ascii_domain(domain: str) -> str:
         return idna.encode(domain, uts46=True, std3_rules=True,
                            transitional=False).decode("ascii")
     except (idna.IDNAError, UnicodeError):
-        raise BadAddress("domain" if domain.isascii() else "idna") from None
+        raise BadAddress("idna") from None
 
 
 def bad_characters(text: str) -> bool:
