@@ -2,9 +2,10 @@
 by a loop of its own.
 
 The database holds every deadline, reminder and undelivered email, so the clock keeps no
-state. Each sweep (every ``CLOCK_INTERVAL`` seconds) queues due reminders (once each) and
+state. Each sweep (every ``CLOCK_INTERVAL`` seconds) queues due reminders (once each),
 plays the default action of every expired decision (through the same service as a
-player's click). The mail loop delivers the outbox as soon as something is queued: web
+player's click), and deletes the games made on the web that their host has not
+confirmed in a few days. The mail loop delivers the outbox as soon as something is queued: web
 requests never talk to the mail server, so a slow or hung one slows no page; on
 PostgreSQL a NOTIFY from the queueing transaction wakes the loop at once, on SQLite it
 polls every ``MAIL_POLL_INTERVAL`` seconds. A hung mail server stalls only this loop,
@@ -79,7 +80,7 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     """One idempotent pass over what is due; returns what it did.
 
     A failure on one decision is logged and does not stop the others or the mail."""
-    counts = {"reminders": 0, "timeouts": 0, "busy": 0, "errors": 0}
+    counts = {"reminders": 0, "timeouts": 0, "expired": 0, "busy": 0, "errors": 0}
     with app.app_context(), sweep_guard(app) as mine:
         if mine:
             now = now or utcnow()
@@ -88,6 +89,9 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
                                                 counts)
             for decision_id in services.due_timeouts(now):
                 counts["timeouts"] += _guarded(services.time_out, decision_id, now, counts)
+            for game_id in services.expired_unconfirmed(now):
+                counts["expired"] += _guarded(services.expire_unconfirmed, game_id, now,
+                                              counts)
         else:
             counts["busy"] = 1
     if counts["busy"]:
@@ -97,12 +101,13 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     return counts
 
 
-def _guarded(step, decision_id: int, now: datetime, counts: dict[str, int]) -> bool:
-    """Run one step for one decision; a bug or bad row there must not stop the clock."""
+def _guarded(step, item: int | str, now: datetime, counts: dict[str, int]) -> bool:
+    """Run one step for one decision (or game); a bug or bad row there must not stop
+    the clock."""
     try:
-        return step(decision_id, now)
+        return step(item, now)
     except Exception:  # noqa: BLE001 - logged with its traceback, then the sweep goes on
-        log.exception("sweep: %s failed for decision %s", step.__name__, decision_id)
+        log.exception("sweep: %s failed for %s", step.__name__, item)
         counts["errors"] += 1
         return False
 

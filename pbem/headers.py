@@ -17,6 +17,8 @@ import re
 import unicodedata
 from email.header import Header
 
+import idna
+
 from pbem.i18n import mark
 
 MAX_ADDRESS = 254
@@ -48,6 +50,8 @@ PROBLEMS = {  # marked for the catalogs; ``address_problem`` translates
     "ascii": mark("use only ASCII letters, digits and . _ + - before the @"),
     "local": mark("the part before the @ has characters or dots an address cannot have"),
     "domain": mark("the part after the @ is not a mail domain"),
+    "idna": mark("the part after the @ cannot be written as an international domain name "
+                 "(IDNA 2008)"),
 }
 
 
@@ -63,8 +67,9 @@ def parse_address(text: str) -> str:
 
     Accepted: a dot-atom local part (ASCII letters, digits and ``!#$%&'*+/=?^_`{|}~-``,
     single dots between them) and a host name of two or more labels; an international
-    domain is turned into its ASCII (``xn--``) form. Refused: quoted local parts, IP
-    literals, and anything the header writer could not write back exactly.
+    domain is turned into its ASCII (``xn--``) form by IDNA 2008 (``_ascii_domain``).
+    Refused: quoted local parts, IP literals, domains with no IDNA 2008 form, and anything
+    the header writer could not write back exactly.
     """
     addr = (text or "").strip()
     if not addr:
@@ -89,13 +94,19 @@ def parse_address(text: str) -> str:
 
 
 def _ascii_domain(domain: str) -> str:
-    domain = domain.rstrip(".").lower()
-    if domain.isascii():
-        return domain
+    """The domain in the ASCII form mail servers look up: IDNA 2008 with the UTS 46
+    mapping, so ``straße.de`` is ``xn--strae-oqa.de`` (Python's own ``idna`` codec is
+    IDNA 2003, which sends it to ``strasse.de``, another domain). A domain that has no
+    such form (a symbol, a bidi mix, a joiner out of place, an ``xn--`` label that does not
+    decode to one, as a browser writes ``i❤.example``) is refused (``idna``)."""
+    domain = domain.rstrip(".")
+    if domain.isascii() and "xn--" not in domain.lower():
+        return domain.lower()  # plain host names: the label checks of the caller suffice
     try:
-        return domain.encode("idna").decode("ascii")
-    except UnicodeError:
-        raise BadAddress("domain") from None
+        return idna.encode(domain, uts46=True, std3_rules=True,
+                           transitional=False).decode("ascii")
+    except (idna.IDNAError, UnicodeError):
+        raise BadAddress("idna") from None
 
 
 def bad_characters(text: str) -> bool:

@@ -27,6 +27,7 @@ import re
 import smtplib
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.mime.multipart import MIMEMultipart
@@ -64,6 +65,11 @@ INVITE_TEMPLATES = frozenset({"host_confirm", "invitation", "handover_invite"})
 # What a player who chose "only my turns" no longer gets.
 MUTABLE_TEMPLATES = frozenset({"notice", "game_started"})
 _SHORT_PRINTABLE = re.compile(r"[\x20-\x7e]*\Z")
+# Emails whose recipient and content are settled only when they are sent: template ->
+# a function (session, row) that fills the row in, or says why nothing goes out (the row
+# is then skipped). The services register them: the list of one's games is asked for by
+# address, and looked up here, off the request (``pbem.services.my_games``).
+PREPARE_AT_SENDING: dict[str, Callable[[Any, Outbox], str | None]] = {}
 
 
 class _Wire(Compat32):
@@ -400,7 +406,9 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
     """Mint the claimed row's links and render it (None: it must not be sent now)."""
     with session_scope() as s:
         row, game, seat, to_player = load_row(s, row_id)
-        stale = _why_not_send(s, row, game, seat, to_player)
+        prepare = PREPARE_AT_SENDING.get(row.template)
+        stale = _why_not_send(s, row, game, seat, to_player) or (
+            prepare(s, row) if prepare else None)
         if stale:
             row.status, row.last_error = "skipped", stale
             return None
@@ -414,7 +422,7 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
 _ROW = (select(Outbox, Game, Seat).outerjoin(Game, Game.id == Outbox.game_id)
         .outerjoin(Seat, Seat.id == Outbox.seat_id).where(Outbox.id == bindparam("id")))
 _SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
-_SUPPRESSED = select(Suppression.address).where(Suppression.address == bindparam("rcpt"))
+_SUPPRESSED = select(Suppression.scope).where(Suppression.address == bindparam("rcpt"))
 _EVENTS_SINCE = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
                                         EventLog.seq > bindparam("since"))
                  .order_by(EventLog.seq))
@@ -449,7 +457,7 @@ def render_row(s, row: Outbox, game: Game | None, seat: Seat | None,
 def _why_not_send(s, row: Outbox, game: Game | None, seat: Seat | None,
                   to_player: bool) -> str | None:
     """Why this email must not go out now (checked at sending, not only at queueing)."""
-    if s.execute(_SUPPRESSED, {"rcpt": row.rcpt}).first() is not None:
+    if suppressed(s, row.rcpt, row.template):
         return mark("the address asked not to get email from this server")
     decision_id = row.context.get("decision_id")
     if row.template == "decision" and decision_id is not None:
@@ -473,6 +481,14 @@ def _why_not_send(s, row: Outbox, game: Game | None, seat: Seat | None,
     if seat.mute_notices and row.template in MUTABLE_TEMPLATES:
         return mark("the player asked for turn emails only")
     return None
+
+
+def suppressed(s, rcpt: str, template: str | None = None) -> bool:
+    """Whether address ``rcpt`` (lower case) asked for no email of ``template`` (a
+    suppression's scope is a template, or ``all``); without ``template``, whether it
+    asked for none at all ("never email me again")."""
+    scope = s.execute(_SUPPRESSED, {"rcpt": rcpt}).scalar()
+    return scope == "all" or (scope is not None and scope == template)
 
 
 def may_mail(game: Game, seat: Seat, template: str) -> bool:
@@ -509,7 +525,8 @@ def _render(s, row: Outbox, game: Game | None, seat: Seat | None,
     """Render ``row`` (inside ``force_locale`` of its language)."""
     specs = row.context["links"]
     *urls, unsubscribe = _mint_links(
-        s, [*specs.values(), {"kind": "unsubscribe", "action": {"address": row.rcpt}}], row)
+        s, [*specs.values(), {"kind": "unsubscribe",
+                              "action": {"address": row.rcpt, "of": row.template}}], row)
     links = dict(zip(specs, urls, strict=True))
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
                            "base_url": current_app.config["BASE_URL"],
@@ -568,9 +585,12 @@ def _mint_links(s, specs: list[dict], row: Outbox) -> list[str]:
     """Mint a token for each link spec of ``row`` (in one statement); their URLs."""
     # An email about no one game (the list of one's games) has no game; a token names one:
     # one of the recipient's, stored with the email.
+    # A host link names the address it went to: who presses its buttons (play again).
     game_id = row.game_id or row.context.get("token_game")
     raws = mint_many(s, [{"kind": spec["kind"], "game_id": game_id, "seat_id": row.seat_id,
-                          "decision_id": spec.get("decision_id"), "action": spec.get("action")}
+                          "decision_id": spec.get("decision_id"),
+                          "action": spec.get("action") or (
+                              {"address": row.rcpt} if spec["kind"] == "admin" else None)}
                          for spec in specs])
     base = current_app.config["BASE_URL"].rstrip("/")
     return [base + LINK_PATHS[spec["kind"]] + raw for spec, raw in zip(specs, raws, strict=True)]

@@ -113,7 +113,9 @@ class Token(SQLModel, table=True):
     """A link secret, stored only as its SHA-256 hash.
 
     Kinds: ``action`` (one decision, one action), ``page`` (a seat's game page),
-    ``admin`` (the host's admin page), ``invite`` (accept/decline), ``host_confirm``,
+    ``admin`` (the host's admin page; ``action`` holds the address it was sent to, who
+    joins a game made by its "play again"), ``unsubscribe`` (``action``: the address and
+    the template of its email), ``invite`` (accept/decline), ``host_confirm``,
     ``my_games`` (the list of an address's games, ``action`` holds the address; it expires
     ``LINK_DAYS`` after ``created_at``, and names one of the address's games only because
     every token names a game).
@@ -189,10 +191,13 @@ class Outbox(SQLModel, table=True):
 
 
 class Suppression(SQLModel, table=True):
-    """An address that asked never to get email from this server (one-click unsubscribe
-    by someone who is not a player)."""
+    """An address that asked to get no more email of some kind from this server:
+    ``scope`` ``all`` (never email me again: a one-click unsubscribe by someone who is not
+    a player, or the choice on the unsubscribe page) or ``my_games`` (no more lists of
+    one's games: a one-click unsubscribe from such a list). ``all`` covers the other."""
 
     address: str = Field(primary_key=True, max_length=254)  # lower case
+    scope: str = Field(default="all", max_length=16, sa_column_kwargs={"server_default": "all"})
     created_at: datetime = Field(default_factory=utcnow)
 
 

@@ -17,6 +17,7 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import (
     Blueprint,
@@ -45,6 +46,7 @@ from pbem.errors import (
     TurnOver,
     WrongState,
 )
+from pbem.forms import DB_INT_MAX, parse_int
 from pbem.tokens import check_signature, form_signature, same_secret
 
 bp = Blueprint("web", __name__)
@@ -81,6 +83,8 @@ def _security_headers(resp):
     resp.headers.setdefault("Referrer-Policy", "no-referrer")  # links carry secrets
     resp.headers.setdefault("X-Frame-Options", "DENY")
     resp.headers.setdefault("Cache-Control", "no-store")
+    if current_app.config["BASE_URL"].startswith("https:"):
+        resp.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
     return resp
 
 
@@ -105,6 +109,13 @@ def _server_error(exc):  # pragma: no cover - a bug if it ever runs
         "something went wrong on our side; nothing was changed"))), 500
 
 
+def _speak(language: str) -> None:
+    """Speak ``language`` from here on in this request, even if a message was already
+    translated (a refusal, a parsed number) and so fixed the language Babel had chosen."""
+    g.language = language
+    refresh()
+
+
 def _require_sig(raw: str) -> None:
     if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
         raise ServiceError(_("this form is out of date or did not come from this site; "
@@ -123,14 +134,21 @@ def _message(title: str, text: str, status: int = 200, element: str = "message")
 def choose_language():
     """The language switch of pages shown to no seat: a cookie, then back to the page."""
     lang = request.form.get("lang", "")
-    back = request.form.get("next", "/")
-    if not back.startswith("/") or back.startswith("//") or "\\" in back:
-        back = "/"
-    resp = redirect(back, code=303)
+    resp = redirect(_local_path(request.form.get("next", "")), code=303)
     if lang in i18n.LANGUAGES:
         resp.set_cookie(i18n.COOKIE, lang, max_age=3600 * 24 * 365, samesite="Lax",
                         httponly=True, secure=current_app.config["SESSION_COOKIE_SECURE"])
     return resp
+
+
+def _local_path(text: str) -> str:
+    """``text`` if it is a path on this site (no scheme, no host, no backslash, no
+    control character or blank that a browser might drop), else ``/``."""
+    if (not text.startswith("/") or text.startswith("//") or "\\" in text
+            or any(c <= " " or c == "\x7f" for c in text)):
+        return "/"
+    parts = urlsplit(text)
+    return text if not parts.scheme and not parts.netloc else "/"
 
 
 @bp.get("/")
@@ -263,9 +281,10 @@ def host_confirm(raw: str):
 
 
 def _already_confirmed():
+    """A used confirmation link, opened or posted again: 409, as every used link answers."""
     return _message(_("Already confirmed"), _("This game is confirmed and the invitations "
                                               "are out. The game starts when everyone has "
-                                              "accepted."), element="confirmed")
+                                              "accepted."), 409, element="confirmed")
 
 
 @bp.route("/invite/<raw>", methods=["GET", "POST"])
@@ -302,7 +321,7 @@ def handover(raw: str):
 def one_click(raw: str):
     if request.method != "POST":  # GET and HEAD never act
         info = services.describe_token(raw)
-        g.language = info["seat"].language
+        _speak(info["seat"].language)
         status = 409 if info.get("closed") else 200
         return render_template("pages/action.html", info=info, raw=raw), status
     if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
@@ -316,7 +335,7 @@ def one_click(raw: str):
         if isinstance(exc, IllegalMove):
             raise
         info = services.describe_token(raw)  # the page again, saying what was wrong
-        g.language = info["seat"].language
+        _speak(info["seat"].language)
         return render_template("pages/action.html", info=info, raw=raw,
                                error=exc.data.get("reason", "choice/unknown")), 400
     except (AlreadyRecorded, TurnOver) as exc:
@@ -334,7 +353,7 @@ def _after_move(outcome: services.Outcome):
     """A short page: what was recorded, who acts next, and this seat's next decision at
     once if it has one (no board or log: the game page has those)."""
     data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
-    g.language = outcome.language
+    _speak(outcome.language)
     return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
                            outcome=outcome)
 
@@ -347,7 +366,7 @@ def game_page(raw: str):
 def _game_page(raw: str, status: int = 200, **extra: Any):
     data = services.game_for_page(raw)
     if data["seat"] is not None:
-        g.language = data["seat"].language
+        _speak(data["seat"].language)
     return _with_log_script(data, render_template("pages/game.html", data=data, raw=raw,
                                                   **extra), status)
 
@@ -361,17 +380,17 @@ def _with_log_script(data: dict[str, Any], page: str, status: int = 200):
     return resp
 
 
-@bp.get("/g/<raw>/log/<int:number>")
+@bp.get(f"/g/<raw>/log/<int(max={DB_INT_MAX}):number>")
 def game_log_round(raw: str, number: int):
     """One round of the game log from the seat's view: a page of its own, or with
     ``?part=1`` only the round's entries (what the game page's script fetches)."""
     data = services.log_round_for_page(raw, number)
     if data["seat"] is not None:
-        g.language = data["seat"].language
+        _speak(data["seat"].language)
     return _log_round(data, f"/g/{raw}")
 
 
-@bp.get("/watch/<key>/log/<int:number>")
+@bp.get(f"/watch/<key>/log/<int(max={DB_INT_MAX}):number>")
 def spectator_log_round(key: str, number: int):
     return _log_round(services.log_round_for_spectator(key, number), f"/watch/{key}")
 
@@ -422,13 +441,20 @@ def form_command(form) -> str:
         words.append(amount)
     for key, value in form.items(multi=True):
         if key.startswith(f"{verb}.count.") and value.strip():
-            if not value.strip().isdigit() or int(value) > MAX_FORM_COUNT:
-                raise IllegalMove("form/count", verb)
-            words += [key.removeprefix(f"{verb}.count.")] * int(value)
+            words += [key.removeprefix(f"{verb}.count.")] * _count(value, verb)
     words = [w.strip() for w in words if w.strip()]
     if len(words) > MAX_FORM_WORDS:
         raise IllegalMove("form/too_long", verb)
     return " ".join(words)
+
+
+def _count(value: str, verb: str) -> int:
+    """A ``<verb>.count.<word>`` field: a whole number from 0 to MAX_FORM_COUNT, else the
+    form again with what to enter."""
+    try:
+        return parse_int(value, 0, MAX_FORM_COUNT, "bad count")
+    except InvalidInput:
+        raise IllegalMove("form/count", verb) from None
 
 
 @bp.get("/watch/<key>")
@@ -461,6 +487,8 @@ NOTIFY_DONE = {
     "left": lazy_gettext("You left the game. A bot plays your seat, and the host has been "
                          "told."),
     "suppressed": lazy_gettext("This address will get no more email from this server."),
+    "lists": lazy_gettext("This address will get no more lists of its games. The emails "
+                          "of your games go on as before."),
     "ended": lazy_gettext("This game has ended, so it sends you nothing more. Your other "
                           "games go on as before."),
 }
@@ -486,15 +514,15 @@ def notifications(raw: str):
 @bp.route("/u/<raw>", methods=["GET", "POST"])
 def unsubscribe(raw: str):
     """One-click unsubscribe (RFC 8058): a mail program POSTs ``List-Unsubscribe=
-    One-Click`` without any form of ours; a person gets a page with the choices."""
+    One-Click`` without any form of ours; a person gets a page with the choices (and,
+    once the address gets no email, one to let a bot play each seat it still holds)."""
     done = None
     if request.method == "POST":
-        if request.form.get("List-Unsubscribe") == "One-Click":
-            how = "one-click"
-        else:
+        how, seat = "one-click", None
+        if request.form.get("List-Unsubscribe") != "One-Click":
             _require_sig(raw)
-            how = request.form.get("how", "")
-        done = str(NOTIFY_DONE[services.unsubscribe(raw, how)])
+            how, seat = request.form.get("how", ""), request.form.get("seat")
+        done = str(NOTIFY_DONE[services.unsubscribe(raw, how, seat)])
     return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
                            raw=raw, done=done)
 
@@ -509,8 +537,7 @@ def admin(raw: str):
 
 def _as_host(raw: str) -> None:
     """Speak the host's language from here on (their messages and page)."""
-    g.language = services.host_language(raw)
-    refresh()  # a language looked up before this one is forgotten
+    _speak(services.host_language(raw))
 
 
 def _admin_page(raw: str, notice: str | None = None, error: str | None = None,
@@ -550,10 +577,8 @@ def admin_play_again(raw: str):
 def admin_replace(raw: str):
     _require_sig(raw)
     _as_host(raw)
-    try:
-        position = int(request.form.get("position", ""))
-    except ValueError:
-        raise ServiceError(_("choose the seat to re-invite")) from None
+    position = parse_int(request.form.get("position", ""), 0, DB_INT_MAX,
+                         _("choose the seat to re-invite"))
     services.replace_player(raw, position, _player_fields(request.form))
     return _admin_page(raw, _("Invitation sent."))
 

@@ -64,6 +64,8 @@ from pbem.services.games import (
     create_game,
     describe_host_confirm,
     describe_invitation,
+    expire_unconfirmed,
+    expired_unconfirmed,
     offered_games,
     parse_player,
     play_again,
@@ -101,6 +103,7 @@ __all__ = [
     # games
     "GAMES_OFFERED", "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
     "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",
+    "expire_unconfirmed", "expired_unconfirmed",
     "parse_player", "play_again", "replace_player", "validate_players",
     # my_games
     "my_games", "open_my_game", "request_my_games",

@@ -57,6 +57,12 @@ def _admin_game(s: Session, raw: str) -> Game:
     return _lock_game(s, token.game_id)
 
 
+def _host_address(s: Session, raw: str) -> str:
+    """The address a host link was sent to (lower case; "" for a link from before links
+    named it): the person who presses the buttons of that host page."""
+    return str((_token(s, raw, "admin").action or {}).get("address", "")).lower()
+
+
 _SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
 
 
@@ -188,10 +194,12 @@ _RECENT_NOTICES = select(
 
 
 def _recent(s: Session, where: Any, templates: frozenset[str] | None,
-            within: timedelta, exclude: frozenset[str] = frozenset()) -> int:
-    """Emails matching ``where`` queued within ``within`` that went or will go out."""
+            within: timedelta, exclude: frozenset[str] = frozenset(),
+            other_than: int | None = None) -> int:
+    """Emails matching ``where`` queued within ``within`` that went or will go out (but
+    for the row ``other_than``, the one being sent)."""
     query = select(func.count()).select_from(Outbox).where(
-        where, Outbox.created_at >= utcnow() - within,
+        where, Outbox.created_at >= utcnow() - within, Outbox.id != (other_than or 0),
         Outbox.status.in_(("pending", "sending", "sent")))
     if templates is not None:
         query = query.where(Outbox.template.in_(templates))

@@ -10,13 +10,16 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
+from sqlalchemy import func
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, select
 
 from engine.registry import get_game
 from pbem.db import is_postgres, session_scope
 from pbem.errors import AlreadyRecorded, InvalidInput, RateLimited, WrongState
+from pbem.forms import DB_INT_MAX, parse_int
 from pbem.i18n import number, short_time
+from pbem.mail import game_name, suppressed
 from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, utcnow
 from pbem.services._plumbing import (
     LANGUAGES,
@@ -88,10 +91,7 @@ def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
     """The host's "remind now": the usual reminder email of one open decision, queued at
     once, at most once per decision (a second press, or a double click, sends nothing).
     Returns the name of the player reminded and when."""
-    try:
-        wanted = int(decision_id)
-    except (TypeError, ValueError):
-        raise InvalidInput(gettext("choose whom to remind")) from None
+    wanted = parse_int(decision_id, 1, DB_INT_MAX, gettext("choose whom to remind"))
     with session_scope() as s:
         game = _admin_game(s, admin_raw)  # locked: two presses at once are served in turn
         decision = s.get(Decision, wanted)
@@ -316,12 +316,15 @@ def _play_open_for_bot(s: Session, game: Game, seat: Seat) -> None:
 # -------------------------------------------------- notifications, unsubscribing, leaving, language
 
 
-NOTIFY_CHOICES = ("one-click", "mute", "unmute", "leave", "suppress")
+NOTIFY_CHOICES = ("one-click", "mute", "unmute", "leave", "suppress", "lists")
 
 
 def describe_unsubscribe(raw: str) -> dict[str, Any]:
     """What the unsubscribe link of an email offers (changes nothing): a player gets
-    their notification settings, anyone else "never email me again"."""
+    their notification settings, the reader of a list of their games "no more lists",
+    anyone "never email me again". ``playing``: the games the address still has a seat
+    in (the page says that stopping everything stops their turn emails too, and offers
+    to let a bot play each seat)."""
     with session_scope() as s:
         token = _token(s, raw, "unsubscribe")
         address = str((token.action or {}).get("address", ""))
@@ -330,29 +333,71 @@ def describe_unsubscribe(raw: str) -> dict[str, Any]:
         return {"address": address, "game": game, "seat": seat,
                 "player": _is_player(game, seat, address),
                 "ended": _played_in_ended_game(game, seat, address),
-                "suppressed": s.get(Suppression, address) is not None}
+                "suppressed": suppressed(s, address.lower()),
+                "list": _of_list(token),
+                "lists_stopped": suppressed(s, address.lower(), "my_games"),
+                "playing": _playing(s, address.lower())}
 
 
-def unsubscribe(raw: str, how: str) -> str:
-    """Carry out an unsubscribe link. ``one-click`` (RFC 8058, what a mail program's
-    button sends) stops the player's notices but not their turns, and stops every email
-    to anyone else; ``mute``, ``unmute`` and ``leave`` are a player's settings;
-    ``suppress`` is "never email me again". Returns what was done."""
+def unsubscribe(raw: str, how: str, seat_id: Any = None) -> str:
+    """Carry out an unsubscribe link; each kind of email stops only that kind.
+    ``one-click`` (RFC 8058, what a mail program's button sends) stops a player's
+    notices but not their turns, the lists of one's games for the reader of such a list
+    (``lists``), and every email to anyone else; ``mute``, ``unmute`` and ``leave`` are
+    a player's settings (``leave`` with ``seat_id``: any seat the address holds, offered
+    once it asked for no email); ``suppress`` is "never email me again". Returns what
+    was done."""
     if how not in NOTIFY_CHOICES:
         raise InvalidInput(gettext("choose what to stop"))
     with session_scope() as s:
         token = _token(s, raw, "unsubscribe")
         address = str((token.action or {}).get("address", "")).lower()
+        if how == "leave" and seat_id is not None:
+            return _leave_seat_of(s, address, seat_id)
         game = _lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id) if token.seat_id else None
-        if _is_player(game, seat, address) and how != "suppress":
+        if _is_player(game, seat, address) and how not in ("suppress", "lists"):
             return _notification_choice(s, game, seat, "mute" if how == "one-click" else how)
+        if how in ("one-click", "lists") and _of_list(token):
+            _stop(s, address, "my_games")
+            return "lists"
         if how == "one-click" and _played_in_ended_game(game, seat, address):
             return "ended"  # it sends nothing more; their other games are not touched
         if how not in ("one-click", "suppress"):
             raise WrongState(gettext("this address is not playing in this game"))
         _suppress(s, game, seat, address)
         return "suppressed"
+
+
+def _of_list(token: Token) -> bool:
+    """Whether an unsubscribe link came with a list of one's games (a link minted before
+    links named their email: the only emails without a seat are such lists)."""
+    action = token.action or {}
+    return action.get("of", "my_games" if token.seat_id is None else None) == "my_games"
+
+
+def _playing(s: Session, address: str) -> list[dict[str, Any]]:
+    """The seats ``address`` holds in games running or about to start, oldest first."""
+    found = []
+    for seat in s.exec(select(Seat).where(func.lower(Seat.email) == address)
+                       .order_by(Seat.id)):
+        game = s.get(Game, seat.game_id)
+        if _is_player(game, seat, address):
+            found.append({"seat_id": seat.id, "title": game_name(game, _seats(s, game.id)),
+                          "status": game.status})
+    return found
+
+
+def _leave_seat_of(s: Session, address: str, seat_id: Any) -> str:
+    """Leave one seat that ``address`` holds (a bot plays it; its host is told)."""
+    seat = s.get(Seat, parse_int(seat_id, 1, DB_INT_MAX, gettext("choose a game")))
+    game = _lock_game(s, seat.game_id) if seat is not None else None
+    if game is not None:
+        s.refresh(seat)  # read again under the game's lock
+    if not _is_player(game, seat, address):
+        raise WrongState(gettext("this address has no seat in that game (any more)"))
+    _leave(s, game, seat)
+    return "left"
 
 
 def set_notifications(page_raw: str, how: str) -> str:
@@ -418,12 +463,22 @@ def _leave(s: Session, game: Game, seat: Seat) -> None:
         _play_open_for_bot(s, game, seat)
 
 
+def _stop(s: Session, address: str, scope: str) -> None:
+    """Record that ``address`` wants no email of ``scope`` (``all`` wins over any)."""
+    dialect = postgresql if is_postgres() else sqlite
+    insert = dialect.insert(Suppression).values(address=address, scope=scope,
+                                                created_at=utcnow())
+    if scope == "all":
+        s.execute(insert.on_conflict_do_update(index_elements=["address"],
+                                               set_={"scope": "all"}))
+    else:
+        s.execute(insert.on_conflict_do_nothing(index_elements=["address"]))
+
+
 def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
     """Never email ``address`` again; an open invitation of theirs in this game counts as
     declined, and a hand-over offered to them is withdrawn (the host is told)."""
-    dialect = postgresql if is_postgres() else sqlite
-    s.execute(dialect.insert(Suppression).values(address=address, created_at=utcnow())
-              .on_conflict_do_nothing(index_elements=["address"]))
+    _stop(s, address, "all")
     if seat is None:
         return
     if seat.email.lower() == address and seat.invite == "invited":
@@ -488,10 +543,7 @@ def _require_active(game: Game) -> None:
 
 
 def _seat_at(s: Session, game: Game, position: Any) -> Seat:
-    try:
-        pos = int(position)
-    except (TypeError, ValueError):
-        raise InvalidInput(gettext("choose a seat")) from None
+    pos = parse_int(position, 0, DB_INT_MAX, gettext("choose a seat"))
     seats = _seats(s, game.id)
     if not 0 <= pos < len(seats):
         raise InvalidInput(gettext("there is no such seat"))

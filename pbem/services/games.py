@@ -7,13 +7,14 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
+from sqlalchemy import delete
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from engine.core import EngineError
 from engine.core import Game as EngineGame
@@ -27,13 +28,15 @@ from pbem.errors import (
     RateLimited,
     WrongState,
 )
+from pbem.forms import parse_int
 from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
-from pbem.mail import INVITE_TEMPLATES, default_title
-from pbem.models import Game, Outbox, RateLimit, Seat, Suppression, utcnow
+from pbem.mail import INVITE_TEMPLATES, default_title, suppressed
+from pbem.models import Game, Outbox, RateLimit, Seat, Token, utcnow
 from pbem.services._plumbing import (
     LANGUAGES,
     _admin_game,
     _dump,
+    _host_address,
     _lock_game,
     _log,
     _queue,
@@ -239,9 +242,13 @@ def _game_module(engine_name: str) -> EngineGame:
 
 def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
             policy: dict[str, Any], title: str, seed: int | None, confirm_by_email: bool,
-            start: bool, client: str | None, rows: list[int] | None = None) -> Created:
+            start: bool, client: str | None, rows: list[int] | None = None,
+            host: str | None = None) -> Created:
     """Write a new game of checked players and policy in the caller's transaction
-    (``rows``: each player's row on the web form, to file a refused address under)."""
+    (``rows``: each player's row on the web form, to file a refused address under).
+    ``host`` is the address of whoever creates it, who gets the host link: by default the
+    first player, who has joined by creating it; otherwise (playing again) only a player
+    at that address has joined, and everyone else is invited."""
     if client is not None:
         _rate_limit(s, f"create:{client}", current_app.config["CREATE_LIMIT_PER_HOUR"])
     if confirm_by_email or not start:
@@ -259,15 +266,17 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
     s.flush()
     seats = []
     for pos, p in enumerate(players):
+        joined = start or (pos == 0 if host is None else p.email.lower() == host)
         seat = Seat(game_id=gid, position=pos, name=p.name, email=p.email,
                     language=p.language, timezone=p.timezone, is_host=pos == 0,
-                    invite="accepted" if pos == 0 or start else "invited")
+                    invite="accepted" if joined else "invited")
         s.add(seat)
         seats.append(seat)
     s.flush()
-    admin = mint(s, "admin", gid, seats[0].id)
+    admin = mint(s, "admin", gid, seats[0].id,
+                 action={"address": host if host is not None else seats[0].email.lower()})
     if confirm_by_email:
-        _queue(s, game, seats[0], "host_confirm", {}, links={
+        _queue(s, game, seats[0], "host_confirm", {"days": UNCONFIRMED_DAYS}, links={
             "confirm": {"kind": "host_confirm"}, "admin": {"kind": "admin"}})
     elif start:
         _start(s, game, seats)
@@ -280,21 +289,25 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
 
 
 def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool]:
-    """A new game of the same engine, players and settings after this one ended. The
-    host hosts it; the others are invited (each accepts anew, as for any game). The new
-    game is recorded on the old one in the same transaction, so a second press (or a
+    """A new game of the same engine, players and settings after this one ended. Whoever
+    presses the button (the address the host link was sent to) hosts it and has joined;
+    everyone else is invited and accepts anew, as for any game: also the holder of the
+    first seat, who may have got it by a hand-over and never asked for another game. The
+    new game is recorded on the old one in the same transaction, so a second press (or a
     double click) opens that game instead of making another. Returns the new game with
     a fresh host link, and whether this call made it."""
     with session_scope() as s:
+        asker = _host_address(s, admin_raw)
         old = _admin_game(s, admin_raw)  # locked: two presses at once are served in turn
         if old.follow_up_game_id is not None:
-            host = _seats(s, old.follow_up_game_id)[0]
+            first = _seats(s, old.follow_up_game_id)[0]
             return Created(old.follow_up_game_id,
-                           mint(s, "admin", old.follow_up_game_id, host.id)), False
+                           mint(s, "admin", old.follow_up_game_id, first.id,
+                                action={"address": asker})), False
         if old.status not in ("finished", "abandoned"):
             raise WrongState(gettext("a game can be played again once it has ended"))
         mod = get_game(old.engine)
-        seats = play_again_players(s, old)
+        seats = [seat for seat, _joined in play_again_players(s, old, asker)]
         if len(seats) < mod.MIN_PLAYERS:
             raise WrongState(gettext("too few of the players are still in (this game needs "
                                      "at least %(n)s); start a new game from the home page",
@@ -305,7 +318,7 @@ def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool
                   "absent_bot": old.absent_bot, "vacation_days": old.vacation_days}
         created = _create(s, old.engine, players, old.hours_per_decision, policy,
                           next_title(old.title or default_title(mod, [p.name for p in players])),
-                          None, confirm_by_email=False, start=False, client=client)
+                          None, confirm_by_email=False, start=False, client=client, host=asker)
         old.follow_up_game_id = created.game_id
         return created, True
 
@@ -349,13 +362,8 @@ def _reminders(reminders: Any, hours: float | None) -> list[float] | None:
 
 
 def _absent_after(value: Any) -> int:
-    try:
-        absent = int(value)
-    except (TypeError, ValueError):
-        absent = 0
-    if not 1 <= absent <= 100:
-        raise InvalidInput(gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
-    return absent
+    return parse_int(value, 1, 100,
+                     gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
 
 
 def _absent_bot(value: Any) -> str:
@@ -396,13 +404,44 @@ def _check_may_invite(s: Session, address: str) -> None:
     """Refuse to invite an address that asked for no email, or that got the most
     invitations a day allows (so nobody can use the server to mail a stranger)."""
     rcpt = address.lower()
-    if s.get(Suppression, rcpt) is not None:
+    if suppressed(s, rcpt):
         raise InvalidInput(gettext("%(address)s cannot be invited: that address asked not "
                                    "to get email from this server", address=address))
     if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
             int(current_app.config["INVITE_LIMIT_PER_ADDRESS"]):
         raise RateLimited(gettext("%(address)s has had as many invitations as one day "
                                   "allows; try again tomorrow", address=address))
+
+
+# --------------------------------------------------------------------------- unconfirmed games
+
+
+UNCONFIRMED_DAYS = 3  # a game made on the web and not confirmed by its host is deleted then
+
+
+def expired_unconfirmed(now: datetime, limit: int = 500) -> list[str]:
+    """Games made on the web whose host has not confirmed them in ``UNCONFIRMED_DAYS``
+    (for the clock)."""
+    with session_scope() as s:
+        return list(s.exec(select(Game.id).where(
+            Game.status == "awaiting_host",
+            Game.created_at <= now - timedelta(days=UNCONFIRMED_DAYS))
+            .order_by(Game.created_at).limit(limit)))
+
+
+def expire_unconfirmed(game_id: str, now: datetime) -> bool:
+    """Delete a game its host never confirmed, with everything about it (the addresses
+    typed in by whoever made it, who may not be its host: nobody has agreed to anything,
+    and only the host was ever emailed); False if it was confirmed meanwhile."""
+    with session_scope() as s:
+        game = _lock_game(s, game_id)
+        if game.status != "awaiting_host" or \
+                game.created_at > now - timedelta(days=UNCONFIRMED_DAYS):
+            return False
+        for model in (Token, Outbox, Seat):
+            s.execute(delete(model).where(model.game_id == game_id))
+        s.delete(game)
+        return True
 
 
 def describe_host_confirm(raw: str) -> dict[str, Any]:
@@ -518,9 +557,11 @@ def _start(s: Session, game: Game, seats: list[Seat]) -> None:
 
 
 def _validate_newcomer(s: Session, game: Game, seat: Seat, player: PlayerIn) -> PlayerIn:
-    others = [PlayerIn(x.name, x.email, x.language, x.timezone)
-              for x in _seats(s, game.id) if x.id != seat.id]
-    return validate_players([*others, player], get_game(game.engine))[-1]
+    """``player`` checked for ``seat`` against the other players; a problem names the
+    seat's number, as the host page shows it ("player 2: ...")."""
+    players = [player if x.id == seat.id else PlayerIn(x.name, x.email, x.language, x.timezone)
+               for x in _seats(s, game.id)]
+    return validate_players(players, get_game(game.engine))[seat.position]
 
 
 def _tell_host_declined(s: Session, game: Game, seat: Seat,

@@ -3,9 +3,15 @@
 Anyone may ask for the list of an address, so the answer is always the same and the list
 only ever goes to that address: an email with a link (a ``my_games`` token, bound to the
 address, valid for ``LINK_DAYS``). The link's page lists the address's games; its only
-action is a form per game that mints a fresh game-page link for that seat. Asking is
-capped per address (``MY_GAMES_LIMIT_PER_ADDRESS`` a day, and the notices-per-hour cap
-every email that is not a turn counts against), so the form cannot flood anyone.
+action is a form per game that mints a fresh game-page link for that seat.
+
+Asking does the same work for any address: it queues a request (an outbox row) without
+looking the address up, so neither the answer nor its timing tells whether the address
+plays here. The clock's mail loop looks it up when it sends (``prepare_list``) and sends
+the list only to an address that has joined a game here (confirmed one it hosts, or
+accepted a seat) and that wants it; else nothing. Asking is capped per address
+(``MY_GAMES_LIMIT_PER_ADDRESS`` requests a day, answered or not, and the notices-per-hour
+cap every email that is not a turn counts against), so the form cannot flood anyone.
 """
 
 from __future__ import annotations
@@ -17,15 +23,17 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
-from sqlalchemy import func, insert
+from sqlalchemy import bindparam, func, insert
 from sqlmodel import Session, select
 
 from engine.registry import get_game
 from pbem.db import session_scope
-from pbem.errors import FormInvalid, InvalidInput, LinkExpired, NotFound
+from pbem.errors import FormInvalid, LinkExpired, NotFound
+from pbem.forms import DB_INT_MAX, parse_int
 from pbem.headers import BadAddress, address_problem, parse_address
-from pbem.mail import TURN_TEMPLATES, game_name
-from pbem.models import Decision, Game, Outbox, Seat, Suppression, utcnow
+from pbem.i18n import language
+from pbem.mail import PREPARE_AT_SENDING, TURN_TEMPLATES, game_name
+from pbem.models import Decision, Game, Outbox, Seat, utcnow
 from pbem.services._plumbing import _message_id, _recent, _seats, _token, _wake_deliverer
 from pbem.tokens import hash_token, mint
 
@@ -35,26 +43,62 @@ SECTIONS = ("active", "waiting", "ended")  # the order the list shows
 
 
 def request_my_games(address: str) -> None:
-    """Queue an email with a link to the list of ``address``'s games, if it plays in any
-    here; otherwise, or over the caps, do nothing. Says nothing either way: only an
-    address that cannot be one is refused (FormInvalid, field ``my-email``)."""
+    """Queue a request for the list of ``address``'s games (sent or not by the clock, see
+    ``prepare_list``); over the daily cap of requests for the address, do nothing. Says
+    nothing either way: only an address that cannot be one is refused (FormInvalid,
+    field ``my-email``)."""
     rcpt = _address(address)
     with session_scope() as s:
-        games = _listing(s, rcpt)
-        if not games or s.get(Suppression, rcpt) is not None or _over_caps(s, rcpt):
+        if s.execute(_REQUESTS, {"rcpt": rcpt, "since": utcnow() - timedelta(days=1)}) \
+                .scalar_one() >= int(current_app.config["MY_GAMES_LIMIT_PER_ADDRESS"]):
             return
-        seat = s.get(Seat, max(g["seat_id"] for g in games))  # the newest: name, language
         key = f"my_games:{hash_token(rcpt)[:16]}:{secrets.token_hex(4)}"
         now = utcnow()
         s.execute(insert(Outbox).values(
-            game_id=None, seat_id=None, to_addr=seat.email, rcpt=rcpt, to_name=seat.name,
-            language=seat.language, template="my_games",
+            game_id=None, seat_id=None, to_addr=rcpt, rcpt=rcpt, to_name="",
+            language=language(), template="my_games",
             context={"links": {"list": {"kind": "my_games", "action": {"address": rcpt}}},
-                     "token_game": seat.game_id, "games": games, "days": LINK_DAYS,
-                     "name": seat.name},
+                     "request": True},
             idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
             status="pending", attempts=0, next_attempt_at=now, created_at=now))
         _wake_deliverer(s)
+
+
+# Requests for an address's list in a time, whatever became of them (sent or not): the
+# same count for an address that plays here and one that does not.
+_REQUESTS = select(func.count()).select_from(Outbox).where(
+    Outbox.rcpt == bindparam("rcpt"), Outbox.template == "my_games",
+    Outbox.created_at >= bindparam("since"))
+
+
+def prepare_list(s: Session, row: Outbox) -> str | None:
+    """At sending (the clock's mail loop): turn a request into the email with the list,
+    or say why nothing goes out (the row is then skipped). The list goes only to an
+    address that has joined a game here, with games to list, under the notices cap."""
+    if not row.context.get("request"):
+        return None  # prepared at an earlier attempt
+    games = _listing(s, row.rcpt) if _has_joined(s, row.rcpt) else []
+    if not games:  # (the reasons are for the operator: no page shows these rows)
+        return "not sent: this address has joined no game here"
+    if _recent(s, Outbox.rcpt == row.rcpt, None, timedelta(hours=1), exclude=TURN_TEMPLATES,
+               other_than=row.id) >= int(current_app.config["NOTICE_LIMIT_PER_ADDRESS"]):
+        return "not sent: this address had as many notices as one hour allows"
+    seat = s.get(Seat, max(g["seat_id"] for g in games))  # the newest: name, language
+    row.to_addr, row.to_name, row.language = seat.email, seat.name, seat.language
+    row.context = {"links": row.context["links"], "token_game": seat.game_id,
+                   "games": games, "days": LINK_DAYS, "name": seat.name}
+    return None
+
+
+_JOINED = (select(Seat.id).join(Game, Game.id == Seat.game_id)
+           .where(func.lower(Seat.email) == bindparam("rcpt"), Seat.invite == "accepted",
+                  Game.status != "awaiting_host").limit(1))
+
+
+def _has_joined(s: Session, rcpt: str) -> bool:
+    """Whether ``rcpt`` ever agreed to anything here: hosts a game it confirmed (or made
+    on the command line), or accepted a seat (by invitation or hand-over)."""
+    return s.execute(_JOINED, {"rcpt": rcpt}).first() is not None
 
 
 def _address(text: str) -> str:
@@ -69,15 +113,6 @@ def _address(text: str) -> str:
             email=repr(text[:80]), why=address_problem(exc)))]) from None
 
 
-def _over_caps(s: Session, rcpt: str) -> bool:
-    config = current_app.config
-    if _recent(s, Outbox.rcpt == rcpt, frozenset({"my_games"}), timedelta(days=1)) >= \
-            int(config["MY_GAMES_LIMIT_PER_ADDRESS"]):
-        return True
-    return _recent(s, Outbox.rcpt == rcpt, None, timedelta(hours=1),
-                   exclude=TURN_TEMPLATES) >= int(config["NOTICE_LIMIT_PER_ADDRESS"])
-
-
 def my_games(raw: str) -> dict[str, Any]:
     """The list behind a link (changes nothing): ``address``, ``games`` (see
     ``_listing``), ``expires`` (ISO time)."""
@@ -90,10 +125,7 @@ def my_games(raw: str) -> dict[str, Any]:
 
 def open_my_game(raw: str, seat_id: Any) -> str:
     """A fresh game-page link (raw token) for one seat of the list behind ``raw``."""
-    try:
-        wanted = int(str(seat_id))
-    except ValueError:
-        raise InvalidInput(gettext("choose a game from the list")) from None
+    wanted = parse_int(seat_id, 1, DB_INT_MAX, gettext("choose a game from the list"))
     with session_scope() as s:
         token = _live_token(s, raw)
         entry = next((g for g in _listing(s, str(token.action["address"]))
@@ -137,10 +169,10 @@ def _first_deadline(entry: dict[str, Any]) -> str:
 
 
 def _listed(game: Game, seat: Seat, now) -> bool:
-    if seat.invite == "declined" or seat.left_at is not None:
+    """A game is listed once its host has confirmed it (before that, it may be the
+    work of someone who typed in addresses and a title, and it expires)."""
+    if seat.invite == "declined" or seat.left_at is not None or game.status == "awaiting_host":
         return False
-    if game.status == "awaiting_host":
-        return seat.is_host
     if seat.invite != "accepted":
         return game.status == "inviting"  # an open invitation
     if game.status in ("finished", "abandoned"):
@@ -166,7 +198,7 @@ def _entry(s: Session, game: Game, seat: Seat) -> dict[str, Any]:
         "engine": game.engine, "status": game.status, "section": section,
         "paused": game.paused_at is not None, "name": seat.name, "tz": seat.timezone,
         "host": seat.is_host, "invited": seat.invite == "invited",
-        "can_open": seat.invite == "accepted" and game.status != "awaiting_host",
+        "can_open": seat.invite == "accepted",
         "turns": turns, "yours": any(t["yours"] for t in turns),
         "waiting_for": [x.name for x in seats if x.invite == "invited" and x.id != seat.id],
         "winners": _winners(game, seats),
@@ -181,3 +213,6 @@ def _winners(game: Game, seats: list[Seat]) -> list[str]:
     mod = get_game(game.engine)
     result = mod.result(mod.from_json(json.loads(game.state)))
     return [seats[w].name for w in result.winners] if result else []
+
+
+PREPARE_AT_SENDING["my_games"] = prepare_list

@@ -30,6 +30,7 @@ from pbem.errors import (
     TurnOver,
     WrongState,
 )
+from pbem.forms import DB_INT_MAX, parse_int
 from pbem.models import Decision, Game, Move, Seat, utcnow
 from pbem.services._plumbing import (
     _deadline_for,
@@ -148,13 +149,8 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
 
 
 def _decision_id(value: Any) -> int:
-    try:
-        decision_id = int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput(gettext("the form is missing its decision; reload the page")) from None
-    if not 0 < decision_id < 2**31:  # a database integer
-        raise NotFound(gettext("this decision does not belong to this link"))
-    return decision_id
+    return parse_int(value, 1, DB_INT_MAX,
+                     gettext("the form is missing its decision; reload the page"))
 
 
 def _open_decision(s: Session, game_id: str, seat_id: int, decision_id: int) -> Decision:

@@ -20,9 +20,9 @@ from pbem import localize
 from pbem.db import session_scope
 from pbem.errors import NotFound
 from pbem.i18n import language
-from pbem.mail import open_deadlines
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, Suppression
-from pbem.services._plumbing import _admin_game, _seats, _token
+from pbem.mail import open_deadlines, suppressed
+from pbem.models import Decision, EventLog, Game, Outbox, Seat
+from pbem.services._plumbing import _admin_game, _host_address, _seats, _token
 
 
 def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
@@ -100,7 +100,7 @@ def _card_lookup(game: Game, lang: str) -> localize.CardLookup:
 def admin_data(raw: str) -> dict[str, Any]:
     """The host page: the game from the host's seat, whom it waits for (``waiting``, as
     the emails list it, in the host's time zone), every email of the game newest first
-    (``outbox``), and whom "play again" would invite (``again``)."""
+    (``outbox``), and the names "play again" would invite (``again``)."""
     with session_scope() as s:
         game = _admin_game(s, raw)
         seats = _seats(s, game.id)
@@ -109,7 +109,8 @@ def admin_data(raw: str) -> dict[str, Any]:
                            if game.status == "active" else [])
         data["outbox"] = s.exec(select(Outbox).where(Outbox.game_id == game.id)
                                 .order_by(Outbox.id.desc())).all()
-        data["again"] = play_again_players(s, game)
+        data["again"] = [seat.name for seat, joined
+                         in play_again_players(s, game, _host_address(s, raw)) if not joined]
         return data
 
 
@@ -120,12 +121,15 @@ def host_language(raw: str) -> str:
         return _seats(s, token.game_id)[0].language
 
 
-def play_again_players(s: Session, game: Game) -> list[Seat]:
-    """Whom "play again with the same players" invites: the host and every seat still
-    in the game at its end (not those who declined, left, or asked for no email)."""
-    return [seat for seat in _seats(s, game.id) if seat.position == 0 or (
-        seat.invite != "declined" and seat.left_at is None
-        and s.get(Suppression, seat.email.lower()) is None)]
+def play_again_players(s: Session, game: Game, asker: str) -> list[tuple[Seat, bool]]:
+    """Who plays again if the host at address ``asker`` presses "play again with the
+    same players", and whether each has joined by that: the asker's own seat (joined)
+    and every other seat still in the game at its end (invited; not those who declined,
+    left, or asked for no email), the first seat too."""
+    return [(seat, seat.email.lower() == asker) for seat in _seats(s, game.id)
+            if seat.email.lower() == asker or (
+                seat.invite != "declined" and seat.left_at is None
+                and not suppressed(s, seat.email.lower()))]
 
 
 # --------------------------------------------------------------------------- the game log

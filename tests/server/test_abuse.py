@@ -404,3 +404,89 @@ def test_messages_after_a_game_was_abandoned_say_so(app, client, inbox):
     resp = client.get(accept)
     assert resp.status_code == 409
     assert "no longer waits for players" in text_of(resp.get_data(as_text=True), "answered")
+
+
+# ------------------------------------------------- unsubscribing from a kind of email
+
+
+def list_mail(client, inbox, address: str):
+    from tests.server.test_my_games import ask
+
+    ask(client, address)
+    return inbox.to(address, "my_games")[-1]
+
+
+def test_one_click_on_a_list_of_ones_games_stops_the_lists_only(app, client, table):
+    """The audit's case: a one-click unsubscribe from a "My games" email stopped every
+    email, the turn emails of a game the player still sat in too, and no bot took the
+    seat. Now it stops the lists, and the turns go on."""
+    bob = PLAYERS[1]
+    mail = list_mail(client, table.inbox, bob.email)
+    resp = one_click(client, mail)
+    assert text_of(resp.get_data(as_text=True), "done") == (
+        "This address will get no more lists of its games. The emails of your games go on "
+        "as before.")
+    assert load(app, Suppression, bob.email).scope == "my_games"
+    before = len(table.inbox.to(bob.email, "decision"))
+    for _ in range(6):
+        table.step()
+    assert len(table.inbox.to(bob.email, "decision")) > before  # turns still come
+    list_mail(client, table.inbox, bob.email)
+    assert [m.message_id for m in table.inbox.to(bob.email, "my_games")] == [
+        mail.message_id]  # no more lists
+    page = client.get(f"/u/{mail.unsubscribe_token}").get_data(as_text=True)
+    assert "gets no lists of its games any more" in text_of(page, "settings")
+
+
+def test_never_email_me_again_names_the_games_still_waiting_and_offers_a_bot(app, client,
+                                                                            table):
+    bob = PLAYERS[1]
+    url = f"/u/{list_mail(client, table.inbox, bob.email).unsubscribe_token}"
+    page = client.get(url).get_data(as_text=True)
+    title = load(app, Game, table.game_id).title
+    assert text_of(page, "still-playing") == (
+        f"This address still has a seat in: {title}. Without email, nobody tells you when "
+        "a decision is yours there; each game waits for you until the deadline.")
+    form = [f for f in forms(page) if f.attrs.get("id") == "settings"][0]
+    resp = client.post(url, data=form.data(how="suppress"))
+    html = resp.get_data(as_text=True)
+    assert text_of(html, "done") == "This address will get no more email from this server."
+    assert "Let a bot play it: the host is told and can hand the seat to someone else." \
+        in text_of(html, "seats")
+    (seat_form,) = [f for f in forms(html) if f.hidden.get("how") == "leave"]
+    bob_seat = seats_of(app, table.game_id)[1]
+    assert seat_form.hidden["seat"] == str(bob_seat.id)
+    resp = client.post(url, data=seat_form.data())
+    assert "You left the game" in text_of(resp.get_data(as_text=True), "done")
+    seat = seats_of(app, table.game_id)[1]
+    assert seat.bot == "heuristic" and seat.left_at is not None
+    assert [m.headline for m in table.inbox.to(PLAYERS[0].email, "notice")] == [
+        "Bob left the game; a bot plays their seat. The host can hand it to someone else."]
+    assert text_of(client.get(url).get_data(as_text=True), "seats") is None  # none left
+
+
+def test_the_bot_offer_takes_only_seats_of_the_links_address(app, client, table):
+    bob, cy = PLAYERS[1], PLAYERS[2]
+    url = f"/u/{list_mail(client, table.inbox, bob.email).unsubscribe_token}"
+    page = client.get(url).get_data(as_text=True)
+    form = [f for f in forms(page) if f.attrs.get("id") == "settings"][0]
+    client.post(url, data=form.data(how="suppress"))
+    before = snapshot(app)
+    cy_seat = seats_of(app, table.game_id)[2]
+    for seat in (str(cy_seat.id), "0", str(2**31), "x"):
+        resp = client.post(url, data=form.data(how="leave", seat=seat))
+        assert resp.status_code in (400, 409), (seat, resp.status_code)
+    assert snapshot(app) == before
+    assert seats_of(app, table.game_id)[2].email == cy.email
+
+
+def test_a_list_link_from_before_links_named_their_email_still_stops_only_lists(app, client,
+                                                                                table):
+    from pbem.tokens import mint
+
+    bob = PLAYERS[1]
+    with app.app_context(), session_scope() as s:
+        raw = mint(s, "unsubscribe", table.game_id, None, action={"address": bob.email})
+    resp = client.post(f"/u/{raw}", data={"List-Unsubscribe": "One-Click"})
+    assert "no more lists" in text_of(resp.get_data(as_text=True), "done")
+    assert load(app, Suppression, bob.email).scope == "my_games"

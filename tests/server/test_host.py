@@ -95,10 +95,10 @@ def test_confirmation_link_confirms_once_and_then_says_so(app, client, inbox):
     url = path_of(mail.link("/host/confirm/"))
     before = snapshot(app)
     page = client.get(url)
-    assert page.status_code == 200
+    assert page.status_code == 409
     assert "the invitations are out" in text_of(page.get_data(as_text=True), "confirmed")
     resp = client.post(url, data={"sig": form_signature(SECRET, url.rsplit("/", 1)[1])})
-    assert resp.status_code == 200
+    assert resp.status_code == 409
     assert "the invitations are out" in text_of(resp.get_data(as_text=True), "confirmed")
     assert len(inbox.all()) == sent
     assert snapshot(app) == before
@@ -248,3 +248,30 @@ def test_an_invalid_form_is_shown_again_with_the_reason(app, client, inbox):
     form = [f for f in forms(html) if f.attrs.get("id") == "new-game"][0]
     assert form.inputs["name0"] == "Ann" and form.inputs["email1"] == "not-an-address"
     assert games(app) == [] and inbox.all() == []
+
+
+# --------------------------------------------------------------------------- expiry
+
+
+def test_a_game_its_host_never_confirms_is_deleted_after_three_days(app, client, frozen):
+    """Whoever made it may have typed in other people's addresses and a title of their
+    choosing; nobody agreed to anything, so the clock deletes it and all about it."""
+    from pbem.models import Outbox, Seat, Token
+    from tests.server.timekit import rows, sweep_at
+
+    mail = create_on_web(client, app, title="Never confirmed")
+    assert "the game is deleted in 3 days" in mail.text
+    kept = create_on_web(client, app, players=[PlayerIn("Dee", "dee@example.com"), BOB],
+                         title="Confirmed")
+    confirm(client, kept)
+    url = path_of(mail.link("/host/confirm/"))
+    gone, stays = (g.id for g in sorted(games(app), key=lambda g: g.title != "Never confirmed"))
+    assert sweep_at(app, frozen, 72 - 1 / 60)["expired"] == 0
+    assert client.get(url).status_code == 200
+    assert sweep_at(app, frozen, 72)["expired"] == 1
+    assert [g.id for g in games(app)] == [stays]
+    for model in (Seat, Token, Outbox):
+        assert rows(app, model, model.game_id == gone) == []
+    assert client.get(url).status_code == 404
+    assert client.get(path_of(mail.link("/admin/"))).status_code == 404
+    assert sweep_at(app, frozen, 24 * 30)["expired"] == 0  # a confirmed game stays

@@ -429,6 +429,62 @@ def test_play_again_of_a_two_player_game_missing_one_says_to_start_anew(app, cli
     assert len(games(app)) == before
 
 
+def hand_first_seat_to_dee(app, client, game, inbox, leaving: str | None = None) -> None:
+    """The host hands their own seat to Dee, who accepts; then the player at ``leaving``
+    leaves the game, and the host ends it."""
+    from tests.server.test_host_controls import DEE, accept_hand_over
+
+    admin_post(client, game.admin_token, "handover", position="0", name=DEE[0], email=DEE[1],
+               lang="en", tz="UTC")
+    assert accept_hand_over(client, inbox, DEE[1]).status_code == 200
+    with app.app_context():
+        if leaving:
+            services.set_notifications(token_of(page_of(inbox, leaving)), "leave")
+        services.abandon_game(game.admin_token)
+
+
+def test_play_again_invites_whoever_took_the_first_seat_over(app, client, game, inbox):
+    """The audit's case: Dee got seat 1 by a hand-over; she never asked for another game,
+    so she is invited to it like everyone else and gets nothing else until she accepts."""
+    hand_first_seat_to_dee(app, client, game, inbox)
+    assert "Invitations go to: Dee, Bob, Cy." in read(host_page(client, game.admin_token),
+                                                      "ended")
+    inbox.clear()
+    resp = play_again(client, game.admin_token)
+    new_id = token_row(app, token_of(resp.headers["Location"])).game_id
+    assert [(x.name, x.invite) for x in seats_of(app, new_id)] == [
+        ("Dee", "invited"), ("Bob", "invited"), ("Cy", "invited")]
+    assert sorted((m.to_addr, m.template) for m in inbox.all()) == [
+        (BOB.email, "invitation"), (CY.email, "invitation"), ("dee@example.com", "invitation")]
+    assert client.get(resp.headers["Location"]).status_code == 200  # the asker hosts it
+
+
+def test_play_again_leaves_out_a_first_seat_holder_who_left(app, client, game, inbox):
+    hand_first_seat_to_dee(app, client, game, inbox, leaving="dee@example.com")
+    inbox.clear()
+    resp = play_again(client, game.admin_token)
+    new_id = token_row(app, token_of(resp.headers["Location"])).game_id
+    assert [(x.name, x.invite) for x in seats_of(app, new_id)] == [
+        ("Bob", "invited"), ("Cy", "invited")]
+    assert inbox.to("dee@example.com") == []
+
+
+def test_play_again_pressed_by_the_first_seat_holder_counts_as_her_yes(app, client, game,
+                                                                       inbox):
+    """Dee, who took the first seat over, gets the host's emails with the host page; if
+    she presses "play again" there, she has asked for the new game and joins it."""
+    hand_first_seat_to_dee(app, client, game, inbox, leaving=BOB.email)
+    (bob_left,) = [m for m in inbox.to("dee@example.com", "notice") if "/admin/" in m.text]
+    dees_host_page = token_of(bob_left.link("/admin/"))
+    assert "Invitations go to: Cy." in read(host_page(client, dees_host_page), "ended")
+    inbox.clear()
+    resp = play_again(client, dees_host_page)
+    new_id = token_row(app, token_of(resp.headers["Location"])).game_id
+    assert [(x.name, x.invite) for x in seats_of(app, new_id)] == [
+        ("Dee", "accepted"), ("Cy", "invited")]
+    assert [m.to_addr for m in inbox.all()] == [CY.email]
+
+
 @pytest.mark.parametrize(("old", "new"), [
     ("Friday", "Friday (2)"), ("Friday (2)", "Friday (3)"),
     ("Cavemen: Ann, Bob", "Cavemen: Ann, Bob (2)"),

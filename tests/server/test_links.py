@@ -382,6 +382,8 @@ def test_the_game_page_form_submitted_twice_at_once_always_says_already_recorded
 
 
 def test_a_used_confirmation_link_says_the_game_is_confirmed(app, client):
+    """Opened or posted again, it answers 409 with the used-link page, as every used
+    link does (an answered invitation, a decision already taken)."""
     from tests.server.helpers import create_on_web
 
     host_mail = create_on_web(client, app)
@@ -389,7 +391,7 @@ def test_a_used_confirmation_link_says_the_game_is_confirmed(app, client):
     form = only_form(client.get(url).get_data(as_text=True))
     assert client.post(url, data=form.data()).status_code == 200
     for resp in (client.get(url), client.post(url, data=form.data())):
-        assert resp.status_code == 200
+        assert resp.status_code == 409
         assert text_of(resp.get_data(as_text=True), "confirmed") == (
             "Already confirmed This game is confirmed and the invitations are out. The "
             "game starts when everyone has accepted.")
