@@ -209,6 +209,13 @@ def test_the_stone_age_rules_name_the_ruling_on_places_that_bring_nothing(pages,
     assert ruling in pages["stoneage", lang].text_of["round"]  # with the placement rules
 
 
+@pytest.mark.parametrize(("game", "lang"), CASES)
+def test_the_rules_say_a_game_nobody_plays_ends(pages, game, lang) -> None:
+    said = {"en": "If nobody plays for 3 rounds in a row",
+            "de": "Spielt 3 Runden lang niemand"}[lang]
+    assert said in pages[game, lang].text_of["server"]
+
+
 @pytest.mark.parametrize(("lang", "said"), [
     ("en", "Place 2 people on Hut: nothing for you (already at the limit), but it keeps "
            "the others off this place"),
