@@ -8,8 +8,9 @@ In a temporary directory this script, through the real command line:
    --start``; reminders at pbem's default, half time, unless ``--reminders``);
 3. starts the clock (``flask --app pbem pbem clock``, sweeping every second), nobody ever
    clicks: each decision times out and its default action is played; after 2 timeouts in a
-   row a seat is handed to the heuristic bot, so once every seat has timed out twice the
-   bots finish the game;
+   row a seat is handed to the heuristic bot, and once every seat is on a bot the bots
+   play until nobody has played for ``PBEM_IDLE_ROUNDS`` (3) rounds and the server ends
+   the game as abandoned (or the bots finish it first);
 4. kills the clock with SIGKILL after ``--kill-after`` seconds, leaves it down for
    ``--down`` seconds (longer than a deadline, so a deadline passes with no clock), then
    starts it again and waits until the game is finished (or abandoned) and the outbox is

@@ -60,6 +60,10 @@ class DefaultConfig:
     # Minutes a decision email waits when the same player decides again at once: the
     # page of their move already shows it; the email goes out only if they leave it open.
     FOLLOW_UP_MINUTES = 10.0
+    # A game in which no person played for this many full rounds in a row (every decision
+    # timed out or played by a bot standing in) ends as abandoned; a game without rounds
+    # counts this many moves per seat.
+    IDLE_ROUNDS = 3
     BABEL_DEFAULT_LOCALE = "en"
 
 

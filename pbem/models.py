@@ -48,6 +48,11 @@ class Game(SQLModel, table=True):
     absent_bot: str = Field(default="heuristic", max_length=16,
                             sa_column_kwargs={"server_default": "heuristic"})
     vacation_days: float = Field(default=7.0, sa_column_kwargs={"server_default": "7"})
+    # Full rounds in a row in which no person played (every decision closed by a timeout
+    # or a bot); -1 while a person has played in the current round. A game whose engine
+    # has no rounds counts moves instead. At the server's IDLE_ROUNDS the game ends as
+    # abandoned (services.playing).
+    idle_rounds: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     paused_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None

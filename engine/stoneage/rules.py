@@ -42,6 +42,16 @@ Readings of the rules (marked "Reading" where they are applied):
 - A tool step when the seat has three tiles raises a lowest tile, an unused one first.
 - A placement that cannot be resolved (a card or building the seat cannot pay) is
   resolved automatically as declined, and narrated.
+
+Ruling (placement where it brings nothing): a seat may put people on the Hut with 10
+people, on the Field at agriculture 10 and on the Tool maker with three tools of 4. The
+manual's placement rules ("Für das Einsetzen der Personen gelten folgende Regeln") limit
+only how many people and colours a place takes; the limits of 10 people, agriculture 10
+and three 4-tools are stated with what a place gives ("Ein Spieler kann insgesamt über
+maximal zehn Personen verfügen"), not with who may stand there. Such people gain nothing
+(``nothing_gained``, ``why`` ``cap``) and keep the place from the others for the round
+(with 2 or 3 players also one of the two village places that may be used). The choice
+says so (``choice_effect`` gives ``gain`` ``nothing``).
 """
 
 from __future__ import annotations
@@ -85,6 +95,7 @@ STACK_SIZE, STACKS = 7, 4
 YIELD = {p: r for p, (kind, _, r) in BOARD.items() if kind == "resource"}
 RESOURCE_PLACES = tuple(YIELD)
 VILLAGE = tuple(p for p, (kind, _, _) in BOARD.items() if kind == "village")
+VILLAGE_GAIN = {"hut": "people", "field": "agriculture", "toolmaker": "tool"}
 CAPACITY = BOARD["forest"][1]  # each resource place but the unlimited Hunting grounds
 COLOURS = {2: 1, 3: 2, 4: 4}  # players -> colours allowed on forest, clay, quarry, river
 STARVE_POINTS = 10
@@ -381,7 +392,8 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
 
     - ``place`` on a resource place: ``dice`` and ``resource``, ``per`` pips for one, and
       ``about`` (the average yield without tools); on the hut, field or tool maker:
-      ``gain`` (``people``/``agriculture``/``tool`` +1); on a card or building: its
+      ``gain`` (``people``/``agriculture``/``tool`` +1, or ``nothing`` for a seat already
+      at that limit: see the ruling in the module docstring); on a card or building: its
       ``card`` / ``building`` id, ``cost`` (a card's number of resources), and
       ``affordable`` (false when the seat cannot pay for it with what it has now;
       ``have``: its resources, counting resources of choice);
@@ -402,8 +414,9 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
         if place_kind == "resource":
             return {"dice": count, "resource": resource, "per": RESOURCE_VALUE[resource],
                     "about": _average_yield(count, resource)}
-        if at in ("hut", "field", "toolmaker"):
-            return {"gain": {"hut": "people", "field": "agriculture", "toolmaker": "tool"}[at]}
+        if at in VILLAGE_GAIN:
+            board = state.boards[seat]
+            return {"gain": "nothing" if _at_limit(board, at) else VILLAGE_GAIN[at]}
         return _claim_effect(state, seat, at)
     step = state.step
     if kind in ("tools", "no_tools") and step is not None and step.resource:
@@ -1220,7 +1233,7 @@ def _place_actions(state: State, seat: int) -> list[Action]:
         out.extend(_PLACE_ROWS[place][1:room + 1])
     village_used = sum(1 for p in VILLAGE if p in taken)
     if state.n == 4 or village_used < 2:
-        for place in VILLAGE:
+        for place in VILLAGE:  # Ruling: also where it brings nothing (_at_limit)
             if place in taken:
                 continue
             need = 2 if place == "hut" else 1
@@ -1338,10 +1351,20 @@ def _default_place(state: State, seat: int, legal: list[Action]) -> Action:
 
 def _face_helps(board: Board, face: int) -> bool:
     if face == 6:
-        return board.agriculture < MAX_AGRICULTURE
+        return not _at_limit(board, "field")
     if face == 5:
-        return sum(board.tools) + sum(board.spent) < MAX_TILES * MAX_TILE_VALUE
+        return not _at_limit(board, "toolmaker")
     return True
+
+
+def _at_limit(board: Board, place: str) -> bool:
+    """Whether the village ``place`` can bring ``board`` nothing any more: 10 people
+    (Hut), agriculture 10 (Field), three tools of 4 (Tool maker)."""
+    if place == "hut":
+        return board.people >= MAX_PEOPLE
+    if place == "field":
+        return board.agriculture >= MAX_AGRICULTURE
+    return sum(board.tools) + sum(board.spent) >= MAX_TILES * MAX_TILE_VALUE
 
 
 def _well_typed(action: Action) -> bool:

@@ -24,9 +24,7 @@ from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, utcnow
 from pbem.services._plumbing import (
     LANGUAGES,
     _admin_game,
-    _dump,
     _lock_game,
-    _log,
     _log_notice,
     _next_reminder,
     _notice_all,
@@ -43,7 +41,7 @@ from pbem.services.games import (
     _tell_host_declined,
     _validate_newcomer,
 )
-from pbem.services.playing import _bot_choice, _play, _queue_decision
+from pbem.services.playing import _abandon, _bot_choice, _play, _queue_decision
 from pbem.tokens import lookup, revoke_seat
 
 # --------------------------------------------------------------------------- pausing and extending
@@ -273,10 +271,12 @@ def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
 
 
 def is_on_bot(raw: str) -> bool:
-    """Whether the seat behind a page or one-click link is being played by a bot."""
+    """Whether the seat behind a page or one-click link is being played by a bot (in a
+    running game: once it has ended, nobody comes back to it)."""
     with session_scope() as s:
         token = lookup(s, raw, "page", "action")
-        return token is not None and bool(s.get(Seat, token.seat_id).bot)
+        return (token is not None and bool(s.get(Seat, token.seat_id).bot)
+                and s.get(Game, token.game_id).status == "active")
 
 
 def come_back(page_raw: str) -> str:
@@ -284,6 +284,7 @@ def come_back(page_raw: str) -> str:
     with session_scope() as s:
         token = _token(s, page_raw, "page", "action")
         game = _lock_game(s, token.game_id)
+        _require_active(game)
         seat = s.get(Seat, token.seat_id)
         if seat.bot is None:
             raise WrongState(gettext("no bot is playing for you; you are already in charge"))
@@ -495,21 +496,14 @@ def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
 
 
 def abandon_game(admin_raw: str) -> None:
+    """The host ends the game for everyone, without a winner."""
     with session_scope() as s:
         game = _admin_game(s, admin_raw)
         if game.status in ("finished", "abandoned"):
             raise WrongState(gettext("the game has already ended"))
         mod = get_game(game.engine)
-        if game.state and hasattr(mod, "abandon"):
-            state, events = mod.abandon(mod.from_json(json.loads(game.state)))
-            game.state = _dump(mod.to_json(state))
-            game.version += 1
-            _log(s, game, events)
-        for d in s.exec(select(Decision).where(Decision.game_id == game.id,
-                                               Decision.closed_at.is_(None))):
-            d.closed_at, d.closed_by = utcnow(), "host"
-        game.status, game.ended_at = "abandoned", utcnow()
-        _notice_all(s, game, "game_abandoned_by_host", None, {})
+        state = mod.from_json(json.loads(game.state)) if game.state else None
+        _abandon(s, game, mod, state, "game_abandoned_by_host", {}, by="host")
 
 
 def take_vacation(page_raw: str, days: Any) -> float:

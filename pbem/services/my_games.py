@@ -35,6 +35,7 @@ from pbem.i18n import language
 from pbem.mail import PREPARE_AT_SENDING, TURN_TEMPLATES, game_name
 from pbem.models import Decision, Game, Outbox, Seat, utcnow
 from pbem.services._plumbing import _message_id, _recent, _seats, _token, _wake_deliverer
+from pbem.services.reading import end_notice
 from pbem.tokens import hash_token, mint
 
 LINK_DAYS = 7  # a link to the list works this long
@@ -202,6 +203,7 @@ def _entry(s: Session, game: Game, seat: Seat) -> dict[str, Any]:
         "turns": turns, "yours": any(t["yours"] for t in turns),
         "waiting_for": [x.name for x in seats if x.invite == "invited" and x.id != seat.id],
         "winners": _winners(game, seats),
+        "ended_idle": getattr(end_notice(s, game), "kind", None) == "game_abandoned_idle",
         "created_at": game.created_at.isoformat(),
         "ended_at": game.ended_at.isoformat() if game.ended_at else None,
     }

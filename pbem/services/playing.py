@@ -37,7 +37,9 @@ from pbem.services._plumbing import (
     _dump,
     _insert_events,
     _lock_game,
+    _log,
     _next_reminder,
+    _notice_all,
     _queue,
     _seats,
     _token,
@@ -215,8 +217,10 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
         raise IllegalMove(exc.code, decision.kind) from None
     _insert_move(s, game.id, decision.id, seat.position, action, source)
     decision.closed_at, decision.closed_by = utcnow(), source
-    _commit_state(s, game, mod, state, events)
+    played = source == "player" or (source == "bot" and not _stands_in(game, seat))
+    _commit_state(s, game, mod, state, events, played)
     seats = _seats(s, game.id)
+    state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == "player" else None
     opened = _sync_decisions(s, game, mod, state, seats, follow_up)
@@ -229,7 +233,8 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
         state, events = mod.apply(state, bot_seat.position, choice)
         _insert_move(s, game.id, bot_row.id, bot_seat.position, choice, "bot")
         bot_row.closed_at, bot_row.closed_by = utcnow(), "bot"
-        _commit_state(s, game, mod, state, events)
+        _commit_state(s, game, mod, state, events, not _stands_in(game, bot_seat))
+        state = _end_if_idle(s, game, mod, state, seats)
         opened = [d for d in opened if d.closed_at is None]
         opened += _sync_decisions(s, game, mod, state, seats, follow_up)
     s.info["pbem.state"], s.info["pbem.seats"] = state, seats
@@ -243,7 +248,8 @@ _GAME_TABLE = Game.__table__
 _UPDATE_STATE = (update(_GAME_TABLE).where(_GAME_TABLE.c.id == bindparam("game_id"),
                                            _GAME_TABLE.c.version == bindparam("old_version"))
                  .values(version=bindparam("new_version"), state=bindparam("new_state"),
-                         event_seq=bindparam("new_event_seq")))
+                         event_seq=bindparam("new_event_seq"),
+                         idle_rounds=bindparam("new_idle_rounds")))
 _OPEN_DECISIONS = select(Decision).where(Decision.game_id == bindparam("game_id"),
                                          Decision.closed_at.is_(None))
 
@@ -270,19 +276,23 @@ def _closed_reason(s: Session, decision: Decision, seat: Seat) -> str:
 
 
 def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
-                  events: list[Event]) -> None:
-    """Store the new state with an optimistic version check (the row is also locked).
+                  events: list[Event], played: bool = False) -> None:
+    """Store the new state with an optimistic version check (the row is also locked),
+    and count the rounds nobody played (``played``: see ``_idle_after``).
     A Core update (the ORM's costs several times more); the game object is brought in
     line by hand, which also cancels an ``event_seq`` still pending from ``_log``."""
     new_version = game.version + 1
     first_seq = game.event_seq
+    idle = _idle_after(game.idle_rounds, mod, events, played)
     done = s.connection().execute(_UPDATE_STATE, {
         "game_id": game.id, "old_version": game.version, "new_version": new_version,
-        "new_state": _dump(mod.to_json(state)), "new_event_seq": first_seq + len(events)})
+        "new_state": _dump(mod.to_json(state)), "new_event_seq": first_seq + len(events),
+        "new_idle_rounds": idle})
     if done.rowcount != 1:
         raise Conflict(gettext("the game changed at the same moment; please try again"))
     set_committed_value(game, "version", new_version)
     set_committed_value(game, "event_seq", first_seq + len(events))
+    set_committed_value(game, "idle_rounds", idle)
     set_committed_value(game, "state", None)
     s.expire(game, ["state"])  # read back only if someone needs it
     result = mod.result(state)
@@ -293,6 +303,65 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
         for seat in _seats(s, game.id):
             _queue(s, game, seat, "result", {"result": result.to_json()},
                    links={"page": {"kind": "page"}})
+
+
+# ------------------------------------------------------------------------- games nobody plays
+
+
+def _idle_after(idle: int, mod: EngineGame, events: list[Event], played: bool) -> int:
+    """``Game.idle_rounds`` after a move: -1 once someone ``played`` (a person, or a bot
+    the host chose: the round is not idle), one more at each start of a round (the game's
+    ``ROUND_EVENT``). Timeouts and bots standing in for absent players (``_stands_in``)
+    are nobody. A game without rounds counts the moves nobody made (0 after another)."""
+    kind = getattr(mod, "ROUND_EVENT", None)
+    if kind is None:
+        return 0 if played else idle + 1
+    idle = -1 if played else idle
+    return idle + sum(1 for e in events if e.kind == kind)
+
+
+def _stands_in(game: Game, seat: Seat) -> bool:
+    """Whether the bot of ``seat`` stands in for a player who is away (who left, or
+    missed ``absent_after`` deadlines in a row), not a bot the host chose (the host's
+    choice starts the count of missed deadlines again at 0)."""
+    return seat.left_at is not None or seat.timeouts_in_row >= game.absent_after
+
+
+def _idle_limit(mod: EngineGame, seats: int) -> tuple[str, int]:
+    """When a game nobody plays ends: (``rounds``, IDLE_ROUNDS), or for a game without
+    rounds (``moves``, IDLE_ROUNDS per seat)."""
+    rounds = int(current_app.config["IDLE_ROUNDS"])
+    if getattr(mod, "ROUND_EVENT", None) is None:
+        return "moves", rounds * seats
+    return "rounds", rounds
+
+
+def _end_if_idle(s: Session, game: Game, mod: EngineGame, state: Any,
+                 seats: list[Seat]) -> Any:
+    """End the game as abandoned once nobody has played for ``_idle_limit`` (every
+    decision timed out or played by a bot standing in): the host's abandon, told to
+    everyone with the reason. Returns the state (the ended one if it ended)."""
+    unit, limit = _idle_limit(mod, len(seats))
+    if game.status != "active" or game.idle_rounds < limit:
+        return state
+    return _abandon(s, game, mod, state, "game_abandoned_idle", {unit: limit}, by="idle")
+
+
+def _abandon(s: Session, game: Game, mod: EngineGame, state: Any, notice: str,
+             data: dict[str, Any], by: str) -> Any:
+    """End a running (or not yet started: ``state`` None) game without a winner: the
+    engine's ``abandon``, every open decision closed (``by``), the game ``abandoned``,
+    and ``notice`` logged and emailed to every player. Returns the ended state."""
+    if state is not None and hasattr(mod, "abandon"):
+        state, events = mod.abandon(state)
+        game.state = _dump(mod.to_json(state))
+        game.version += 1
+        _log(s, game, events)
+    for d in s.exec(_OPEN_DECISIONS, params={"game_id": game.id}):
+        d.closed_at, d.closed_by = utcnow(), by
+    game.status, game.ended_at = "abandoned", utcnow()
+    _notice_all(s, game, notice, None, data)
+    return state
 
 
 def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,

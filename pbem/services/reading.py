@@ -111,7 +111,21 @@ def admin_data(raw: str) -> dict[str, Any]:
                                 .order_by(Outbox.id.desc())).all()
         data["again"] = [seat.name for seat, joined
                          in play_again_players(s, game, _host_address(s, raw)) if not joined]
+        data["end_notice"] = end_notice(s, game)
         return data
+
+
+ABANDON_NOTICES = ("game_abandoned_by_host", "game_abandoned_idle")
+
+
+def end_notice(s: Session, game: Game) -> EventLog | None:
+    """Why an abandoned game ended: the server's notice in its log (the host abandoned
+    it, or nobody played any more); None for a game that did not end that way."""
+    if game.status != "abandoned":
+        return None
+    return s.exec(select(EventLog).where(EventLog.game_id == game.id,
+                                         EventLog.kind.in_(ABANDON_NOTICES))
+                  .order_by(EventLog.seq.desc())).first()
 
 
 def host_language(raw: str) -> str:

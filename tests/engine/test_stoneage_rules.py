@@ -35,6 +35,7 @@ from engine.core import (
     parse_action,
 )
 from engine.stoneage import (
+    BOTS,
     Board,
     apply,
     check_invariants,
@@ -1288,6 +1289,50 @@ def test_a_dice_for_all_gain_beyond_a_cap_is_lost(face, spec, field, value):
     assert [e.data["why"] for e in events if e.kind == "nothing_gained"] == ["cap"]
     assert getattr(state.boards[0], field) == value
 
+
+AT_LIMIT = [("hut", 2, board(people=10)), ("field", 1, board(agriculture=10)),
+            ("toolmaker", 1, board(tools=(4, 4, 4)))]
+
+
+@pytest.mark.parametrize(("at", "count", "spec"), AT_LIMIT)
+def test_a_player_at_a_limit_may_still_place_on_that_village_place(at, count, spec):
+    """Ruling: the manual limits how many people a place takes, not who may stand where
+    nothing can be gained; the people gain nothing there."""
+    state = build(spec, board())
+    assert counts_at(state, 0, at) == [count]
+    state, events = apply(state, 0, place(at, count))
+    assert events[0] == ev("people_placed", 0, place=at, count=count)
+    state, events = apply(last_use(board(), spec, place=at, count=count), 1, use(at))
+    assert events[0] == ev("nothing_gained", 1, place=at, why="cap")
+
+
+@pytest.mark.parametrize(("at", "count", "spec"), AT_LIMIT)
+@pytest.mark.parametrize("players", [2, 4])
+def test_people_at_a_limit_still_keep_the_village_place_from_the_others(at, count, spec,
+                                                                        players):
+    state = build(spec, *(board() for _ in range(players - 1)))
+    state, _ = apply(state, 0, place(at, count))
+    assert at not in places_of(state, 1)
+
+
+@pytest.mark.parametrize(("at", "count", "spec"), AT_LIMIT)
+def test_the_choice_of_a_village_place_at_the_limit_says_it_brings_nothing(at, count, spec):
+    state = build(spec, board())
+    assert choice_effect(state, 0, place(at, count)) == {"gain": "nothing"}
+    gain = {"hut": "people", "field": "agriculture", "toolmaker": "tool"}[at]
+    assert choice_effect(state._replace(turn=1), 1, place(at, count)) == {"gain": gain}
+
+
+def test_the_heuristic_bot_at_every_limit_sends_nobody_to_the_village():
+    state = build(board(people=10, agriculture=10, tools=(4, 4, 4)), board())
+    chosen = []
+    while state.phase == "place":
+        seat = pending(state)[0].seat
+        action = (BOTS["heuristic"](state, 0, random.Random(len(chosen))) if seat == 0
+                  else default_action(state, 1))
+        chosen += [action.get("at")] if seat == 0 else []
+        state, _ = apply(state, seat, action)
+    assert chosen and not set(chosen) & set(VILLAGE)
 
 
 # --------------------------------------------------------------------------- timeouts

@@ -473,11 +473,13 @@ def test_an_auction_where_every_bidder_times_out_ends_with_the_conch_kept(app, f
 
 def test_every_bidder_timing_out_onto_default_bots_never_loops(app, frozen, monkeypatch):
     """With the host's choice of the 'default' stand-in after one timeout, every bidder
-    ends up on a bot that only ever passes and forages: a game that can never end. The
-    sweep returns after a bounded number of bot moves and the rest waits for the next
-    deadline (the bound is lowered here to keep the test fast; 1,000 moves take ~10 s)."""
+    ends up on a bot that only ever passes and forages: a game that can never end by its
+    own rules. The sweep returns after a bounded number of bot moves and the rest waits
+    for the next deadline (the bound is lowered here to keep the test fast; 1,000 moves
+    take ~10 s). The end of a game nobody plays is turned off here (test_idle_games)."""
     assert services.playing.BOT_MOVES_PER_PLAY == 1000
     monkeypatch.setattr(services.playing, "BOT_MOVES_PER_PLAY", 40)
+    monkeypatch.setitem(app.config, "IDLE_ROUNDS", 1000)
     inbox = Inbox(app)
     g = new_game(app, absent_after=1, absent_bot="default")
     for n in (1, 2):
@@ -499,7 +501,11 @@ def test_every_bidder_timing_out_onto_default_bots_never_loops(app, frozen, monk
     assert len(moves(app, g.game_id)) == 43 + 1 + 40
 
 
-def test_every_player_absent_with_heuristic_bots_plays_the_game_to_its_end(app, frozen):
+def test_every_player_absent_with_heuristic_bots_plays_the_game_to_its_end(app, frozen,
+                                                                          monkeypatch):
+    """The heuristic bots can finish a game; the server ends a game nobody plays sooner
+    (test_idle_games), so that end is turned off here."""
+    monkeypatch.setitem(app.config, "IDLE_ROUNDS", 1000)
     inbox = Inbox(app)
     g = new_game(app, absent_after=1)
     for n in (1, 2, 3):

@@ -400,6 +400,8 @@ def test_abandon_ends_the_game_for_everyone(app, client, frozen, game, inbox):
     assert all("Waiting for" not in m.text for m in inbox.all())
     assert client.get(choice).status_code == 409  # the turn is over
     assert admin_form(client, game.admin_token, "pause") is None  # no controls any more
+    assert text_of(client.get(f"/admin/{game.admin_token}").get_data(as_text=True),
+                   "result") == text  # the host page says why the game is over
     for hours in (24, 48, 500):
         assert idle(sweep_at(app, frozen, hours))
     assert moves(app, game.game_id) == []
@@ -519,7 +521,7 @@ def test_every_control_is_in_the_game_log(app, client, frozen, game, inbox):
     log = text_of(client.get(page).get_data(as_text=True), "log")
     expected = [
         "The host has abandoned the game. Nobody wins.",
-        "The host ended the game. Nobody wins.",
+        "The game has ended without a winner.",
         "The host handed the seat of Cy to Dee.",
         "Ann is back and plays again.",
         "The host put Ann on a bot.",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from flask import Flask, render_template_string
+from flask_babel import force_locale
 
 from engine.registry import GAMES, get_game
 from pbem import create_app, rules
@@ -193,6 +194,42 @@ def test_the_card_glossary_shows_the_datas_numbers(pages) -> None:
     assert "+6 Nahrung, +1 Zahn" in pages["cavemen", "de"].text_of[f"card-{styraco.id}"]
     assert "Points 10" in pages["stoneage", "en"].text_of["card-B01"]
     assert "2 Holz + 1 Lehm" in pages["stoneage", "de"].text_of["card-B01"]
+
+
+@pytest.mark.parametrize(("lang", "words"), [
+    ("en", ("Ruling", "Hut with 10 people", "Field at agriculture 10", "three tools of 4",
+            "gain nothing", "nobody else can use it")),
+    ("de", ("Regelauslegung", "Hütte mit 10 Personen", "Acker bei Ackerbau 10",
+            "drei Werkzeugen von 4", "nichts bringen", "niemand sonst kann ihn nutzen")),
+])
+def test_the_stone_age_rules_name_the_ruling_on_places_that_bring_nothing(pages, lang,
+                                                                          words) -> None:
+    ruling = pages["stoneage", lang].text_of["ruling-no-gain"]
+    assert all(w in ruling for w in words), ruling
+    assert ruling in pages["stoneage", lang].text_of["round"]  # with the placement rules
+
+
+@pytest.mark.parametrize(("game", "lang"), CASES)
+def test_the_rules_say_a_game_nobody_plays_ends(pages, game, lang) -> None:
+    said = {"en": "If nobody plays for 3 rounds in a row",
+            "de": "Spielt 3 Runden lang niemand"}[lang]
+    assert said in pages[game, lang].text_of["server"]
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "Place 2 people on Hut: nothing for you (already at the limit), but it keeps "
+           "the others off this place"),
+    ("de", "nichts für dich (schon am Maximum), hält aber die anderen von diesem Ort fern"),
+])
+def test_a_choice_that_brings_nothing_says_so(app, lang, said) -> None:
+    """The words of an email or page choice whose effect is ``gain: nothing``."""
+    macro = ('{% import game_part("stoneage", "narration.jinja") as n with context %}'
+             '{{ n.choice(a, card, fx) }}')
+    with app.test_request_context("/"), force_locale(lang):
+        text = render_template_string(
+            macro, a={"kind": "place", "at": "hut", "count": 2}, fx={"gain": "nothing"},
+            card=lambda key: {"name": {"hut": "Hut" if lang == "en" else "Hütte"}[key]})
+    assert said in " ".join(text.split())
 
 
 @pytest.mark.parametrize("game", sorted(GAMES))
