@@ -29,8 +29,8 @@ from flask import (
     request,
     session,
 )
+from flask_babel import LazyString, lazy_gettext, ngettext, refresh
 from flask_babel import gettext as _
-from flask_babel import lazy_gettext, ngettext, refresh
 
 from engine.core import Action, parse_action
 from pbem import i18n, mail, narrate, services, zones
@@ -303,7 +303,7 @@ def handover(raw: str):
 def one_click(raw: str):
     if request.method != "POST":  # GET and HEAD never act
         info = services.describe_token(raw)
-        g.language = info["seat"].language
+        _speak(info["seat"].language)
         status = 409 if info.get("closed") else 200
         return render_template("pages/action.html", info=info, raw=raw), status
     if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
@@ -328,7 +328,7 @@ def _after_move(outcome: services.Outcome):
     """A short page: what was recorded, who acts next, and this seat's next decision at
     once if it has one (no board or log: the game page has those)."""
     data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
-    g.language = outcome.language
+    _speak(outcome.language)
     return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
                            outcome=outcome)
 
@@ -341,7 +341,7 @@ def game_page(raw: str):
 def _game_page(raw: str, status: int = 200, **extra: Any):
     data = services.game_for_page(raw)
     if data["seat"] is not None:
-        g.language = data["seat"].language
+        _speak(data["seat"].language)
     return _with_log_script(data, render_template("pages/game.html", data=data, raw=raw,
                                                   **extra), status)
 
@@ -361,7 +361,7 @@ def game_log_round(raw: str, number: int):
     ``?part=1`` only the round's entries (what the game page's script fetches)."""
     data = services.log_round_for_page(raw, number)
     if data["seat"] is not None:
-        g.language = data["seat"].language
+        _speak(data["seat"].language)
     return _log_round(data, f"/g/{raw}")
 
 
@@ -434,17 +434,17 @@ def spectator(key: str):
 def vacation(raw: str):
     _require_sig(raw)
     left = services.take_vacation(raw, request.form.get("days"))
-    return _game_page(raw, notice=ngettext(
+    return _game_page(raw, notice=LazyString(lambda: ngettext(
         "Your deadlines moved. Vacation left: %(d)s day.",
         "Your deadlines moved. Vacation left: %(d)s days.", 1 if left == 1 else 2,
-        d=i18n.number(left)))
+        d=i18n.number(left))))
 
 
 @bp.post("/g/<raw>/back")
 def come_back(raw: str):
     _require_sig(raw)
     services.come_back(raw)
-    return _game_page(raw, notice=_("Welcome back: you play your seat again."))
+    return _game_page(raw, notice=lazy_gettext("Welcome back: you play your seat again."))
 
 
 NOTIFY_DONE = {
@@ -463,14 +463,15 @@ NOTIFY_DONE = {
 def player_language(raw: str):
     _require_sig(raw)
     services.set_language(raw, request.form.get("lang", ""))
-    return _game_page(raw, notice=_("Your language is saved; your next emails use it too."))
+    return _game_page(raw, notice=lazy_gettext("Your language is saved; your next emails "
+                                               "use it too."))
 
 
 @bp.post("/g/<raw>/notifications")
 def notifications(raw: str):
     _require_sig(raw)
     done = services.set_notifications(raw, request.form.get("how", ""))
-    return _game_page(raw, notice=str(NOTIFY_DONE[done]))
+    return _game_page(raw, notice=NOTIFY_DONE[done])
 
 
 # --------------------------------------------------------------------------- unsubscribe
@@ -502,8 +503,15 @@ def admin(raw: str):
 
 def _as_host(raw: str) -> None:
     """Speak the host's language from here on (their messages and page)."""
-    g.language = services.host_language(raw)
-    refresh()  # a language looked up before this one is forgotten
+    _speak(services.host_language(raw))
+
+
+def _speak(lang: str) -> None:
+    """Speak ``lang`` for the rest of the request: the page of a seat or of the host.
+    A language looked up before (by a service, or by the page of a player who has just
+    switched) is forgotten, so no sentence of the page stays in the old one."""
+    g.language = lang
+    refresh()
 
 
 def _admin_page(raw: str, notice: str | None = None, error: str | None = None,
