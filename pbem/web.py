@@ -112,9 +112,12 @@ def _require_sig(raw: str) -> None:
                              "open the link again"))
 
 
-def _message(title: str, text: str, status: int = 200, element: str = "message"):
-    return render_template("pages/message.html", title=title, text=text,
-                           element=element), status
+def _message(title: str, text: str, status: int = 200, element: str = "message",
+             onward: list[tuple[str, str]] | None = None):
+    """A short page that says one thing, with links onwards (``onward``: address and
+    words; the home page and a player's list of games are always offered)."""
+    return render_template("pages/message.html", title=title, text=text, element=element,
+                           onward=onward or []), status
 
 
 # --------------------------------------------------------------------------- new games
@@ -245,11 +248,13 @@ def my_games_open(raw: str):
 def host_confirm(raw: str):
     if request.method == "POST":
         _require_sig(raw)
-        fresh = services.confirm_host(raw)[1]
+        _game_id, fresh, admin_raw = services.confirm_host(raw)
         if fresh:
             return _message(_("Game confirmed"),
-                            _("Invitations are on their way to the players."),
-                            element="confirmed")
+                            _("Invitations are on their way to the players. Your host page "
+                              "shows who has accepted; the game starts when everyone has."),
+                            element="confirmed",
+                            onward=[(f"/admin/{admin_raw}", _("Open your host page"))])
         return _already_confirmed()
     info = services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
     if info["game"].status == "abandoned":
@@ -277,8 +282,8 @@ def invitation(raw: str):
                                            "host ended it."), 409, element="answered")
     if request.method == "POST" and not info["answered"]:
         _require_sig(raw)
-        services.answer_invitation(raw, info["answer"] == "accept")
-        return render_template("pages/invited.html", info=info, done=True)
+        page = services.answer_invitation(raw, info["answer"] == "accept")[2]
+        return render_template("pages/invited.html", info=info, done=True, page=page)
     if info["answered"]:
         return render_template("pages/invited.html", info=info, done=False), 409
     return render_template("pages/invited.html", info=info, raw=raw, done=False)
@@ -290,8 +295,8 @@ def handover(raw: str):
     info = services.describe_handover(raw)
     if request.method == "POST" and info["state"] == "open":
         _require_sig(raw)
-        info["done"] = services.answer_handover(raw, info["answer"] == "accept")
-        return render_template("pages/handover.html", info=info, raw=raw)
+        info["done"], page = services.answer_handover(raw, info["answer"] == "accept")
+        return render_template("pages/handover.html", info=info, raw=raw, page=page)
     status = 200 if info["state"] == "open" else 409
     return render_template("pages/handover.html", info=info, raw=raw), status
 
