@@ -49,7 +49,6 @@ from pbem.errors import (
 from pbem.tokens import check_signature, form_signature, same_secret
 
 bp = Blueprint("web", __name__)
-MAX_PLAYERS_ON_FORM = 5
 PLAYER_FIELD_RE = re.compile(r"^(?:name|email)(\d{1,4})$")
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
        "frame-ancestors 'none'; base-uri 'none'")
@@ -182,14 +181,16 @@ def new_game():
 
 def _players_from_form(form) -> list[services.PlayerIn | None]:
     """The form's player rows, None for an empty one (it keeps its place, so a problem is
-    shown at its row); a row beyond the form's five is refused, not dropped."""
+    shown at its row); a row beyond the largest game offered is refused, not dropped (one
+    beyond the chosen game's largest number is refused by the service, at its row)."""
+    rows = max(g["max"] for g in services.offered_games())
     beyond = [key for key in form if (m := PLAYER_FIELD_RE.match(key))
-              and int(m.group(1)) >= MAX_PLAYERS_ON_FORM and form.get(key, "").strip()]
+              and int(m.group(1)) >= rows and form.get(key, "").strip()]
     if beyond:
         raise InvalidInput(_("a game has at most %(n)s players; this form has more: remove "
-                             "the extra ones", n=MAX_PLAYERS_ON_FORM))
+                             "the extra ones", n=rows))
     players: list[services.PlayerIn | None] = []
-    for i in range(MAX_PLAYERS_ON_FORM):
+    for i in range(rows):
         name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()
         players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
                                          form.get(f"tz{i}", "UTC") or "UTC")
