@@ -585,6 +585,15 @@ def _abandon(raw: str, f) -> str:
     return _("Done: the game is over for everyone.")
 
 
+def _set_bot(raw: str, f) -> None:
+    """Who plays a seat: a bot (``heuristic``, ``default``) or its player (empty). The
+    form names no choice until the host makes one, so a press without one changes
+    nothing."""
+    if "bot" not in f:
+        raise InvalidInput(_("choose who plays the seat: a bot or its player"))
+    services.set_bot(raw, f.get("position"), f.get("bot") or None)
+
+
 CONTROL_DONE = {
     "pause": lazy_gettext("Done: the game is paused."),
     "resume": lazy_gettext("Done: the game goes on."),
@@ -598,7 +607,7 @@ ADMIN_ACTIONS = {
     "resume": lambda raw, f: services.resume_game(raw),
     "extend": lambda raw, f: services.extend_deadline(raw, f.get("hours")),
     "abandon": _abandon,
-    "bot": lambda raw, f: services.set_bot(raw, f.get("position"), f.get("bot") or None),
+    "bot": _set_bot,
     "handover": _hand_over,
     "withdraw": lambda raw, f: services.withdraw_handover(raw, f.get("position")),
 }
