@@ -91,16 +91,15 @@ def validate_players(players: Sequence[PlayerIn | None], game: EngineGame | None
     own = problems is None
     problems = Problems() if problems is None else problems
     rows = [(i, p) for i, p in enumerate(players) if p is not None]
-    beyond = [i for i, _p in rows if game is not None and i >= game.MAX_PLAYERS]
-    for i in beyond:  # a row the chosen game has no seat for (the form hides it)
-        problems.add(f"name{i}", gettext(
-            "this game takes at most %(n)s players: leave player %(i)s empty, or choose "
-            "a game for more players", n=game.MAX_PLAYERS, i=i + 1))
-    if game is not None and not beyond and not (
-            game.MIN_PLAYERS <= len(rows) <= game.MAX_PLAYERS):
+    if game is not None and not game.MIN_PLAYERS <= len(rows) <= game.MAX_PLAYERS:
         problems.add("players", gettext("a game needs %(low)s to %(high)s players, not %(n)s",
                                         low=game.MIN_PLAYERS, high=game.MAX_PLAYERS,
                                         n=len(rows)))
+    for i in [i for i, _p in rows if game is not None and i >= game.MAX_PLAYERS]:
+        # a row of the home form the chosen game has no seat for (the form hides it)
+        problems.add(f"name{i}", gettext(
+            "this game takes at most %(n)s players: leave player %(i)s empty, or choose "
+            "a game for more players", n=game.MAX_PLAYERS, i=i + 1))
     out, seen = [], set()
     for i, p in rows:
         player = _check_player(p, i, seen, problems)
