@@ -53,9 +53,14 @@ def language() -> str:
     return code if code in LANGUAGES else DEFAULT
 
 
+# Zone names that are UTC itself: a deadline in one of them is not written twice.
+UTC_ZONES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "Etc/Universal", "Etc/Zulu", "UCT",
+                       "Universal", "Zulu"})
+
+
 def format_deadline(iso: str, tz: str) -> dict[str, str]:
-    """A deadline as absolute times: the recipient's zone, in their language, and UTC
-    (never 'in 2 days')."""
+    """A deadline as absolute times (never 'in 2 days'): ``local`` in the recipient's
+    zone and language, ``utc``, and ``both`` (local, then UTC unless the zone is UTC)."""
     return dict(_deadline(iso, tz, language()))
 
 
@@ -66,9 +71,9 @@ def _deadline(iso: str, tz: str, lang: str) -> dict[str, str]:
     when = datetime.fromisoformat(iso)
     local = when.astimezone(ZoneInfo(tz))
     text = format_datetime(local, DATE_PATTERNS[lang], locale=lang)
-    return {"local": f"{text} ({tz})",
-            "utc": when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "iso": when.isoformat()}
+    utc = when.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return {"local": f"{text} ({tz})", "utc": utc, "iso": when.isoformat(),
+            "both": f"{text} ({tz})" if tz in UTC_ZONES else f"{text} ({tz}) / {utc}"}
 
 
 SHORT_PATTERNS = {"en": ("EEE HH:mm", "d MMM y, HH:mm"), "de": ("EEE HH:mm", "d. MMM y, HH:mm")}

@@ -30,8 +30,8 @@ from flask import (
     request,
     session,
 )
+from flask_babel import LazyString, lazy_gettext, ngettext, refresh
 from flask_babel import gettext as _
-from flask_babel import lazy_gettext, ngettext, refresh
 
 from pbem import i18n, mail, narrate, services, zones
 from pbem.errors import (
@@ -50,7 +50,6 @@ from pbem.forms import DB_INT_MAX, parse_int
 from pbem.tokens import check_signature, form_signature, same_secret
 
 bp = Blueprint("web", __name__)
-MAX_PLAYERS_ON_FORM = 5
 PLAYER_FIELD_RE = re.compile(r"^(?:name|email)(\d{1,4})$")
 CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
        "frame-ancestors 'none'; base-uri 'none'")
@@ -122,9 +121,12 @@ def _require_sig(raw: str) -> None:
                              "open the link again"))
 
 
-def _message(title: str, text: str, status: int = 200, element: str = "message"):
-    return render_template("pages/message.html", title=title, text=text,
-                           element=element), status
+def _message(title: str, text: str, status: int = 200, element: str = "message",
+             onward: list[tuple[str, str]] | None = None):
+    """A short page that says one thing, with links onwards (``onward``: address and
+    words; the home page and a player's list of games are always offered)."""
+    return render_template("pages/message.html", title=title, text=text, element=element,
+                           onward=onward or []), status
 
 
 # --------------------------------------------------------------------------- new games
@@ -196,14 +198,16 @@ def new_game():
 
 def _players_from_form(form) -> list[services.PlayerIn | None]:
     """The form's player rows, None for an empty one (it keeps its place, so a problem is
-    shown at its row); a row beyond the form's five is refused, not dropped."""
+    shown at its row); a row beyond the largest game offered is refused, not dropped (one
+    beyond the chosen game's largest number is refused by the service, at its row)."""
+    rows = max(g["max"] for g in services.offered_games())
     beyond = [key for key in form if (m := PLAYER_FIELD_RE.match(key))
-              and int(m.group(1)) >= MAX_PLAYERS_ON_FORM and form.get(key, "").strip()]
+              and int(m.group(1)) >= rows and form.get(key, "").strip()]
     if beyond:
         raise InvalidInput(_("a game has at most %(n)s players; this form has more: remove "
-                             "the extra ones", n=MAX_PLAYERS_ON_FORM))
+                             "the extra ones", n=rows))
     players: list[services.PlayerIn | None] = []
-    for i in range(MAX_PLAYERS_ON_FORM):
+    for i in range(rows):
         name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()
         players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
                                          form.get(f"tz{i}", "UTC") or "UTC")
@@ -262,11 +266,13 @@ def my_games_open(raw: str):
 def host_confirm(raw: str):
     if request.method == "POST":
         _require_sig(raw)
-        fresh = services.confirm_host(raw)[1]
+        _game_id, fresh, admin_raw = services.confirm_host(raw)
         if fresh:
             return _message(_("Game confirmed"),
-                            _("Invitations are on their way to the players."),
-                            element="confirmed")
+                            _("Invitations are on their way to the players. Your host page "
+                              "shows who has accepted; the game starts when everyone has."),
+                            element="confirmed",
+                            onward=[(f"/admin/{admin_raw}", _("Open your host page"))])
         return _already_confirmed()
     info = services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
     if info["game"].status == "abandoned":
@@ -295,8 +301,8 @@ def invitation(raw: str):
                                            "host ended it."), 409, element="answered")
     if request.method == "POST" and not info["answered"]:
         _require_sig(raw)
-        services.answer_invitation(raw, info["answer"] == "accept")
-        return render_template("pages/invited.html", info=info, done=True)
+        page = services.answer_invitation(raw, info["answer"] == "accept")[2]
+        return render_template("pages/invited.html", info=info, done=True, page=page)
     if info["answered"]:
         return render_template("pages/invited.html", info=info, done=False), 409
     return render_template("pages/invited.html", info=info, raw=raw, done=False)
@@ -308,8 +314,8 @@ def handover(raw: str):
     info = services.describe_handover(raw)
     if request.method == "POST" and info["state"] == "open":
         _require_sig(raw)
-        info["done"] = services.answer_handover(raw, info["answer"] == "accept")
-        return render_template("pages/handover.html", info=info, raw=raw)
+        info["done"], page = services.answer_handover(raw, info["answer"] == "accept")
+        return render_template("pages/handover.html", info=info, raw=raw, page=page)
     status = 200 if info["state"] == "open" else 409
     return render_template("pages/handover.html", info=info, raw=raw), status
 
@@ -467,17 +473,17 @@ def spectator(key: str):
 def vacation(raw: str):
     _require_sig(raw)
     left = services.take_vacation(raw, request.form.get("days"))
-    return _game_page(raw, notice=ngettext(
+    return _game_page(raw, notice=LazyString(lambda: ngettext(
         "Your deadlines moved. Vacation left: %(d)s day.",
         "Your deadlines moved. Vacation left: %(d)s days.", 1 if left == 1 else 2,
-        d=i18n.number(left)))
+        d=i18n.number(left))))
 
 
 @bp.post("/g/<raw>/back")
 def come_back(raw: str):
     _require_sig(raw)
     services.come_back(raw)
-    return _game_page(raw, notice=_("Welcome back: you play your seat again."))
+    return _game_page(raw, notice=lazy_gettext("Welcome back: you play your seat again."))
 
 
 NOTIFY_DONE = {
@@ -498,14 +504,15 @@ NOTIFY_DONE = {
 def player_language(raw: str):
     _require_sig(raw)
     services.set_language(raw, request.form.get("lang", ""))
-    return _game_page(raw, notice=_("Your language is saved; your next emails use it too."))
+    return _game_page(raw, notice=lazy_gettext("Your language is saved; your next emails "
+                                               "use it too."))
 
 
 @bp.post("/g/<raw>/notifications")
 def notifications(raw: str):
     _require_sig(raw)
     done = services.set_notifications(raw, request.form.get("how", ""))
-    return _game_page(raw, notice=str(NOTIFY_DONE[done]))
+    return _game_page(raw, notice=NOTIFY_DONE[done])
 
 
 # --------------------------------------------------------------------------- unsubscribe
@@ -603,6 +610,15 @@ def _abandon(raw: str, f) -> str:
     return _("Done: the game is over for everyone.")
 
 
+def _set_bot(raw: str, f) -> None:
+    """Who plays a seat: a bot (``heuristic``, ``default``) or its player (empty). The
+    form names no choice until the host makes one, so a press without one changes
+    nothing."""
+    if "bot" not in f:
+        raise InvalidInput(_("choose who plays the seat: a bot or its player"))
+    services.set_bot(raw, f.get("position"), f.get("bot") or None)
+
+
 CONTROL_DONE = {
     "pause": lazy_gettext("Done: the game is paused."),
     "resume": lazy_gettext("Done: the game goes on."),
@@ -616,7 +632,7 @@ ADMIN_ACTIONS = {
     "resume": lambda raw, f: services.resume_game(raw),
     "extend": lambda raw, f: services.extend_deadline(raw, f.get("hours")),
     "abandon": _abandon,
-    "bot": lambda raw, f: services.set_bot(raw, f.get("position"), f.get("bot") or None),
+    "bot": _set_bot,
     "handover": _hand_over,
     "withdraw": lambda raw, f: services.withdraw_handover(raw, f.get("position")),
 }

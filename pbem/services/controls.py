@@ -42,7 +42,7 @@ from pbem.services.games import (
     _validate_newcomer,
 )
 from pbem.services.playing import _abandon, _bot_choice, _play, _queue_decision
-from pbem.tokens import lookup, revoke_seat
+from pbem.tokens import lookup, mint, revoke_seat
 
 # --------------------------------------------------------------------------- pausing and extending
 
@@ -208,8 +208,9 @@ def _handover_state(game: Game, seat: Seat, token: Token) -> str:
     return "open"
 
 
-def answer_handover(raw: str, accept: bool) -> str:
-    """The invited person takes the seat over (or declines; the host is told)."""
+def answer_handover(raw: str, accept: bool) -> tuple[str, str | None]:
+    """The invited person takes the seat over (or declines; the host is told). Returns
+    "accepted" with a fresh link to the seat's game page (raw token), or "declined"."""
     with session_scope() as s:
         token = _token(s, raw, "handover")
         game = _lock_game(s, token.game_id)
@@ -224,11 +225,11 @@ def answer_handover(raw: str, accept: bool) -> str:
         _revoke_handover(s, seat)
         if not accept:
             _tell_host_declined(s, game, seat, handover=pending)
-            return "declined"
+            return "declined", None
         new = _validate_newcomer(s, game, seat, PlayerIn(
             pending["name"], pending["email"], pending["language"], pending["timezone"]))
         _give_seat(s, game, seat, new)
-        return "accepted"
+        return "accepted", mint(s, "page", game.id, seat.id)
 
 
 def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:

@@ -98,6 +98,11 @@ def validate_players(players: Sequence[PlayerIn | None], game: EngineGame | None
         problems.add("players", gettext("a game needs %(low)s to %(high)s players, not %(n)s",
                                         low=game.MIN_PLAYERS, high=game.MAX_PLAYERS,
                                         n=len(rows)))
+    for i in [i for i, _p in rows if game is not None and i >= game.MAX_PLAYERS]:
+        # a row of the home form the chosen game has no seat for (the form hides it)
+        problems.add(f"name{i}", gettext(
+            "this game takes at most %(n)s players: leave player %(i)s empty, or choose "
+            "a game for more players", n=game.MAX_PLAYERS, i=i + 1))
     out, seen = [], set()
     for i, p in rows:
         player = _check_player(p, i, seen, problems)
@@ -453,20 +458,21 @@ def describe_host_confirm(raw: str) -> dict[str, Any]:
                 "confirmed": game.status != "awaiting_host"}
 
 
-def confirm_host(raw: str) -> tuple[str, bool]:
-    """The host confirms a game made on the web: invitations go out. Returns the game id
-    and whether this call confirmed it (False: it was confirmed before; the link keeps
-    saying so instead of turning into an unknown link)."""
+def confirm_host(raw: str) -> tuple[str, bool, str | None]:
+    """The host confirms a game made on the web: invitations go out. Returns the game id,
+    whether this call confirmed it (False: it was confirmed before; the link keeps
+    saying so instead of turning into an unknown link) and, when it did, a fresh link
+    to the host page (raw token) for the page that says so."""
     with session_scope() as s:
         token = _token(s, raw, "host_confirm")
         game = _lock_game(s, token.game_id)
         if game.status == "abandoned":
             raise WrongState(gettext("the host ended this game before it started"))
         if game.status != "awaiting_host":
-            return game.id, False
+            return game.id, False, None
         game.status = "inviting"
         _send_invitations(s, game, _seats(s, game.id))
-        return game.id, True
+        return game.id, True, mint(s, "admin", game.id, token.seat_id)
 
 
 def _send_invitations(s: Session, game: Game, seats: list[Seat]) -> None:
@@ -491,8 +497,10 @@ def describe_invitation(raw: str) -> dict[str, Any]:
                 "answered": seat.invite if seat.invite != "invited" else None}
 
 
-def answer_invitation(raw: str, accept: bool) -> tuple[str, str]:
-    """Accept or decline; returns (game id, new invite status). Starts when all accepted."""
+def answer_invitation(raw: str, accept: bool) -> tuple[str, str, str | None]:
+    """Accept or decline; returns the game id, the new invite status and, for an
+    acceptance, a fresh link to the player's game page (raw token). Starts when all
+    accepted."""
     with session_scope() as s:
         token = _token(s, raw, "invite")
         game = _lock_game(s, token.game_id)
@@ -506,7 +514,8 @@ def answer_invitation(raw: str, accept: bool) -> tuple[str, str]:
         if not accept:
             _tell_host_declined(s, game, seat)
         _start_if_ready(s, game, _seats(s, game.id))
-        return game.id, seat.invite
+        page = mint(s, "page", game.id, seat.id) if accept else None
+        return game.id, seat.invite, page
 
 
 def replace_player(admin_raw: str, position: int, player: PlayerIn) -> None:

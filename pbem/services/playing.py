@@ -413,5 +413,6 @@ def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: S
         "more_choices": len(legal) > len(links) - 1,
         "default": mod.default_action(state, seat.position).to_json(),
         "reminder": reminder,
+        "follow_up": delay is not None,  # held back: the player may answer on the page
     }, links=links, key=key or (f"reminder:{decision.id}:{decision.reminders_sent}" if reminder
                                 else f"decision:{decision.id}"), delay=delay)

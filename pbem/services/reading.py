@@ -158,7 +158,8 @@ class LogRound:
     """One part of a game's log: what happened before the first round (``number`` 0) or
     the ``number``-th round the game began (``label``: the round number its event
     gives). ``entries`` are (event, its time in the reader's zone, whether it is the
-    newest entry of its day), newest first; None while the round is folded. Times are
+    first entry of its day), oldest first, as the emails tell them; None while the
+    round is folded. Times are
     written by the template (in the page's language, which is settled only then)."""
 
     number: int
@@ -180,8 +181,9 @@ _EVENTS_FROM = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
 
 
 def _log(s: Session, game: Game, mod: Any, seat: Seat | None) -> list[LogRound]:
-    """The game page's log: every part, newest first; the last ``OPEN_ROUNDS`` with
-    their entries, the others folded."""
+    """The game page's log: every part in the order it happened (the order in which the
+    emails tell it, so the newest is at the end); the last ``OPEN_ROUNDS`` with their
+    entries, the others folded."""
     if not game.event_seq:  # not started: nothing has happened yet
         return []
     rounds = _rounds(s, game, mod)
@@ -190,7 +192,7 @@ def _log(s: Session, game: Game, mod: Any, seat: Seat | None) -> list[LogRound]:
         events = _events(s, game, shown[0].first_seq, None)
         for part in shown:
             part.entries = _entries(events, part, seat)
-    return rounds[::-1]
+    return rounds
 
 
 def _rounds(s: Session, game: Game, mod: Any) -> list[LogRound]:
@@ -216,11 +218,11 @@ def _events(s: Session, game: Game, first: int, end: int | None) -> list[EventLo
 
 def _entries(events: list[EventLog], part: LogRound,
              seat: Seat | None) -> list[tuple[EventLog, datetime, bool]]:
-    """The events of ``part`` the reader may see, newest first, each with its time in the
-    reader's zone and whether it is the newest of its day (which shows the day too)."""
+    """The events of ``part`` the reader may see, oldest first, each with its time in the
+    reader's zone and whether it is the first of its day (which shows the day too)."""
     position = seat.position if seat else None
     zone, day, out = _zone(seat), None, []
-    for e in reversed(events):
+    for e in events:
         if e.seq < part.first_seq or (part.end_seq is not None and e.seq >= part.end_seq):
             continue
         if e.visible_to is not None and position not in e.visible_to:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 CARD_RE = re.compile(r"^(?P<name>.+?) \[(?P<type>\w+)(?:, [^\]]*)?\](?P<rest>.*)$")
-HIF_RE = re.compile(r"H/I/F (\d+)/(\d+)/(\d+)")
+HIF_RE = re.compile(r"Hunting (\d+), Inventing (\d+), Foraging (\d+)")
 COST_RE = re.compile(r"(?:cost|recruit for) (\d+) Food or (\d+) (?:Teeth|Tooth)")
 BEAST_RE = re.compile(r"needs Hunting (\d+), gives (\d+) Food and (\d+) (?:Teeth|Tooth)")
 INVENTION_RE = re.compile(r"needs Inventing (\d+): (.*?)(?: \[stone \d+\])?$")
@@ -21,7 +21,7 @@ TRIBE_RE = re.compile(r"^Your tribe: (?P<tribe>.+)$")
 CONCH_RE = re.compile(r"The conch: you\.")
 STOCK_RE = re.compile(r"Food (\d+) +Teeth (\d+) +Population (\d+)/(\d+)")
 SCORES_RE = re.compile(r"Hunting (\d+) +Inventing (\d+)/(\d+) +Foraging (\d+)")
-OTHER_RE = re.compile(r"^(?P<name>.+?) +(\d+) +(\d+) +(\d+)/(\d+)/(\d+) +(\d+)/(\d+)")
+OTHER_RE = re.compile(r"^Inventing (?P<inventing>\d+) of \d+, Hunting \d+")  # a rival tribe
 CAVEMEN = ("leader", "hunter", "thinker", "elder", "explorer")
 
 
@@ -148,7 +148,7 @@ class Board:
             elif section == "pool":
                 board.pool.append(Card.parse(line))
             elif section == "others" and (m := OTHER_RE.match(line)):
-                board.rivals_inventing.append(int(m.group(5)))
+                board.rivals_inventing.append(int(m["inventing"]))
         return board
 
     def card(self, name: str) -> Card | None:

@@ -108,9 +108,27 @@ def test_german_names_use_the_rulebook_vocabulary(deck: Deck, german: Translatio
         "Du erhältst 2 zusätzliche Nahrung, wann immer du Nahrung sammelst.")
 
 
-def test_german_texts_use_the_german_score_names(deck: Deck, german: Translation) -> None:
-    words = {"Hunting": "Jagd-Wert", "Inventing": "Erfindungs-Wert",
-             "Foraging": "Ernährungs-Wert", "Population": "Bevölkerungs-Wert"}
+SCORES = ("Hunting", "Inventing", "Foraging", "Population")
+CATALOG = Path(__file__).resolve().parents[2] / "pbem/translations/de/LC_MESSAGES/messages.po"
+
+
+def board_words() -> dict[str, str]:
+    """The German word the boards and emails use for each score (the server's catalog)."""
+    from babel.messages.pofile import read_po
+
+    with CATALOG.open("rb") as fh:
+        catalog = read_po(fh)
+    return {english: catalog[english].string for english in SCORES}
+
+
+def test_german_boards_name_each_score_with_one_word_of_its_own() -> None:
+    assert board_words() == {"Hunting": "Jagd-Wert", "Inventing": "Erfindungs-Wert",
+                             "Foraging": "Sammel-Wert", "Population": "Bevölkerung"}
+
+
+def test_german_texts_use_the_score_names_of_the_boards(deck: Deck,
+                                                        german: Translation) -> None:
+    words = board_words()
     for cid, text in german.texts.items():
         for english, local in words.items():
             if f" {english}" in deck.card(cid).text:
@@ -266,7 +284,7 @@ BROKEN: dict[str, tuple[Callable[[], str | bytes], list[str]]] = {
     "card not a table": (
         lambda: 'cards.C08 = "Kristallhöhle"\n' + de_drop_card("C08"), ["C08", "not a table"]),
     "empty name": (lambda: de_edit('name = "Grotte"', 'name = ""'), ["C06", "name", "empty"]),
-    "blank text": (lambda: de_edit('text = "+2 Ernährungs-Wert."', 'text = "  "'),
+    "blank text": (lambda: de_edit('text = "+2 Sammel-Wert."', 'text = "  "'),
                    ["I11", "text", "empty"]),
     "name not a string": (lambda: de_edit('name = "Rohling"', "name = 4"),
                           ["H04", "name", "string", "int"]),

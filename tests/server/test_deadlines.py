@@ -195,12 +195,15 @@ def test_a_sweep_late_for_both_reminders_sends_only_one(app, frozen):
 # --------------------------------------------------------------------------- deadlines in emails
 
 
+UTC_TOO = " / 2030-03-31 12:00 UTC"  # the deadline in UTC as well, after the local time
+
+
 @pytest.mark.parametrize(("tz", "local"), [
-    ("Europe/Berlin", "Sunday 31 March 2030, 14:00 (Europe/Berlin)"),  # summer time already
-    ("America/New_York", "Sunday 31 March 2030, 08:00 (America/New_York)"),
-    ("Asia/Tokyo", "Sunday 31 March 2030, 21:00 (Asia/Tokyo)"),
-    ("Pacific/Kiritimati", "Monday 1 April 2030, 02:00 (Pacific/Kiritimati)"),
-    ("UTC", "Sunday 31 March 2030, 12:00 (UTC)"),
+    ("Europe/Berlin", "Sunday 31 March 2030, 14:00 (Europe/Berlin)" + UTC_TOO),  # summer
+    ("America/New_York", "Sunday 31 March 2030, 08:00 (America/New_York)" + UTC_TOO),
+    ("Asia/Tokyo", "Sunday 31 March 2030, 21:00 (Asia/Tokyo)" + UTC_TOO),
+    ("Pacific/Kiritimati", "Monday 1 April 2030, 02:00 (Pacific/Kiritimati)" + UTC_TOO),
+    ("UTC", "Sunday 31 March 2030, 12:00 (UTC)"),  # once: UTC is the reader's own zone
 ])
 def test_decision_email_shows_the_deadline_in_the_recipients_zone_and_utc(
         app, client, tz, local):
@@ -209,11 +212,10 @@ def test_decision_email_shows_the_deadline_in_the_recipients_zone_and_utc(
     with freeze_time("2030-03-29 12:00:00"):  # Friday, before Berlin's clocks go forward
         new_game(app, players)
     (mail_to_cy,) = inbox.to(CY.email, "decision")
-    assert f"Decide by {local} / 2030-03-31 12:00 UTC" in mail_to_cy.text
-    assert f"Decide by {local} / 2030-03-31 12:00 UTC" in mail_to_cy.html
+    assert f"Decide by {local}." in mail_to_cy.text
+    assert f"Decide by {local}." in mail_to_cy.html
     html = client.get(path_of(mail_to_cy.link("/g/"))).get_data(as_text=True)
-    assert f"Cy: bid for the conch – until {local} / 2030-03-31 12:00 UTC" in \
-        text_of(html, "waiting")
+    assert text_of(html, "waiting").endswith(f"Cy: bid for the conch – until {local}")
     # The others' "game started" emails show Cy's deadline in their own zones.
     for player, their_local in [(ANN, "Sunday 31 March 2030, 14:00 (Europe/Berlin)"),
                                 (BOB, "Sunday 31 March 2030, 08:00 (America/New_York)")]:

@@ -1,6 +1,6 @@
-"""The game log on the game page: grouped by round, newest round first, the last two
-rounds open and older ones folded, loaded on demand from an endpoint that the page's own
-link (or key) authorises."""
+"""The game log on the game page: grouped by round, in the order things happened (the
+order of the emails), the last two rounds open and older ones folded, loaded on demand
+from an endpoint that the page's own link (or key) authorises."""
 
 from __future__ import annotations
 
@@ -48,16 +48,16 @@ def round4(table: Table) -> Table:
     return table
 
 
-def test_the_last_two_rounds_are_open_newest_first_and_older_ones_folded(round4, client):
+def test_the_log_runs_oldest_first_with_the_last_two_rounds_open(round4, client):
     raw = page_token(round4.app, round4.game_id, 0)
     html = client.get(f"/g/{raw}").get_data(as_text=True)
-    assert parts(html) == [("section", 4), ("section", 3), ("details", 2), ("details", 1),
-                           ("details", 0)]
+    assert parts(html) == [("details", 0), ("details", 1), ("details", 2), ("section", 3),
+                           ("section", 4)]
     current = part_text(html, 4)
     assert current.startswith("Round 4")
-    # newest entry first: the round's own beginning comes last
-    assert current.endswith("Round 4 begins.")
-    assert part_text(html, 3).endswith("Round 3 begins.")
+    # oldest entry first, as the emails tell it: the round's own beginning comes first
+    assert re.match(r"Round 4 \S+ \d\d:\d\d \S+ \d\d:\d\d Round 4 begins\.", current), current
+    assert re.match(r"Round 3 \S+ \d\d:\d\d \S+ \d\d:\d\d Round 3 begins\.", part_text(html, 3))
     # folded rounds carry no entries, only their link
     for number in (2, 1):
         folded = part_text(html, number)
@@ -171,6 +171,6 @@ def test_a_game_without_rounds_shows_its_whole_log_as_one_open_part(round4, clie
     html = client.get(f"/g/{raw}").get_data(as_text=True)
     assert parts(html) == [("section", 0)]
     log = text_of(html, "log")
-    assert log.index("Round 4 begins.") < log.index("Round 1 begins.") < log.index(
-        "The game begins.")
+    assert log.index("The game begins.") < log.index("Round 1 begins.") < log.index(
+        "Round 4 begins.")
     assert client.get(f"/g/{raw}/log/1").status_code == 404

@@ -520,20 +520,20 @@ def test_every_control_is_in_the_game_log(app, client, frozen, game, inbox):
     admin_post(client, game.admin_token, "abandon", sure="yes")
     log = text_of(client.get(page).get_data(as_text=True), "log")
     expected = [
-        "The host has abandoned the game. Nobody wins.",
-        "The game has ended without a winner.",
-        "The host handed the seat of Cy to Dee.",
-        "Ann is back and plays again.",
-        "The host put Ann on a bot.",
+        "The host paused the game. Deadlines stop until it resumes.",
+        "The host resumed the game; open deadlines moved by 2 hours.",
+        "The host extended the current deadline by 12 hours.",
         "Bob is on vacation for 1 day; their deadlines move accordingly (until "
         "Tuesday 15 January 2030, 12:00 (UTC) at least).",
-        "The host extended the current deadline by 12 hours.",
-        "The host resumed the game; open deadlines moved by 2 hours.",
-        "The host paused the game. Deadlines stop until it resumes.",
+        "The host put Ann on a bot.",
+        "Ann is back and plays again.",
+        "The host handed the seat of Cy to Dee.",
+        "The game has ended without a winner.",
+        "The host has abandoned the game. Nobody wins.",
     ]
     positions = [log.find(line) for line in expected]
     assert -1 not in positions, log
-    assert positions == sorted(positions)  # newest first
+    assert positions == sorted(positions)  # oldest first, as the emails tell it
     kinds = [e.kind for e in events(app, game.game_id)
              if e.kind.startswith(("game_", "deadline", "vacation", "seat_"))]
     assert kinds == ["game_started", "game_paused", "game_resumed", "deadline_extended",

@@ -23,7 +23,7 @@ CASES = [(game, lang) for game in sorted(GAMES) for lang in LANGS]
 SECTIONS = ("about", "server", "round", "decisions", "end", "terms", "cards")
 # The glossary terms the issue asks for (at least), per game.
 REQUIRED = {
-    "cavemen": ("stone", "casualty", "hunting", "inventing", "foraging", "hif", "feeding",
+    "cavemen": ("stone", "casualty", "hunting", "inventing", "foraging", "feeding",
                 "conch", "fire", "food", "teeth", "population", "pool", "explore", "leader",
                 "hunter", "thinker", "elder", "explorer", "cave", "beast", "invention"),
     "stoneage": ("places", "hunting-grounds", "forest", "clay-pit", "quarry", "river", "hut",
