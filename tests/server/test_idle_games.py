@@ -92,7 +92,7 @@ def test_a_game_played_only_by_the_clock_ends_after_three_idle_rounds(app, clien
     assert told == {ANN.email: ENDED["en"], BOB.email: ENDED["de"], CY.email: ENDED["en"]}
     # The game log says so, oldest first, after the game's own last word.
     log = text_of(client.get(page_of(inbox, ANN.email)).get_data(as_text=True), "log")
-    assert log.index("The game has ended without a winner.") < log.index(ENDED["en"])  # oldest first
+    assert log.index("The game has ended without a winner.") < log.index(ENDED["en"])
     host_page = client.get(f"/admin/{g.admin_token}").get_data(as_text=True)
     assert text_of(host_page, "result") == ENDED["en"]  # why the game is over
     assert "the game ended: nobody played" in text_of(host_page, "outbox")
