@@ -241,13 +241,17 @@ def test_one_turn_of_each_game_played_from_the_emails_of_the_installed_server(si
 
 def confirm_first_choice(site: Site, turn: Mail, language: str) -> str:
     """Open the turn email's first one-click link, check the confirmation page, press
-    its button; returns the page that says what was recorded."""
+    its button (with the first number of people, where it asks); returns the page that
+    says what was recorded."""
     url = [u for u in turn.text_links() if urlsplit(u).path.startswith("/a/")][0]
     expect_language(turn.text, language, (A_LINE_OF["decision"],))
     confirm = site.http.get(url, timeout=30)
     assert confirm.status_code == 200, confirm.text
     expect_language(confirm.text, language, ("Confirm your move", "Confirm"))
-    done = site.http.post(url, data=only_form(confirm.text).data(), timeout=30)
+    form = only_form(confirm.text)
+    # A placement's page asks how many people: a person picks the first number offered.
+    chosen = {"choice": form.radios["choice"][0]} if form.radios.get("choice") else {}
+    done = site.http.post(url, data=form.data(**chosen), timeout=30)
     assert done.status_code == 200, done.text
     return done.text
 
