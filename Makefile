@@ -65,7 +65,7 @@ test: $(STAMP) translations
 	bash .ci/system-deps
 	$(MAKE) --no-print-directory browser-deps
 	$(BIN)/ruff check .
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile  # one file per worker: its fixtures stay together
 
 # Full-page screenshots of every page and email of both games, in English and German, at
 # 390 and 1280 px, with the overflow and axe-core checks (tests/browser/test_screens.py).
