@@ -11,12 +11,16 @@ import html as html_lib
 import json
 import random
 import re
+import subprocess
+import time
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import parseaddr
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
+import requests
 from flask import Flask
 from sqlalchemy import select as sa_select
 from sqlmodel import select
@@ -437,3 +441,19 @@ def create_on_web(client, app: Flask, players=PLAYERS, **extra: str) -> Mail:
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert "Check your email" in resp.get_data(as_text=True)
     return Inbox(app).to(players[0].email, "host_confirm")[-1]
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def wait_for(base: str, server: subprocess.Popen, errors: Path) -> None:
+    """Wait until the server at ``base`` answers its health check (60 s at most; a server
+    that exits fails with its error log)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            requests.get(base + "/healthz", timeout=2)
+            return
+        except requests.ConnectionError:
+            assert time.monotonic() < deadline and server.poll() is None, errors.read_text()
+            time.sleep(0.1)

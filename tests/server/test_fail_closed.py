@@ -26,6 +26,7 @@ from tests.server.helpers import (
     SECRET,
     forms,
     path_of,
+    wait_for,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -219,15 +220,7 @@ def test_gunicorn_access_log_never_holds_a_link_token(tmp_path, started):
                                 env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                requests.get(base + "/healthz", timeout=1)
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline and proc.poll() is None, \
-                    errors.read_text()
-                time.sleep(0.1)
+        wait_for(base, proc, errors)
         secrets = ["A" * 43, "b9Zx-_" * 7 + "q", "x" * 32]
         for raw in secrets:
             for path in (f"/a/{raw}", f"/g/{raw}", f"/admin/{raw}/pause",

@@ -17,7 +17,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
 from dataclasses import dataclass
 from io import BytesIO
@@ -32,7 +31,7 @@ from babel.support import Translations
 from pbem import catalogs
 from tests.pgcluster import free_port
 from tests.server.conftest import SmtpServer
-from tests.server.helpers import MAIL_FROM, SECRET, Mail, only_form
+from tests.server.helpers import MAIL_FROM, SECRET, Mail, only_form, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
@@ -147,17 +146,6 @@ def site(venv, tmp_path_factory):
             server.terminate()
             server.wait(timeout=30)
             smtp.stop()
-
-
-def wait_for(base: str, server: subprocess.Popen, errors: Path) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            requests.get(base + "/healthz", timeout=2)
-            return
-        except requests.ConnectionError:
-            assert time.monotonic() < deadline and server.poll() is None, errors.read_text()
-            time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------- the wheel
