@@ -14,7 +14,7 @@ accepted (handover_invite, welcome, notices) and on the 12th a hand-over is decl
 (handover_invite, declined); the game ends with a result email to everyone.
 
 After every step, each email the step queued is rendered ``--reps`` times (default 5) the
-way the mail loop renders it (``pbem.mail.load_row``, ``_why_not_send`` and
+way the mail loop renders it (``pbem.mail.load_row``, ``why_not_send`` and
 ``render_row``: the database reads, the links minted as tokens, both templates, the MIME
 message), each time in a transaction that is then rolled back (the minted tokens vanish),
 timed with ``time.thread_time()`` (CPU time of this thread, SQLite included; a shared
@@ -90,7 +90,7 @@ PARTS = ("templates", "mime", "state+view", "tokens", "rest")
 
 
 class Parts:
-    """CPU time per part of a render, by wrapping the functions ``pbem.mail`` calls
+    """CPU time per part of a render, by wrapping the functions ``pbem.mail.compose`` calls
     (only while the bench runs; pbem itself is not changed). Nested calls of one part
     count once."""
 
@@ -100,8 +100,9 @@ class Parts:
         self.saved: list = []
 
     def install(self) -> None:
-        targets = [(mail, "render_template", "templates"), (mail, "build_message", "message"),
-                   (mail, "_mint_links", "tokens"), (mail, "_mint_link", "tokens"),
+        targets = [(mail.compose, "render_template", "templates"),
+                   (mail.compose, "build_message", "message"),
+                   (mail.compose, "mint_links", "tokens"),
                    (localize, "translation_for", "state+view"), (localize, "view", "state+view")]
         for mod in games().values():
             targets += [(mod, "from_json", "state+view"), (mod, "view", "state+view")]
@@ -187,7 +188,7 @@ class Sampler:
             start = time.thread_time()
             try:
                 row, game, seat, to_player = mail.load_row(s, row_id)
-                mail._why_not_send(s, row, game, seat, to_player)
+                mail.recipients.why_not_send(s, row, game, seat, to_player)
                 mail.render_row(s, row, game, seat, to_player)
                 total = time.thread_time() - start
             finally:

@@ -5,7 +5,6 @@ caps, waking the deliverer), constants. Imports no other service module."""
 from __future__ import annotations
 
 import json
-import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,6 +19,7 @@ from pbem.db import is_postgres
 from pbem.errors import NotFound
 from pbem.i18n import mark
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
+from pbem.mail.headers import message_id
 from pbem.models import EventLog, Game, Outbox, Seat, Token, utcnow
 from pbem.tokens import lookup
 
@@ -149,7 +149,7 @@ def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str,
         language=language, template=template,
         context={**context, "links": links or {}, "event_seq": game.event_seq,
                  "version": game.version},
-        idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
+        idempotency_key=key, message_id=message_id(key.replace(":", ".")),
         status="held" if held else "pending", last_error=held, attempts=0,
         next_attempt_at=now + delay if delay else now, created_at=now)])
     if not held:
@@ -214,11 +214,6 @@ def _wake_deliverer(s: Session) -> None:
     if not s.info.get("pbem.woke") and is_postgres():
         s.execute(text(f"NOTIFY {OUTBOX_CHANNEL}"))
         s.info["pbem.woke"] = True
-
-
-def _message_id(local: str) -> str:
-    domain = current_app.config["MAIL_DOMAIN"]
-    return f"<pbem.{local}.{secrets.token_hex(4)}@{domain}>"
 
 
 def _dump(data: dict) -> str:

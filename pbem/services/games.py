@@ -29,8 +29,8 @@ from pbem.errors import (
     WrongState,
 )
 from pbem.forms import parse_int
-from pbem.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.mail import INVITE_TEMPLATES, default_title, suppressed
+from pbem.mail.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.models import Game, Outbox, RateLimit, Seat, Token, utcnow
 from pbem.services._plumbing import (
     LANGUAGES,

@@ -30,11 +30,11 @@ from engine.registry import get_game
 from pbem.db import session_scope
 from pbem.errors import FormInvalid, LinkExpired, NotFound
 from pbem.forms import DB_INT_MAX, parse_int
-from pbem.headers import BadAddress, address_problem, parse_address
 from pbem.i18n import language
 from pbem.mail import PREPARE_AT_SENDING, TURN_TEMPLATES, game_name
+from pbem.mail.headers import BadAddress, address_problem, message_id, parse_address
 from pbem.models import Decision, Game, Outbox, Seat, utcnow
-from pbem.services._plumbing import _message_id, _recent, _seats, _token, _wake_deliverer
+from pbem.services._plumbing import _recent, _seats, _token, _wake_deliverer
 from pbem.services.reading import end_notice
 from pbem.tokens import hash_token, mint
 
@@ -60,7 +60,7 @@ def request_my_games(address: str) -> None:
             language=language(), template="my_games",
             context={"links": {"list": {"kind": "my_games", "action": {"address": rcpt}}},
                      "request": True},
-            idempotency_key=key, message_id=_message_id(key.replace(":", ".")),
+            idempotency_key=key, message_id=message_id(key.replace(":", ".")),
             status="pending", attempts=0, next_attempt_at=now, created_at=now))
         _wake_deliverer(s)
 

@@ -148,8 +148,8 @@ def render(app, row_id: int, lang: str) -> str:
         row = s.get(Outbox, row_id)
         game, seat = s.get(Game, row.game_id), s.get(Seat, row.seat_id)
         with force_locale(lang):
-            out, _seen, _merged = mail._render(s, row, game, seat,
-                                               seat.email.lower() == row.rcpt)
+            out, _seen, _merged = mail.compose.render(s, row, game, seat,
+                                                      seat.email.lower() == row.rcpt)
         s.rollback()
     msg = email.message_from_bytes(out.data, policy=email.policy.default)
     text = msg.get_body(("plain",)).get_content()

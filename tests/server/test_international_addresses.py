@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pbem import mail, services
-from pbem.headers import BadAddress, parse_address
+from pbem.mail.headers import BadAddress, parse_address
 from tests.server.helpers import (
     PLAYERS,
     create_on_web,

@@ -14,7 +14,7 @@ from email.header import decode_header
 import pytest
 
 from pbem import mail, services
-from pbem.headers import BadAddress, mailbox, parse_address, phrase, unstructured
+from pbem.mail.headers import BadAddress, mailbox, parse_address, phrase, unstructured
 from pbem.models import Game
 from tests.server.helpers import (
     PLAYERS,

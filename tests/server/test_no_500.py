@@ -259,7 +259,7 @@ def test_a_sender_that_keeps_dying_while_sending_gives_the_email_up(make_app):
     for _ in range(8):
         with app.app_context():  # a claim whose sender then dies: the lease runs out
             for row in outbox(app):
-                mail._claim(row.id)
+                mail.delivery.claim(row.id)
         let_backoff_pass(app)
         with app.app_context(), session_scope() as s:
             for row in s.exec(select(Outbox).where(Outbox.status == "sending")):

@@ -1,4 +1,6 @@
-"""Email addresses and headers built from user text, safely.
+"""Every header of an email: addresses and headers built from user text, safely; the
+Message-ID and threading; the List headers (one-click unsubscribe); how headers are
+written on the wire, and the last check of a written-out message's header block.
 
 Python's modern email policy decodes RFC 2047 encoded words found in a header value and
 can write the decoded line breaks out raw, so a title like
@@ -8,18 +10,32 @@ that *we* produced from the text as typed, so a reader decodes exactly what was 
 
 ``parse_address`` is the one address check: the forms validate with it, and the header
 builder runs it again, so an address that passed a form is always one we can write.
+
+Every email of a game to one address carries the same Subject (the game's name) and
+threads on the first email that address received from the game (``thread_of``).
 """
 
 from __future__ import annotations
 
 import base64
 import re
+import secrets
 import unicodedata
 from email.header import Header
+from email.message import Message
+from email.parser import BytesHeaderParser
+from email.policy import Compat32, compat32
+from email.utils import format_datetime
+from typing import Any
 
 import idna
+from flask import current_app
+from flask_babel import gettext
+from sqlalchemy import bindparam, func, union_all
+from sqlmodel import select
 
 from pbem.i18n import mark
+from pbem.models import Game, Outbox, utcnow
 
 MAX_ADDRESS = 254
 PLAIN_MAX = 60
@@ -57,8 +73,6 @@ PROBLEMS = {  # marked for the catalogs; ``address_problem`` translates
 
 def address_problem(exc: BadAddress) -> str:
     """Why an address was refused, in the current language."""
-    from flask_babel import gettext
-
     return gettext(PROBLEMS[exc.code])
 
 
@@ -148,3 +162,85 @@ def unstructured(text: str) -> str | Header:
             and "  " not in text and text == text.strip()):
         return text  # short enough never to be folded
     return Header(text, "utf-8")
+
+
+# --------------------------------------------------------------------------- a message's headers
+
+
+_SHORT_PRINTABLE = re.compile(r"[\x20-\x7e]*\Z")
+
+
+class _Wire(Compat32):
+    """``compat32`` with CRLF line ends; a header that is printable ASCII, fits on one
+    line and has no run of blanks (most of them) is written as it is, which is what the
+    ``Header`` class would write, without building one (a good part of a message's cost)."""
+
+    def fold_binary(self, name: str, value: Any) -> bytes:
+        if (isinstance(value, str) and _SHORT_PRINTABLE.match(value)
+                and not value.endswith(" ") and "  " not in value
+                and len(name) + 2 + len(value) <= self.max_line_length):
+            return f"{name}: {value}{self.linesep}".encode("ascii")
+        return super().fold_binary(name, value)
+
+
+WIRE = _Wire(linesep="\r\n", max_line_length=78)
+
+
+def message_id(local: str) -> str:
+    """A new Message-ID (fixed per outbox row when it is queued) for ``local``, a part
+    that says what the email is, in the configured ``MAIL_DOMAIN``."""
+    domain = current_app.config["MAIL_DOMAIN"]
+    return f"<pbem.{local}.{secrets.token_hex(4)}@{domain}>"
+
+
+# The first and the latest email sent to an address from a game, in one prebuilt query.
+_SENT_BEFORE = (Outbox.game_id == bindparam("game_id"), Outbox.rcpt == bindparam("rcpt"),
+                Outbox.status == "sent", Outbox.id != bindparam("id"))
+_THREAD = (select(Outbox.message_id).where(Outbox.id.in_(union_all(
+    select(func.min(Outbox.id)).where(*_SENT_BEFORE),
+    select(func.max(Outbox.id)).where(*_SENT_BEFORE)))).order_by(Outbox.id))
+
+
+def thread_of(s, row: Outbox) -> list[str]:
+    """Message-IDs this email answers: the first and the latest email this address got
+    from the game (both really received, so every mail program can join the thread)."""
+    if row.game_id is None:
+        return []
+    return list(s.exec(_THREAD, params={"game_id": row.game_id, "rcpt": row.rcpt,
+                                        "id": row.id}))
+
+
+def write_headers(msg: Message, row: Outbox, game: Game | None, subject: str,
+                  unsubscribe: str, thread: list[str] | None, lang: str) -> None:
+    """Set every header of ``row``'s message but the MIME ones (in the order they are
+    written): addressing, threading on ``thread``, the List headers with the one-click
+    ``unsubscribe`` link, and the flags that keep auto-responders quiet."""
+    list_name = gettext("pbem games")
+    name, sender = current_app.config["MAIL_FROM_PAIR"]
+    domain = current_app.config["MAIL_DOMAIN"]
+    msg["Subject"] = unstructured(subject)
+    msg["From"] = mailbox(name, sender)
+    msg["To"] = mailbox(row.to_name, row.to_addr)
+    msg["Date"] = format_datetime(utcnow())
+    msg["Message-ID"] = row.message_id
+    if thread:
+        msg["In-Reply-To"] = thread[-1]
+        msg["References"] = " ".join(thread)
+    list_id = f"{game.id}.games.{domain}" if game is not None else f"mail.{domain}"
+    msg["List-Id"] = f"{phrase(subject if game else list_name)} <{list_id}>"
+    msg["List-Unsubscribe"] = f"<{unsubscribe}>"
+    msg["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+    msg["Auto-Submitted"] = "auto-generated"
+    msg["X-Auto-Response-Suppress"] = "All"
+    msg["Content-Language"] = lang
+
+
+def check_header_block(data: bytes, expected: set[str]) -> None:
+    """Refuse to send a message whose written-out headers are not exactly the ones set
+    (a last line of defence against header injection through a value). Only the header
+    block (up to the first empty line) is parsed: that is all a mail program reads as
+    the message's headers."""
+    head = data.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
+    found = [k.lower() for k in BytesHeaderParser(policy=compat32).parsebytes(head)]
+    if sorted(found) != sorted(expected):
+        raise ValueError(f"unexpected mail headers {sorted(set(found) ^ expected)}")

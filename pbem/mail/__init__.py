@@ -1,0 +1,72 @@
+"""Email, one module per concern; callers use the names re-exported here
+(``mail.deliver_due()``, ``mail.backend()``, ``mail.DevMailbox``).
+
+Sending (today), each module importing only ones listed above it:
+
+- ``headers``: every header: addresses and headers built from user text (the one
+  address check, ``parse_address``), Message-IDs and threading, the List headers
+  (one-click unsubscribe), how headers go on the wire and the last check of them.
+- ``backends``: SMTP, the dev mailbox and memory, picked from the configuration (failing
+  closed: no mail configuration, no server).
+- ``recipients``: who may get which email: the kinds of email, unsubscribing
+  (suppressions), the checks made when an email is queued and again when it is sent.
+- ``compose``: an outbox row rendered into a message: its links minted as tokens, the
+  .txt and .html twins of its template in the reader's language, the game's name.
+- ``delivery``: the clock's loop over the outbox: leases, retries with backoff, each
+  row's status (sent, skipped, undeliverable).
+
+Receiving (issue 21) goes here too, beside sending: an inbound SMTP/LMTP receiver
+(aiosmtpd) and an IMAP poller, each handing the raw message to one service (replies to a
+seat's plus address: quotes stripped, command lines matched with the engine's
+``parse_action``, other text as table talk; auto-replies never answered); and bounces,
+read from a VERP return path, marking the email undeliverable for the host. Their
+modules (say ``receive`` and ``bounces``) parse and hand over; what a message does to a
+game stays in ``pbem.services``, like everything that commits.
+"""
+
+from pbem.mail.backends import (
+    ConfigError,
+    DevMailbox,
+    MailError,
+    MemoryBackend,
+    Outgoing,
+    SMTPBackend,
+    Unconfigured,
+    backend,
+    configure,
+    init_app,
+    require,
+)
+from pbem.mail.compose import (
+    LINK_PATHS,
+    build_message,
+    default_title,
+    game_name,
+    load_row,
+    open_deadlines,
+    render_row,
+)
+from pbem.mail.delivery import (
+    LEASE,
+    MAX_BACKOFF,
+    PREPARE_AT_SENDING,
+    RENDER_ATTEMPTS,
+    deliver_due,
+)
+from pbem.mail.headers import WIRE, thread_of
+from pbem.mail.recipients import (
+    INVITE_TEMPLATES,
+    MUTABLE_TEMPLATES,
+    TURN_TEMPLATES,
+    may_mail,
+    suppressed,
+)
+
+__all__ = [
+    "INVITE_TEMPLATES", "LEASE", "LINK_PATHS", "MAX_BACKOFF", "MUTABLE_TEMPLATES",
+    "PREPARE_AT_SENDING", "RENDER_ATTEMPTS", "TURN_TEMPLATES", "WIRE", "ConfigError",
+    "DevMailbox", "MailError", "MemoryBackend", "Outgoing", "SMTPBackend", "Unconfigured",
+    "backend", "build_message", "configure", "default_title", "deliver_due", "game_name",
+    "init_app", "load_row", "may_mail", "open_deadlines", "render_row", "require",
+    "suppressed", "thread_of",
+]

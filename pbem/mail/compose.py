@@ -1,0 +1,181 @@
+"""Composing an email: an outbox row rendered into a message.
+
+The row's links are minted as tokens (``mint_links``), its template rendered as a .txt
+and an .html twin in the reader's language, with the game as it is at sending (view,
+events since the reader's last email, open deadlines), and both put in one message whose
+headers ``pbem.mail.headers`` writes.
+
+Every email of a game to one address carries the same Subject (the game's name,
+``game_name``) and starts with one line that says what is asked (mail clients show it as
+the preview).
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+from email.mime.multipart import MIMEMultipart
+from email.mime.nonmultipart import MIMENonMultipart
+from typing import Any
+
+from flask import current_app, render_template
+from flask_babel import force_locale
+from sqlalchemy import bindparam
+from sqlmodel import select
+
+from engine.registry import get_game
+from pbem import localize
+from pbem.i18n import format_deadline, language
+from pbem.mail.backends import Outgoing
+from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
+from pbem.models import Decision, EventLog, Game, Outbox, Seat
+from pbem.tokens import mint_many
+
+LINK_PATHS = {"action": "/a/", "page": "/g/", "admin": "/admin/", "invite": "/invite/",
+              "host_confirm": "/host/confirm/", "handover": "/handover/",
+              "unsubscribe": "/u/", "my_games": "/my/"}
+
+# The reads of rendering, each built once: SQLAlchemy memoises a statement's cache key on
+# the statement object, so a prebuilt one is neither built nor keyed again for every email.
+_ROW = (select(Outbox, Game, Seat).outerjoin(Game, Game.id == Outbox.game_id)
+        .outerjoin(Seat, Seat.id == Outbox.seat_id).where(Outbox.id == bindparam("id")))
+_SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
+_EVENTS_SINCE = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
+                                        EventLog.seq > bindparam("since"))
+                 .order_by(EventLog.seq))
+_OPEN_DECISIONS = (select(Decision).where(Decision.game_id == bindparam("game_id"),
+                                          Decision.closed_at.is_(None))
+                   .order_by(Decision.deadline_at, Decision.position))
+_HELD = select(Outbox.id).where(Outbox.seat_id == bindparam("seat_id"),
+                                Outbox.rcpt == bindparam("rcpt"), Outbox.status == "held")
+
+
+def load_row(s, row_id: int) -> tuple[Outbox, Game | None, Seat | None, bool]:
+    """An outbox row with its game and seat (one query), and whether it goes to the
+    seat's own player (not, say, to someone offered the seat)."""
+    row, game, seat = s.exec(_ROW, params={"id": row_id}).one()
+    return row, game, seat, seat is not None and seat.email.lower() == row.rcpt
+
+
+def render_row(s, row: Outbox, game: Game | None, seat: Seat | None,
+               to_player: bool) -> tuple[Outgoing, int | None, list[int]]:
+    """Mint the row's links and render it, in the player's language as it is now (they
+    may have changed it since queueing). Writes only the tokens: a caller that rolls back
+    renders without a trace (bench/render_mail.py)."""
+    with force_locale(seat.language if to_player else row.language):
+        return render(s, row, game, seat, to_player)
+
+
+def render(s, row: Outbox, game: Game | None, seat: Seat | None,
+           to_player: bool) -> tuple[Outgoing, int | None, list[int]]:
+    """Render ``row`` in the language of the ``force_locale`` around the call
+    (``render_row`` picks the reader's): the message, the last event it tells of and the
+    held rows it sums up."""
+    specs = row.context["links"]
+    *urls, unsubscribe = mint_links(
+        s, [*specs.values(), {"kind": "unsubscribe",
+                              "action": {"address": row.rcpt, "of": row.template}}], row)
+    links = dict(zip(specs, urls, strict=True))
+    ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
+                           "base_url": current_app.config["BASE_URL"],
+                           "unsubscribe": unsubscribe, "seats": []}
+    seen = None
+    if game is not None:  # the players, also before the game starts (confirm, invitation)
+        ctx["seats"] = list(s.exec(_SEATS, params={"game_id": game.id}))
+    if game is not None and game.state:
+        mod = get_game(game.engine)
+        state = mod.from_json(json.loads(game.state))
+        position = seat.position if seat else None
+        tr = localize.translation_for(mod, state, language())
+        ctx["view"] = localize.view(mod, mod.view(state, position), tr)
+        ctx["card"] = localize.lookup(mod, state, tr)
+        since = seat.seen_event_seq if seat else 0
+        events = s.exec(_EVENTS_SINCE, params={"game_id": game.id, "since": since}).all()
+        ctx["events"] = [e for e in events
+                         if e.visible_to is None or position in (e.visible_to or [])]
+        seen = game.event_seq
+    tz = seat.timezone if to_player else "UTC"
+    if game is not None and game.status == "active" and game.paused_at is None:
+        ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
+    if "deadline" in row.context:  # as it is now (extended, paused...), not when queued
+        decision_id = row.context.get("decision_id")
+        decision = s.get(Decision, decision_id) if decision_id is not None else None
+        when = row.context["deadline"]
+        if decision is not None and decision.deadline_at is not None:
+            when = decision.deadline_at.isoformat()
+        ctx["deadline"] = format_deadline(when, tz)
+    merged: list[int] = []
+    if row.template == "decision" and row.seat_id is not None:
+        merged = list(s.exec(_HELD, params={"seat_id": row.seat_id, "rcpt": row.rcpt}))
+    ctx["held"] = len(merged)
+    return build_message(row, game, ctx, thread_of(s, row)), seen, merged
+
+
+def open_deadlines(s, game: Game, seats: list[Seat], tz: str) -> list[dict[str, str]]:
+    """Who the game waits for and until when, in zone ``tz`` and UTC, read at sending."""
+    rows = s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all()
+    return [{"name": seats[d.position].name, "kind": d.kind, "decision_id": d.id,
+             "host_reminded_at": d.host_reminded_at,
+             **format_deadline(d.deadline_at.isoformat(), tz)}
+            for d in rows if d.deadline_at is not None]
+
+
+def mint_links(s, specs: list[dict], row: Outbox) -> list[str]:
+    """Mint a token for each link spec of ``row`` (in one statement); their URLs."""
+    # An email about no one game (the list of one's games) has no game; a token names one:
+    # one of the recipient's, stored with the email.
+    # A host link names the address it went to: who presses its buttons (play again).
+    game_id = row.game_id or row.context.get("token_game")
+    raws = mint_many(s, [{"kind": spec["kind"], "game_id": game_id, "seat_id": row.seat_id,
+                          "decision_id": spec.get("decision_id"),
+                          "action": spec.get("action") or (
+                              {"address": row.rcpt} if spec["kind"] == "admin" else None)}
+                         for spec in specs])
+    base = current_app.config["BASE_URL"].rstrip("/")
+    return [base + LINK_PATHS[spec["kind"]] + raw for spec, raw in zip(specs, raws, strict=True)]
+
+
+def game_name(game: Game | None, seats: list[Seat]) -> str:
+    """What every email of a game is called: its title (set at creation, see
+    ``default_title``; computed the same way for a game made before titles were)."""
+    if game is None:
+        return "pbem"
+    return game.title or default_title(get_game(game.engine), [x.name for x in seats])
+
+
+def default_title(game: Any, names: list[str]) -> str:
+    """The name of a game without a title: the game and its players, fixed at creation
+    so that every email of the game keeps one subject (mail programs thread on it)."""
+    title = f"{game.TITLE}: {', '.join(names)}"
+    return title if len(title) <= 100 else title[:99].rsplit(" ", 1)[0] + "…"
+
+
+def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
+                  thread: list[str] | None = None) -> Outgoing:
+    """Render the .txt and .html twins of ``row.template`` (in the language of the
+    ``force_locale`` around the call) and put them in a message whose every header is safe
+    (see ``pbem.mail.headers``)."""
+    lang = language()
+    text = render_template(f"emails/{row.template}.txt", **ctx).lstrip("\n")
+    headline = text.split("\n", 1)[0].strip()
+    html = render_template(f"emails/{row.template}.html", headline=headline,
+                           ctx_language=lang, inline_css=True, **ctx)
+    # an email about no one game is called by its first line ("Your games")
+    subject = game_name(game, ctx.get("seats") or []) if game is not None else headline
+    msg = MIMEMultipart("alternative")
+    write_headers(msg, row, game, subject, ctx["unsubscribe"], thread, lang)
+    msg.attach(_text_part(text, "plain"))
+    msg.attach(_text_part(html, "html"))
+    data = msg.as_bytes(policy=WIRE)
+    check_header_block(data, {k.lower() for k in msg})
+    return Outgoing(current_app.config["MAIL_FROM_PAIR"][1], row.to_addr, data)
+
+
+def _text_part(body: str, subtype: str) -> MIMENonMultipart:
+    """A UTF-8 text part, quoted-printable (readable in any mail program's source view):
+    what ``MIMEText`` with a QP charset writes, encoded by ``binascii`` (C) instead of
+    ``email.quoprimime`` (a Python loop over every character, most of a message's cost)."""
+    part = MIMENonMultipart("text", subtype, charset="utf-8")
+    part["Content-Transfer-Encoding"] = "quoted-printable"
+    part.set_payload(binascii.b2a_qp(body.encode("utf-8"), istext=True).decode("ascii"))
+    return part

@@ -1,0 +1,170 @@
+"""Delivering the outbox: the clock's loop (``deliver_due``) with leases, retries,
+backoff and each row's status.
+
+Web requests only queue email (Outbox rows written in the move's transaction); the
+clock process delivers them (``deliver_due``), woken as soon as a row is queued.
+
+Delivery is at-least-once and never loses mail silently: a row is claimed with a lease,
+its links are minted as tokens and the message rendered in one transaction, then it is
+sent, then marked sent. A failure records the error and schedules a retry with backoff;
+after ``MAIL_MAX_ATTEMPTS`` failures (3 for a message that cannot even be rendered), or
+at once when the mail server refuses the message for good (a 5xx reply), the row becomes
+``undeliverable`` and the host page says why. A crashed sender's lease runs out and
+another pass picks the row up. The Message-ID is fixed per row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import select
+
+from pbem.db import session_scope
+from pbem.mail.backends import MailError, Outgoing, backend, require
+from pbem.mail.compose import load_row, render_row
+from pbem.mail.recipients import why_not_send
+from pbem.models import Outbox, Seat, utcnow
+
+log = logging.getLogger("pbem.mail")
+LEASE = timedelta(minutes=2)
+MAX_BACKOFF = timedelta(hours=1)
+RENDER_ATTEMPTS = 3  # a message that cannot be rendered is given up after this many tries
+# Emails whose recipient and content are settled only when they are sent: template ->
+# a function (session, row) that fills the row in, or says why nothing goes out (the row
+# is then skipped). The services register them: the list of one's games is asked for by
+# address, and looked up here, off the request (``pbem.services.my_games``).
+PREPARE_AT_SENDING: dict[str, Callable[[Any, Outbox], str | None]] = {}
+
+
+def deliver_due(limit: int = 100, ids: list[int] | None = None) -> dict[str, int]:
+    """Send what is due (or just ``ids``); returns counts of sent, failed and skipped.
+
+    A mail server that is down or hung ends the pass at its first failure (the other
+    rows would only wait for the same timeout); a broken row never blocks the others."""
+    require()  # before touching a row: no attempt is spent on a missing configuration
+    counts = {"sent": 0, "failed": 0, "skipped": 0}
+    now = utcnow()
+    with session_scope() as s:
+        query = select(Outbox.id).where(Outbox.status.in_(("pending", "sending")),
+                                        Outbox.next_attempt_at <= now)
+        if ids is not None:
+            query = query.where(Outbox.id.in_(ids))
+        due = list(s.exec(query.order_by(Outbox.id).limit(limit)))
+    try:
+        for row_id in due:
+            outcome = _deliver_guarded(row_id)
+            counts["failed" if outcome == "down" else outcome] += 1
+            if outcome == "down":
+                break
+    finally:
+        backend().close()
+    return counts
+
+
+def _deliver_guarded(row_id: int) -> str:
+    """Deliver one row; nothing that goes wrong with it stops the pass."""
+    try:
+        return _deliver_one(row_id)
+    except SQLAlchemyError as exc:  # the database, not the email: an ordinary retry
+        log.exception("outbox row %s: database error", row_id)
+        with contextlib.suppress(SQLAlchemyError):
+            _record_failure(row_id, f"database error: {type(exc).__name__}")
+        return "failed"
+
+
+def _deliver_one(row_id: int) -> str:
+    if not claim(row_id):
+        return "skipped"
+    try:
+        rendered = _render_claimed(row_id)
+    except SQLAlchemyError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a bug or bad row: a few tries, then give up
+        log.exception("rendering outbox row %s failed", row_id)
+        _record_failure(row_id, f"could not be rendered: {type(exc).__name__}: {exc}",
+                        limit=RENDER_ATTEMPTS)
+        return "failed"
+    if rendered is None:
+        return "skipped"
+    out, seat_id, seen, merged = rendered
+    try:
+        backend().send(out)
+    except MailError as exc:
+        _record_failure(row_id, str(exc), permanent=exc.permanent)
+        return "down" if exc.server else "failed"
+    try:
+        _mark_sent(row_id, seat_id, seen, merged)
+    except SQLAlchemyError:  # sent, but not recorded: the lease runs out and it is resent
+        log.exception("outbox row %s was sent but could not be marked sent", row_id)
+    return "sent"
+
+
+def _mark_sent(row_id: int, seat_id: int | None, seen: int | None, merged: list[int]) -> None:
+    with session_scope() as s:
+        row = s.get(Outbox, row_id)
+        row.status, row.sent_at, row.last_error = "sent", utcnow(), None
+        seat = s.get(Seat, seat_id) if seat_id else None
+        if seat is not None and seen is not None and seen > seat.seen_event_seq:
+            seat.seen_event_seq = seen
+        if merged:
+            s.execute(update(Outbox).where(Outbox.id.in_(merged), Outbox.status == "held")
+                      .values(status="merged"))
+
+
+def claim(row_id: int) -> bool:
+    """Claim a due row with a lease, in a committed transaction of its own, so that the
+    attempt counts even if rendering or the process dies. A row whose attempts are used
+    up (a sender kept dying while holding it) is given up instead."""
+    now = utcnow()
+    limit = int(current_app.config["MAIL_MAX_ATTEMPTS"])
+    due = (Outbox.id == row_id, Outbox.status.in_(("pending", "sending")),
+           Outbox.next_attempt_at <= now)
+    with session_scope() as s:
+        claimed = s.execute(update(Outbox).where(*due, Outbox.attempts < limit)
+                            .values(status="sending", next_attempt_at=now + LEASE,
+                                    attempts=Outbox.attempts + 1))
+        if claimed.rowcount == 1:
+            return True
+        s.execute(update(Outbox).where(*due, Outbox.attempts >= limit).values(
+            status="undeliverable",
+            last_error=f"gave up after {limit} attempts (the last ones never finished)"))
+        return False
+
+
+def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
+                                          list[int]] | None:
+    """Mint the claimed row's links and render it (None: it must not be sent now)."""
+    with session_scope() as s:
+        row, game, seat, to_player = load_row(s, row_id)
+        prepare = PREPARE_AT_SENDING.get(row.template)
+        stale = why_not_send(s, row, game, seat, to_player) or (
+            prepare(s, row) if prepare else None)
+        if stale:
+            row.status, row.last_error = "skipped", stale
+            return None
+        out, seen, merged = render_row(s, row, game, seat, to_player)
+        # what the seat has been told moves on only when the email went to its player
+        return out, row.seat_id if to_player else None, seen, merged
+
+
+def _record_failure(row_id: int, error: str, permanent: bool = False,
+                    limit: int | None = None) -> None:
+    limit = limit or int(current_app.config["MAIL_MAX_ATTEMPTS"])
+    with session_scope() as s:
+        row = s.get(Outbox, row_id)
+        row.last_error = error[:2000]
+        if permanent or row.attempts >= limit:
+            row.status = "undeliverable"
+            log.warning("outbox row %s is undeliverable after %s attempts: %s", row_id,
+                        row.attempts, error)
+            return
+        delay = min(MAX_BACKOFF, timedelta(seconds=30 * 2 ** min(row.attempts - 1, 10)))
+        row.status = "pending"
+        row.next_attempt_at = utcnow() + delay
