@@ -1,4 +1,4 @@
-"""Cavemen: The Quest for Fire, as a pure engine (see ../shared/games/cavemen.md).
+"""Cavemen: The Quest for Fire, as a pure engine (see docs/games/cavemen.md).
 
 Module order: constants, state types, the contract functions (setup, pending,
 legal_actions, apply, default_action, view, result, JSON), the phase machine

@@ -1,4 +1,4 @@
-"""Stone Age as a pure engine (see ../shared/games/stoneage.md).
+"""Stone Age as a pure engine (see docs/games/stoneage.md).
 
 Module order: constants, state types, the contract functions (setup, pending,
 legal_actions, apply, default_action, view, result, JSON), the round machine

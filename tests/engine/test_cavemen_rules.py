@@ -1,4 +1,4 @@
-"""Scenario tests: every rule and ruling of shared/games/cavemen.md, one idea per test.
+"""Scenario tests: every rule and ruling of docs/games/cavemen.md, one idea per test.
 
 Each test builds a position with the builders (tests/engine/builders.py), plays actions
 through ``engine.cavemen.apply`` and checks the resulting state and the exact events.

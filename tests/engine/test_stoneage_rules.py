@@ -1,4 +1,4 @@
-"""Scenario tests: every rule and ruling of shared/games/stoneage.md, one idea per test.
+"""Scenario tests: every rule and ruling of docs/games/stoneage.md, one idea per test.
 
 Each test builds a position with the builders (tests/engine/stoneage_builders.py), plays
 actions through the public contract of ``engine.stoneage`` (setup, pending,
