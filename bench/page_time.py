@@ -3,7 +3,7 @@
 Builds one game on a temporary SQLite database (migrated with ``pbem.migrate.upgrade``,
 memory mail backend) through the services, ``create_game(..., start=True)``, and plays it
 to its end with the game's heuristic bot for every seat, each move through the same
-service code as a player's click (``services.playing._locked_decision`` / ``_act``); the
+service code as a player's click (``services.playing.locked_decision`` / ``act``); the
 emails are queued, never rendered. Then, through the Flask test client (the whole
 request: routing, the service's reads, the template, the response), it requests
 ``--reps`` times (default 40, after 3 untimed) each of:
@@ -54,7 +54,7 @@ from pbem import create_app, services
 from pbem.db import get_engine, session_scope
 from pbem.migrate import upgrade
 from pbem.models import Decision, EventLog, Game, Seat
-from pbem.services.playing import _act, _locked_decision
+from pbem.services.playing import act, locked_decision
 from pbem.tokens import mint
 
 ZONES = ("Europe/Berlin", "America/New_York", "Asia/Tokyo", "UTC", "Australia/Sydney")
@@ -74,11 +74,11 @@ def play_to_end(game_name: str, players: int, seed: int) -> tuple[str, int]:
                               .order_by(Decision.id)).first()
             if decision is None:
                 return created.game_id, moves
-            game, seat, dec = _locked_decision(s, created.game_id, decision.seat_id,
+            game, seat, dec = locked_decision(s, created.game_id, decision.seat_id,
                                                decision.id)
             mod = get_game(game.engine)
             state = mod.from_json(json.loads(game.state))
-            _act(s, game, seat, dec, mod.BOTS["heuristic"](state, seat.position, rng),
+            act(s, game, seat, dec, mod.BOTS["heuristic"](state, seat.position, rng),
                  "player", state)
             moves += 1
 

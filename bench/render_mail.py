@@ -7,7 +7,7 @@ with time zones of their own), a game made on the web (``create_game(...,
 confirm_by_email=True)``: host_confirm), confirmed by the host (invitations), one seat
 declining (declined) and re-invited, everyone accepting (game_started and the first
 decisions), then played to its end by the games' heuristic bots through the same service
-code as a click (``services.playing._locked_decision`` / ``_act``). On the way, the 3rd
+code as a click (``services.playing.locked_decision`` / ``act``). On the way, the 3rd
 decision gets its reminder (``services.send_reminder``), the 5th times out
 (``services.time_out``: notices to the others), on the 8th a seat is handed over and
 accepted (handover_invite, welcome, notices) and on the 12th a hand-over is declined
@@ -78,7 +78,7 @@ from pbem import create_app, localize, mail, services
 from pbem.db import get_engine, session_scope
 from pbem.migrate import upgrade
 from pbem.models import Decision, Game, Outbox, Seat
-from pbem.services.playing import _act, _locked_decision
+from pbem.services.playing import act, locked_decision
 from pbem.tokens import mint
 
 BASE_URL = "http://bench.invalid"
@@ -227,11 +227,11 @@ def next_decision(game_id: str) -> Decision | None:
 def bot_move(game_id: str, decision: Decision, rng: random.Random) -> None:
     """The heuristic bot's choice for a person's decision, played as their click."""
     with session_scope() as s:
-        game, seat, dec = _locked_decision(s, game_id, decision.seat_id, decision.id)
+        game, seat, dec = locked_decision(s, game_id, decision.seat_id, decision.id)
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
         action = mod.BOTS["heuristic"](state, seat.position, rng)
-        _act(s, game, seat, dec, action, "player", state)
+        act(s, game, seat, dec, action, "player", state)
 
 
 def play_game(app, sampler: Sampler, engine_name: str, n: int, seed: int) -> int:

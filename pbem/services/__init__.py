@@ -7,7 +7,7 @@ Decision rows, queue the emails in the Outbox. Commit. Mail is delivered after t
 
 One module per area; each imports only the ones listed above it:
 
-- ``_plumbing``: shared helpers: tokens, locking the game row, seats, deadline and reminder
+- ``plumbing``: shared helpers: tokens, locking the game row, seats, deadline and reminder
   times, the event log, queueing email (sending caps, hold reasons, waking the deliverer).
 - ``reading``: what pages and emails show: a seat's page, spectators, the host's admin page.
 - ``playing``: playing a decision (one-click link or page form), bots, committing the state,
@@ -20,12 +20,13 @@ One module per area; each imports only the ones listed above it:
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
   back, notifications, unsubscribing, leaving, language, abandon, vacation.
 
-Callers use the names re-exported here (``services.create_game``). A test that patches a
-module attribute patches the module that reads it: ``services.games._seed``,
-``services.playing.BOT_MOVES_PER_PLAY``.
+Modules call one another only through public names (a name starting with ``_`` is used
+in its own module only), and hand results back as values, never through the session.
+Callers outside the package use the names re-exported here (``services.create_game``).
+A test that patches a module attribute patches the module that reads it:
+``services.games.new_seed``, ``services.playing.BOT_MOVES_PER_PLAY``.
 """
 
-from pbem.services._plumbing import LANGUAGES, OUTBOX_CHANNEL
 from pbem.services.controls import (
     NOTIFY_CHOICES,
     abandon_game,
@@ -80,6 +81,7 @@ from pbem.services.playing import (
     act_from_page,
     describe_token,
 )
+from pbem.services.plumbing import LANGUAGES, OUTBOX_CHANNEL
 from pbem.services.reading import (
     admin_data,
     game_for_page,
@@ -90,7 +92,7 @@ from pbem.services.reading import (
 )
 
 __all__ = [
-    # _plumbing
+    # plumbing
     "LANGUAGES", "OUTBOX_CHANNEL",
     # reading
     "admin_data", "game_for_page", "game_for_spectator", "host_language",

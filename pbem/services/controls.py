@@ -21,27 +21,27 @@ from pbem.forms import DB_INT_MAX, parse_int
 from pbem.i18n import number, short_time
 from pbem.mail import game_name, suppressed
 from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, utcnow
-from pbem.services._plumbing import (
-    LANGUAGES,
-    _admin_game,
-    _lock_game,
-    _log_notice,
-    _next_reminder,
-    _notice_all,
-    _queue,
-    _recent,
-    _seats,
-    _token,
-)
-from pbem.services.deadlines import _queue_reminder
+from pbem.services.deadlines import queue_reminder
 from pbem.services.games import (
     PlayerIn,
-    _check_may_invite,
-    _start_if_ready,
-    _tell_host_declined,
-    _validate_newcomer,
+    check_may_invite,
+    start_if_ready,
+    tell_host_declined,
+    validate_newcomer,
 )
-from pbem.services.playing import _abandon, _bot_choice, _play, _queue_decision
+from pbem.services.playing import bot_choice, end_abandoned, play_move, queue_decision
+from pbem.services.plumbing import (
+    LANGUAGES,
+    admin_game,
+    live_token,
+    lock_game,
+    log_notice,
+    next_reminder,
+    notice_all,
+    queue_email,
+    recent_emails,
+    seats_of,
+)
 from pbem.tokens import lookup, mint, revoke_seat
 
 # --------------------------------------------------------------------------- pausing and extending
@@ -49,30 +49,30 @@ from pbem.tokens import lookup, mint, revoke_seat
 
 def pause_game(admin_raw: str) -> None:
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)
+        game = admin_game(s, admin_raw)
         _require_active(game)
         if game.paused_at is not None:
             raise WrongState(gettext("the game is already paused"))
         game.paused_at = utcnow()
-        _notice_all(s, game, "game_paused", None, {})
+        notice_all(s, game, "game_paused", None, {})
 
 
 def resume_game(admin_raw: str) -> None:
     """Resume; every open deadline (and reminder) moves by the time spent paused."""
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)
+        game = admin_game(s, admin_raw)
         if game.paused_at is None:
             raise WrongState(gettext("the game is not paused"))
         shift = utcnow() - game.paused_at
         game.paused_at = None
         _shift_open(s, game, shift)
         hours = round(shift.total_seconds() / 3600, 2)
-        _notice_all(s, game, "game_resumed", None, {"hours": hours})
+        notice_all(s, game, "game_resumed", None, {"hours": hours})
 
 
 def extend_deadline(admin_raw: str, hours: Any) -> None:
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)
+        game = admin_game(s, admin_raw)
         _require_active(game)
         try:
             extra = float(hours)
@@ -82,7 +82,7 @@ def extend_deadline(admin_raw: str, hours: Any) -> None:
             raise InvalidInput(gettext("an extension is more than 0 hours and at most 30 days"))
         if not _shift_open(s, game, timedelta(hours=extra)):
             raise WrongState(gettext("no decision is open right now"))
-        _notice_all(s, game, "deadline_extended", None, {"hours": extra})
+        notice_all(s, game, "deadline_extended", None, {"hours": extra})
 
 
 def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
@@ -91,12 +91,12 @@ def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
     Returns the name of the player reminded and when."""
     wanted = parse_int(decision_id, 1, DB_INT_MAX, gettext("choose whom to remind"))
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)  # locked: two presses at once are served in turn
+        game = admin_game(s, admin_raw)  # locked: two presses at once are served in turn
         decision = s.get(Decision, wanted)
         if decision is None or decision.game_id != game.id:
             raise InvalidInput(gettext("this game has no such decision; reload the host page"))
         seat = s.get(Seat, decision.seat_id)
-        host_tz = _seats(s, game.id)[0].timezone
+        host_tz = seats_of(s, game.id)[0].timezone
         if decision.closed_at is not None or game.status != "active":
             raise WrongState(gettext("%(name)s has decided meanwhile (or the turn ended): "
                                      "there is nothing to remind of", name=seat.name))
@@ -115,7 +115,7 @@ def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
             raise WrongState(gettext("a bot plays for %(name)s; there is nobody to remind",
                                      name=seat.name))
         decision.host_reminded_at = now
-        _queue_reminder(s, game, decision, seat, now, key=f"reminder:{decision.id}:host")
+        queue_reminder(s, game, decision, seat, now, key=f"reminder:{decision.id}:host")
         return seat.name, now
 
 
@@ -126,7 +126,7 @@ def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = 
     rows = [d for d in rows if seat_id is None or d.seat_id == seat_id]
     for d in rows:
         d.deadline_at = d.deadline_at + shift
-        d.next_reminder_at = _next_reminder(game, d.deadline_at, now)
+        d.next_reminder_at = next_reminder(game, d.deadline_at, now)
     return len(rows)
 
 
@@ -141,15 +141,15 @@ def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> str:
     address with another name, language or time zone is updated at once. Returns
     ``"invited"`` or ``"updated"``."""
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)
+        game = admin_game(s, admin_raw)
         _require_active(game)
         seat = _seat_at(s, game, position)
-        new = _validate_newcomer(s, game, seat, player)
+        new = validate_newcomer(s, game, seat, player)
         if new.email.lower() == seat.email.lower():
             seat.name, seat.language, seat.timezone = new.name, new.language, new.timezone
             return "updated"
-        _check_may_invite(s, new.email)
-        if _recent(s, Outbox.game_id == game.id, frozenset({"handover_invite"}),
+        check_may_invite(s, new.email)
+        if recent_emails(s, Outbox.game_id == game.id, frozenset({"handover_invite"}),
                    timedelta(days=1)) >= int(current_app.config["HANDOVER_LIMIT_PER_GAME"]):
             raise RateLimited(gettext("this game has sent as many hand-over invitations as one day "
                               "allows; try again tomorrow"))
@@ -158,8 +158,8 @@ def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> str:
                                  "language": new.language, "timezone": new.timezone,
                                  "at": utcnow().isoformat()}
         answer = {"kind": "handover"}
-        _queue(s, game, seat, "handover_invite",
-               {"host": _seats(s, game.id)[0].name, "old": seat.name, "new": new.name},
+        queue_email(s, game, seat, "handover_invite",
+               {"host": seats_of(s, game.id)[0].name, "old": seat.name, "new": new.name},
                links={"accept": {**answer, "action": {"answer": "accept",
                                                       "email": new.email}},
                       "decline": {**answer, "action": {"answer": "decline",
@@ -179,7 +179,7 @@ def _revoke_handover(s: Session, seat: Seat) -> None:
 def withdraw_handover(admin_raw: str, position: Any) -> None:
     """The host takes back a hand-over that was not accepted yet."""
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)
+        game = admin_game(s, admin_raw)
         seat = _seat_at(s, game, position)
         if seat.pending_handover is None:
             raise WrongState(gettext("no hand-over of that seat is waiting"))
@@ -189,10 +189,10 @@ def withdraw_handover(admin_raw: str, position: Any) -> None:
 def describe_handover(raw: str) -> dict[str, Any]:
     """What a hand-over invitation offers, for its page (changes nothing)."""
     with session_scope() as s:
-        token = _token(s, raw, "handover")
+        token = live_token(s, raw, "handover")
         game = s.get(Game, token.game_id)
         seat = s.get(Seat, token.seat_id)
-        return {"game": game, "seat": seat, "seats": _seats(s, game.id),
+        return {"game": game, "seat": seat, "seats": seats_of(s, game.id),
                 "answer": (token.action or {}).get("answer", "accept"),
                 "state": _handover_state(game, seat, token)}
 
@@ -212,8 +212,8 @@ def answer_handover(raw: str, accept: bool) -> tuple[str, str | None]:
     """The invited person takes the seat over (or declines; the host is told). Returns
     "accepted" with a fresh link to the seat's game page (raw token), or "declined"."""
     with session_scope() as s:
-        token = _token(s, raw, "handover")
-        game = _lock_game(s, token.game_id)
+        token = live_token(s, raw, "handover")
+        game = lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
         state = _handover_state(game, seat, token)
         if state == "accepted":
@@ -224,9 +224,9 @@ def answer_handover(raw: str, accept: bool) -> tuple[str, str | None]:
         pending = seat.pending_handover
         _revoke_handover(s, seat)
         if not accept:
-            _tell_host_declined(s, game, seat, handover=pending)
+            tell_host_declined(s, game, seat, handover=pending)
             return "declined", None
-        new = _validate_newcomer(s, game, seat, PlayerIn(
+        new = validate_newcomer(s, game, seat, PlayerIn(
             pending["name"], pending["email"], pending["language"], pending["timezone"]))
         _give_seat(s, game, seat, new)
         return "accepted", mint(s, "page", game.id, seat.id)
@@ -241,19 +241,19 @@ def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:
         new.name, new.email, new.language, new.timezone)
     seat.timeouts_in_row, seat.bot, seat.left_at, seat.mute_notices = 0, None, None, False
     seat.seen_event_seq = 0
-    _log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
+    log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
                                                             "new": new.name})
-    _queue(s, game, seat, "welcome", {"old": old_name}, links={"page": {"kind": "page"}},
+    queue_email(s, game, seat, "welcome", {"old": old_name}, links={"page": {"kind": "page"}},
            key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
     mod = get_game(game.engine)
     state = mod.from_json(json.loads(game.state))
     for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
                                            Decision.closed_at.is_(None))):
-        _queue_decision(s, game, mod, state, seat, d,
+        queue_decision(s, game, mod, state, seat, d,
                         key=f"handover:{d.id}:{seat.id}:{secrets.token_hex(4)}")
-    for other in _seats(s, game.id):
+    for other in seats_of(s, game.id):
         if other.id != seat.id:
-            _queue(s, game, other, "notice", {"headline": "seat_handed_over"},
+            queue_email(s, game, other, "notice", {"headline": "seat_handed_over"},
                    links={"page": {"kind": "page"}})
 
 
@@ -265,7 +265,7 @@ def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
     if bot not in (None, "heuristic", "default"):
         raise InvalidInput(gettext("the bot is 'heuristic' or 'default'"))
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)
+        game = admin_game(s, admin_raw)
         _require_active(game)
         seat = _seat_at(s, game, position)
         _switch_bot(s, game, seat, bot, by="host")
@@ -283,8 +283,8 @@ def is_on_bot(raw: str) -> bool:
 def come_back(page_raw: str) -> str:
     """An absent player takes the seat back from the bot (the POST behind 'I'm back')."""
     with session_scope() as s:
-        token = _token(s, page_raw, "page", "action")
-        game = _lock_game(s, token.game_id)
+        token = live_token(s, page_raw, "page", "action")
+        game = lock_game(s, token.game_id)
         _require_active(game)
         seat = s.get(Seat, token.seat_id)
         if seat.bot is None:
@@ -299,7 +299,7 @@ def _switch_bot(s: Session, game: Game, seat: Seat, bot: str | None, by: str) ->
         raise WrongState(gettext("that seat is already played that way"))
     seat.bot = bot
     seat.timeouts_in_row = 0
-    _notice_all(s, game, "seat_on_bot" if bot else "seat_returned", seat.position,
+    notice_all(s, game, "seat_on_bot" if bot else "seat_returned", seat.position,
                 {"bot": bot, "by": by})
     if bot:
         _play_open_for_bot(s, game, seat)
@@ -312,7 +312,7 @@ def _play_open_for_bot(s: Session, game: Game, seat: Seat) -> None:
     if open_rows and game.paused_at is None:
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
-        _play(s, game, seat, open_rows[0], _bot_choice(game, mod, state, seat), "bot")
+        play_move(s, game, seat, open_rows[0], bot_choice(game, mod, state, seat), "bot")
 
 
 # -------------------------------------------------- notifications, unsubscribing, leaving, language
@@ -328,7 +328,7 @@ def describe_unsubscribe(raw: str) -> dict[str, Any]:
     in (the page says that stopping everything stops their turn emails too, and offers
     to let a bot play each seat)."""
     with session_scope() as s:
-        token = _token(s, raw, "unsubscribe")
+        token = live_token(s, raw, "unsubscribe")
         address = str((token.action or {}).get("address", ""))
         game = s.get(Game, token.game_id)
         seat = s.get(Seat, token.seat_id) if token.seat_id else None
@@ -352,11 +352,11 @@ def unsubscribe(raw: str, how: str, seat_id: Any = None) -> str:
     if how not in NOTIFY_CHOICES:
         raise InvalidInput(gettext("choose what to stop"))
     with session_scope() as s:
-        token = _token(s, raw, "unsubscribe")
+        token = live_token(s, raw, "unsubscribe")
         address = str((token.action or {}).get("address", "")).lower()
         if how == "leave" and seat_id is not None:
             return _leave_seat_of(s, address, seat_id)
-        game = _lock_game(s, token.game_id)
+        game = lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id) if token.seat_id else None
         if _is_player(game, seat, address) and how not in ("suppress", "lists"):
             return _notification_choice(s, game, seat, "mute" if how == "one-click" else how)
@@ -385,7 +385,7 @@ def _playing(s: Session, address: str) -> list[dict[str, Any]]:
                        .order_by(Seat.id)):
         game = s.get(Game, seat.game_id)
         if _is_player(game, seat, address):
-            found.append({"seat_id": seat.id, "title": game_name(game, _seats(s, game.id)),
+            found.append({"seat_id": seat.id, "title": game_name(game, seats_of(s, game.id)),
                           "status": game.status})
     return found
 
@@ -393,7 +393,7 @@ def _playing(s: Session, address: str) -> list[dict[str, Any]]:
 def _leave_seat_of(s: Session, address: str, seat_id: Any) -> str:
     """Leave one seat that ``address`` holds (a bot plays it; its host is told)."""
     seat = s.get(Seat, parse_int(seat_id, 1, DB_INT_MAX, gettext("choose a game")))
-    game = _lock_game(s, seat.game_id) if seat is not None else None
+    game = lock_game(s, seat.game_id) if seat is not None else None
     if game is not None:
         s.refresh(seat)  # read again under the game's lock
     if not _is_player(game, seat, address):
@@ -407,8 +407,8 @@ def set_notifications(page_raw: str, how: str) -> str:
     if how not in ("mute", "unmute", "leave"):
         raise InvalidInput(gettext("choose a setting"))
     with session_scope() as s:
-        token = _token(s, page_raw, "page")
-        game = _lock_game(s, token.game_id)
+        token = live_token(s, page_raw, "page")
+        game = lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
         if not _is_player(game, seat, seat.email.lower()):
             raise WrongState(gettext("the game is not running"))
@@ -420,8 +420,8 @@ def set_language(page_raw: str, lang: str) -> str:
     if lang not in LANGUAGES:
         raise InvalidInput(gettext("choose one of the languages offered"))
     with session_scope() as s:
-        token = _token(s, page_raw, "page")
-        _lock_game(s, token.game_id)
+        token = live_token(s, page_raw, "page")
+        lock_game(s, token.game_id)
         s.get(Seat, token.seat_id).language = lang
         return lang
 
@@ -452,13 +452,13 @@ def _leave(s: Session, game: Game, seat: Seat) -> None:
     host is told (and can hand the seat to someone else)."""
     if game.status != "active":
         seat.invite, seat.left_at = "declined", utcnow()
-        _tell_host_declined(s, game, seat)
+        tell_host_declined(s, game, seat)
         return
     seat.left_at = utcnow()
-    _log_notice(s, game, "seat_left", seat.position, {"bot": game.absent_bot})
-    host = _seats(s, game.id)[0]
+    log_notice(s, game, "seat_left", seat.position, {"bot": game.absent_bot})
+    host = seats_of(s, game.id)[0]
     if host.id != seat.id:
-        _queue(s, game, host, "notice", {"headline": "seat_left"},
+        queue_email(s, game, host, "notice", {"headline": "seat_left"},
                links={"admin": {"kind": "admin"}, "page": {"kind": "page"}})
     if seat.bot is None:
         seat.bot = game.absent_bot
@@ -485,12 +485,12 @@ def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
         return
     if seat.email.lower() == address and seat.invite == "invited":
         seat.invite = "declined"
-        _tell_host_declined(s, game, seat)
-        _start_if_ready(s, game, _seats(s, game.id))
+        tell_host_declined(s, game, seat)
+        start_if_ready(s, game, seats_of(s, game.id))
     pending = seat.pending_handover or {}
     if str(pending.get("email", "")).lower() == address:
         _revoke_handover(s, seat)
-        _tell_host_declined(s, game, seat, handover=pending)
+        tell_host_declined(s, game, seat, handover=pending)
 
 
 # -------------------------------------------------------------------------- ending, vacation, seats
@@ -499,19 +499,19 @@ def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
 def abandon_game(admin_raw: str) -> None:
     """The host ends the game for everyone, without a winner."""
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)
+        game = admin_game(s, admin_raw)
         if game.status in ("finished", "abandoned"):
             raise WrongState(gettext("the game has already ended"))
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state)) if game.state else None
-        _abandon(s, game, mod, state, "game_abandoned_by_host", {}, by="host")
+        end_abandoned(s, game, mod, state, "game_abandoned_by_host", {}, by="host")
 
 
 def take_vacation(page_raw: str, days: Any) -> float:
     """Pause my deadlines for some days (up to the game's allowance); returns days left."""
     with session_scope() as s:
-        token = _token(s, page_raw, "page")
-        game = _lock_game(s, token.game_id)
+        token = live_token(s, page_raw, "page")
+        game = lock_game(s, token.game_id)
         _require_active(game)
         seat = s.get(Seat, token.seat_id)
         try:
@@ -527,7 +527,7 @@ def take_vacation(page_raw: str, days: Any) -> float:
         seat.vacation_until = max(now, seat.vacation_until or now) + shift
         seat.vacation_used_hours += wanted * 24
         _shift_open(s, game, shift, seat_id=seat.id)
-        _notice_all(s, game, "vacation_taken", seat.position,
+        notice_all(s, game, "vacation_taken", seat.position,
                     {"days": wanted, "until": seat.vacation_until.isoformat()})
         return left - wanted
 
@@ -539,7 +539,7 @@ def _require_active(game: Game) -> None:
 
 def _seat_at(s: Session, game: Game, position: Any) -> Seat:
     pos = parse_int(position, 0, DB_INT_MAX, gettext("choose a seat"))
-    seats = _seats(s, game.id)
+    seats = seats_of(s, game.id)
     if not 0 <= pos < len(seats):
         raise InvalidInput(gettext("there is no such seat"))
     return seats[pos]

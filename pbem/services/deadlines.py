@@ -14,8 +14,8 @@ from sqlmodel import Session, select
 from engine.registry import get_game
 from pbem.db import session_scope
 from pbem.models import Decision, Game, Seat
-from pbem.services._plumbing import _lock_game, _log_notice, _next_reminder, _queue
-from pbem.services.playing import _play, _queue_decision
+from pbem.services.playing import play_move, queue_decision
+from pbem.services.plumbing import lock_game, log_notice, next_reminder, queue_email
 
 
 def default_reminders(hours: float) -> list[float]:
@@ -54,7 +54,7 @@ def _running_decision(s: Session, decision_id: int) -> tuple[Decision, Game] | N
     game_id = s.exec(_GAME_OF_DECISION, params={"id": decision_id}).first()
     if game_id is None:
         return None
-    game = _lock_game(s, game_id)
+    game = lock_game(s, game_id)
     decision = s.get(Decision, decision_id)  # first read in this session: under the lock
     if decision.closed_at is not None or game.status != "active" or game.paused_at is not None:
         return None
@@ -75,12 +75,12 @@ def send_reminder(decision_id: int, now: datetime) -> bool:
             decision.next_reminder_at = None
             return False
         seat = s.get(Seat, decision.seat_id)
-        decision.next_reminder_at = _next_reminder(game, decision.deadline_at, now)
-        _queue_reminder(s, game, decision, seat, now)
+        decision.next_reminder_at = next_reminder(game, decision.deadline_at, now)
+        queue_reminder(s, game, decision, seat, now)
         return True
 
 
-def _queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: datetime,
+def queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: datetime,
                     key: str | None = None) -> None:
     """Count one more reminder of an open decision and queue its email (the decision
     email again, marked as a reminder; nothing for a seat a bot plays). The clock's
@@ -90,7 +90,7 @@ def _queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now:
     if not seat.bot:
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
-        _queue_decision(s, game, mod, state, seat, decision, reminder=True, key=key)
+        queue_decision(s, game, mod, state, seat, decision, reminder=True, key=key)
 
 
 def time_out(decision_id: int, now: datetime) -> bool:
@@ -108,16 +108,16 @@ def time_out(decision_id: int, now: datetime) -> bool:
         to_bot = seat.bot is None and seat.timeouts_in_row >= game.absent_after
         if to_bot:
             seat.bot = game.absent_bot
-        _log_notice(s, game, "decision_timed_out", seat.position,
+        log_notice(s, game, "decision_timed_out", seat.position,
                     {"kind": decision.kind, "action": action.to_json()})
         if to_bot:
-            _log_notice(s, game, "seat_on_bot", seat.position,
+            log_notice(s, game, "seat_on_bot", seat.position,
                         {"bot": seat.bot, "timeouts": seat.timeouts_in_row, "by": "absence"})
-        opened = _play(s, game, seat, decision, action, "timeout", state)
-        seats = s.info["pbem.seats"]  # read by _play
-        told = {d.seat_id for d in opened if not seats[d.position].bot}  # a turn email
-        for other in seats:
+        played = play_move(s, game, seat, decision, action, "timeout", state)
+        told = {d.seat_id for d in played.opened
+                if not played.seats[d.position].bot}  # a turn email
+        for other in played.seats:
             if other.id not in told and game.status == "active":
-                _queue(s, game, other, "notice", {"headline": "decision_timed_out"},
+                queue_email(s, game, other, "notice", {"headline": "decision_timed_out"},
                        links={"page": {"kind": "page"}})
         return True

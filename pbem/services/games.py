@@ -32,20 +32,20 @@ from pbem.forms import parse_int
 from pbem.mail import INVITE_TEMPLATES, default_title, suppressed
 from pbem.mail.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.models import Game, Outbox, RateLimit, Seat, Token, utcnow
-from pbem.services._plumbing import (
-    LANGUAGES,
-    _admin_game,
-    _dump,
-    _host_address,
-    _lock_game,
-    _log,
-    _queue,
-    _recent,
-    _seats,
-    _token,
-)
 from pbem.services.deadlines import default_reminders
-from pbem.services.playing import _sync_decisions
+from pbem.services.playing import sync_decisions
+from pbem.services.plumbing import (
+    LANGUAGES,
+    admin_game,
+    dump_json,
+    host_address,
+    live_token,
+    lock_game,
+    log_events,
+    queue_email,
+    recent_emails,
+    seats_of,
+)
 from pbem.services.reading import play_again_players
 from pbem.tokens import mint, revoke_seat
 
@@ -259,10 +259,10 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
     if confirm_by_email or not start:
         problems = Problems()
         for row, p in zip(rows or range(len(players)), players, strict=True):
-            problems.check(f"email{row}", _check_may_invite, s, p.email)
+            problems.check(f"email{row}", check_may_invite, s, p.email)
         problems.raise_any()
     gid = secrets.token_hex(5)
-    game = Game(id=gid, engine=engine_name, title=title, seed=_seed(seed), options={},
+    game = Game(id=gid, engine=engine_name, title=title, seed=new_seed(seed), options={},
                 hours_per_decision=hours,
                 **policy,
                 spectator_key=secrets.token_hex(8),
@@ -281,7 +281,7 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
     admin = mint(s, "admin", gid, seats[0].id,
                  action={"address": host if host is not None else seats[0].email.lower()})
     if confirm_by_email:
-        _queue(s, game, seats[0], "host_confirm", {"days": UNCONFIRMED_DAYS}, links={
+        queue_email(s, game, seats[0], "host_confirm", {"days": UNCONFIRMED_DAYS}, links={
             "confirm": {"kind": "host_confirm"}, "admin": {"kind": "admin"}})
     elif start:
         _start(s, game, seats)
@@ -302,10 +302,10 @@ def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool
     double click) opens that game instead of making another. Returns the new game with
     a fresh host link, and whether this call made it."""
     with session_scope() as s:
-        asker = _host_address(s, admin_raw)
-        old = _admin_game(s, admin_raw)  # locked: two presses at once are served in turn
+        asker = host_address(s, admin_raw)
+        old = admin_game(s, admin_raw)  # locked: two presses at once are served in turn
         if old.follow_up_game_id is not None:
-            first = _seats(s, old.follow_up_game_id)[0]
+            first = seats_of(s, old.follow_up_game_id)[0]
             return Created(old.follow_up_game_id,
                            mint(s, "admin", old.follow_up_game_id, first.id,
                                 action={"address": asker})), False
@@ -387,7 +387,7 @@ def _vacation_days(value: Any) -> float:
     return vacation
 
 
-def _seed(seed: int | None) -> int:
+def new_seed(seed: int | None) -> int:
     return seed if seed is not None else secrets.randbelow(2**31)
 
 
@@ -405,14 +405,14 @@ def _rate_limit(s: Session, key: str, per_hour: int) -> None:
         raise RateLimited(gettext("too many games created from here in the last hour; try later"))
 
 
-def _check_may_invite(s: Session, address: str) -> None:
+def check_may_invite(s: Session, address: str) -> None:
     """Refuse to invite an address that asked for no email, or that got the most
     invitations a day allows (so nobody can use the server to mail a stranger)."""
     rcpt = address.lower()
     if suppressed(s, rcpt):
         raise InvalidInput(gettext("%(address)s cannot be invited: that address asked not "
                                    "to get email from this server", address=address))
-    if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
+    if recent_emails(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
             int(current_app.config["INVITE_LIMIT_PER_ADDRESS"]):
         raise RateLimited(gettext("%(address)s has had as many invitations as one day "
                                   "allows; try again tomorrow", address=address))
@@ -439,7 +439,7 @@ def expire_unconfirmed(game_id: str, now: datetime) -> bool:
     typed in by whoever made it, who may not be its host: nobody has agreed to anything,
     and only the host was ever emailed); False if it was confirmed meanwhile."""
     with session_scope() as s:
-        game = _lock_game(s, game_id)
+        game = lock_game(s, game_id)
         if game.status != "awaiting_host" or \
                 game.created_at > now - timedelta(days=UNCONFIRMED_DAYS):
             return False
@@ -452,9 +452,9 @@ def expire_unconfirmed(game_id: str, now: datetime) -> bool:
 def describe_host_confirm(raw: str) -> dict[str, Any]:
     """What a host's confirmation link would confirm, for its page (changes nothing)."""
     with session_scope() as s:
-        token = _token(s, raw, "host_confirm")
+        token = live_token(s, raw, "host_confirm")
         game = s.get(Game, token.game_id)
-        return {"game": game, "seats": _seats(s, game.id),
+        return {"game": game, "seats": seats_of(s, game.id),
                 "confirmed": game.status != "awaiting_host"}
 
 
@@ -464,14 +464,14 @@ def confirm_host(raw: str) -> tuple[str, bool, str | None]:
     saying so instead of turning into an unknown link) and, when it did, a fresh link
     to the host page (raw token) for the page that says so."""
     with session_scope() as s:
-        token = _token(s, raw, "host_confirm")
-        game = _lock_game(s, token.game_id)
+        token = live_token(s, raw, "host_confirm")
+        game = lock_game(s, token.game_id)
         if game.status == "abandoned":
             raise WrongState(gettext("the host ended this game before it started"))
         if game.status != "awaiting_host":
             return game.id, False, None
         game.status = "inviting"
-        _send_invitations(s, game, _seats(s, game.id))
+        _send_invitations(s, game, seats_of(s, game.id))
         return game.id, True, mint(s, "admin", game.id, token.seat_id)
 
 
@@ -479,18 +479,18 @@ def _send_invitations(s: Session, game: Game, seats: list[Seat]) -> None:
     host = seats[0]
     for seat in seats:
         if seat.invite == "invited":
-            _queue(s, game, seat, "invitation", {"host": host.name}, links={
+            queue_email(s, game, seat, "invitation", {"host": host.name}, links={
                 "accept": {"kind": "invite", "action": {"answer": "accept"}},
                 "decline": {"kind": "invite", "action": {"answer": "decline"}}})
-    _start_if_ready(s, game, seats)
+    start_if_ready(s, game, seats)
 
 
 def describe_invitation(raw: str) -> dict[str, Any]:
     """What an invitation link answers, for its confirmation page (changes nothing)."""
     with session_scope() as s:
-        token = _token(s, raw, "invite")
+        token = live_token(s, raw, "invite")
         game = s.get(Game, token.game_id)
-        seats = _seats(s, game.id)
+        seats = seats_of(s, game.id)
         seat = next(x for x in seats if x.id == token.seat_id)
         return {"game": game, "seat": seat, "seats": seats,
                 "answer": (token.action or {}).get("answer", "accept"),
@@ -502,8 +502,8 @@ def answer_invitation(raw: str, accept: bool) -> tuple[str, str, str | None]:
     acceptance, a fresh link to the player's game page (raw token). Starts when all
     accepted."""
     with session_scope() as s:
-        token = _token(s, raw, "invite")
-        game = _lock_game(s, token.game_id)
+        token = live_token(s, raw, "invite")
+        game = lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id)
         if seat.invite != "invited":
             raise AlreadyRecorded(gettext("you already answered this invitation"),
@@ -512,8 +512,8 @@ def answer_invitation(raw: str, accept: bool) -> tuple[str, str, str | None]:
             raise WrongState(gettext("this game no longer waits for players: the host ended it"))
         seat.invite = "accepted" if accept else "declined"
         if not accept:
-            _tell_host_declined(s, game, seat)
-        _start_if_ready(s, game, _seats(s, game.id))
+            tell_host_declined(s, game, seat)
+        start_if_ready(s, game, seats_of(s, game.id))
         page = mint(s, "page", game.id, seat.id) if accept else None
         return game.id, seat.invite, page
 
@@ -521,27 +521,27 @@ def answer_invitation(raw: str, accept: bool) -> tuple[str, str, str | None]:
 def replace_player(admin_raw: str, position: int, player: PlayerIn) -> None:
     """The host invites someone else for a seat whose invitation was declined."""
     with session_scope() as s:
-        game = _admin_game(s, admin_raw)
+        game = admin_game(s, admin_raw)
         if game.status != "inviting":
             raise WrongState(gettext("players can be replaced only while invitations are open"))
-        seats = _seats(s, game.id)
+        seats = seats_of(s, game.id)
         if not 0 <= position < len(seats) or seats[position].invite != "declined":
             raise InvalidInput(gettext("only a seat whose invitation was declined can be "
                                        "re-invited"))
         seat = seats[position]
-        new = _validate_newcomer(s, game, seat, player)
-        _check_may_invite(s, new.email)
+        new = validate_newcomer(s, game, seat, player)
+        check_may_invite(s, new.email)
         revoke_seat(s, seat.id)
         seat.name, seat.email, seat.invite = new.name, new.email, "invited"
         seat.left_at, seat.mute_notices = None, False
         seat.language, seat.timezone = new.language, new.timezone
-        _queue(s, game, seat, "invitation", {"host": seats[0].name}, links={
+        queue_email(s, game, seat, "invitation", {"host": seats[0].name}, links={
             "accept": {"kind": "invite", "action": {"answer": "accept"}},
             "decline": {"kind": "invite", "action": {"answer": "decline"}}},
             key=f"invitation:{seat.id}:{secrets.token_hex(4)}")
 
 
-def _start_if_ready(s: Session, game: Game, seats: list[Seat]) -> None:
+def start_if_ready(s: Session, game: Game, seats: list[Seat]) -> None:
     if game.status == "inviting" and all(x.invite == "accepted" for x in seats):
         _start(s, game, seats)
 
@@ -557,29 +557,29 @@ def _start(s: Session, game: Game, seats: list[Seat]) -> None:
     game.status = "active"
     game.started_at = utcnow()
     game.version = 1
-    game.state = _dump(mod.to_json(state))
-    _log(s, game, events)
-    deciding = {d.seat_id for d in _sync_decisions(s, game, mod, state, seats)}
+    game.state = dump_json(mod.to_json(state))
+    log_events(s, game, events)
+    deciding = {d.seat_id for d in sync_decisions(s, game, mod, state, seats)}
     for seat in seats:
         if seat.id not in deciding:
-            _queue(s, game, seat, "game_started", {}, links={"page": {"kind": "page"}})
+            queue_email(s, game, seat, "game_started", {}, links={"page": {"kind": "page"}})
 
 
-def _validate_newcomer(s: Session, game: Game, seat: Seat, player: PlayerIn) -> PlayerIn:
+def validate_newcomer(s: Session, game: Game, seat: Seat, player: PlayerIn) -> PlayerIn:
     """``player`` checked for ``seat`` against the other players; a problem names the
     seat's number, as the host page shows it ("player 2: ...")."""
     players = [player if x.id == seat.id else PlayerIn(x.name, x.email, x.language, x.timezone)
-               for x in _seats(s, game.id)]
+               for x in seats_of(s, game.id)]
     return validate_players(players, get_game(game.engine))[seat.position]
 
 
-def _tell_host_declined(s: Session, game: Game, seat: Seat,
+def tell_host_declined(s: Session, game: Game, seat: Seat,
                         handover: dict | None = None) -> None:
     """Tell the host that someone declined a seat (or a hand-over of one)."""
-    host = _seats(s, game.id)[0]
+    host = seats_of(s, game.id)[0]
     who = handover or {"name": seat.name, "email": seat.email}
     if host.id != seat.id or handover:
-        _queue(s, game, host, "declined",
+        queue_email(s, game, host, "declined",
                {"who": who["name"], "email": who["email"], "handover": bool(handover)},
                links={"admin": {"kind": "admin"}},
                key=f"declined:{game.id}:{seat.id}:{secrets.token_hex(4)}")

@@ -34,7 +34,7 @@ from pbem.i18n import language
 from pbem.mail import PREPARE_AT_SENDING, TURN_TEMPLATES, game_name
 from pbem.mail.headers import BadAddress, address_problem, message_id, parse_address
 from pbem.models import Decision, Game, Outbox, Seat, utcnow
-from pbem.services._plumbing import _recent, _seats, _token, _wake_deliverer
+from pbem.services.plumbing import live_token, recent_emails, seats_of, wake_deliverer
 from pbem.services.reading import end_notice
 from pbem.tokens import hash_token, mint
 
@@ -62,7 +62,7 @@ def request_my_games(address: str) -> None:
                      "request": True},
             idempotency_key=key, message_id=message_id(key.replace(":", ".")),
             status="pending", attempts=0, next_attempt_at=now, created_at=now))
-        _wake_deliverer(s)
+        wake_deliverer(s)
 
 
 # Requests for an address's list in a time, whatever became of them (sent or not): the
@@ -81,7 +81,7 @@ def prepare_list(s: Session, row: Outbox) -> str | None:
     games = _listing(s, row.rcpt) if _has_joined(s, row.rcpt) else []
     if not games:  # (the reasons are for the operator: no page shows these rows)
         return "not sent: this address has joined no game here"
-    if _recent(s, Outbox.rcpt == row.rcpt, None, timedelta(hours=1), exclude=TURN_TEMPLATES,
+    if recent_emails(s, Outbox.rcpt == row.rcpt, None, timedelta(hours=1), exclude=TURN_TEMPLATES,
                other_than=row.id) >= int(current_app.config["NOTICE_LIMIT_PER_ADDRESS"]):
         return "not sent: this address had as many notices as one hour allows"
     seat = s.get(Seat, max(g["seat_id"] for g in games))  # the newest: name, language
@@ -137,7 +137,7 @@ def open_my_game(raw: str, seat_id: Any) -> str:
 
 
 def _live_token(s: Session, raw: str):
-    token = _token(s, raw, "my_games")
+    token = live_token(s, raw, "my_games")
     if token.created_at + timedelta(days=LINK_DAYS) < utcnow():
         raise LinkExpired(gettext("this link to your games has expired (it works for "
                                   "%(days)s days); ask for a new one below", days=LINK_DAYS))
@@ -182,7 +182,7 @@ def _listed(game: Game, seat: Seat, now) -> bool:
 
 
 def _entry(s: Session, game: Game, seat: Seat) -> dict[str, Any]:
-    seats = _seats(s, game.id)
+    seats = seats_of(s, game.id)
     section = {"active": "active", "finished": "ended", "abandoned": "ended"}.get(
         game.status, "waiting")
     turns = []

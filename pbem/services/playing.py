@@ -32,19 +32,19 @@ from pbem.errors import (
 )
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.models import Decision, Game, Move, Seat, utcnow
-from pbem.services._plumbing import (
-    _deadline_for,
-    _dump,
-    _insert_events,
-    _lock_game,
-    _log,
-    _next_reminder,
-    _notice_all,
-    _queue,
-    _seats,
-    _token,
+from pbem.services.plumbing import (
+    deadline_for,
+    dump_json,
+    insert_events,
+    live_token,
+    lock_game,
+    log_events,
+    next_reminder,
+    notice_all,
+    queue_email,
+    seats_of,
 )
-from pbem.services.reading import _card_lookup, variants_of
+from pbem.services.reading import card_lookup, variants_of
 from pbem.tokens import mint
 
 # Bot moves played in one transaction after a move. A game of heuristic bots ends well
@@ -72,18 +72,28 @@ class Outcome:
         return (self.cards or {}).get(cid, {"id": cid, "name": cid})
 
 
+@dataclass(frozen=True)
+class Played:
+    """What a move left behind (``play_move``): the game's new state, its seats in order,
+    and the decisions it opened for people."""
+
+    state: Any
+    seats: list[Seat]
+    opened: list[Decision]
+
+
 def describe_token(raw: str) -> dict[str, Any]:
     """What a one-click link would do, for its confirmation page (changes nothing): the
     ``action`` bound to it, while its decision is open what it costs and brings
     (``effect``) and the ``variants`` the page lets the player choose from instead (see
     ``reading.variants_of``); ``closed`` once the decision has closed."""
     with session_scope() as s:
-        token = _token(s, raw, "action")
+        token = live_token(s, raw, "action")
         game = s.get(Game, token.game_id)
         decision = s.get(Decision, token.decision_id)
         seat = s.get(Seat, token.seat_id)
         info = {"game": game, "seat": seat, "decision": decision, "action": token.action,
-                "card": _card_lookup(game, seat.language), "effect": {}, "variants": []}
+                "card": card_lookup(game, seat.language), "effect": {}, "variants": []}
         if decision.closed_at is not None:
             info["closed"] = _closed_reason(s, decision, seat)
         elif game.state:
@@ -100,13 +110,13 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
     confirmation page offers variants of it, the variant ``choice`` names (exactly, in
     the game's notation); anything else is refused and nothing is recorded."""
     with session_scope() as s:
-        token = _token(s, raw, "action")
-        game, seat, decision = _locked_decision(s, token.game_id, token.seat_id,
+        token = live_token(s, raw, "action")
+        game, seat, decision = locked_decision(s, token.game_id, token.seat_id,
                                                 token.decision_id)
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
         action = _chosen(mod, state, seat.position, Action.from_json(token.action), choice)
-        return _act(s, game, seat, decision, action, "player", state)
+        return act(s, game, seat, decision, action, "player", state)
 
 
 def _chosen(mod: EngineGame, state: Any, position: int, action: Action,
@@ -133,8 +143,8 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
     legal action in full: nothing is completed or guessed. A refusal carries the game's
     explanation of what was wrong (``explain``, optional in the contract)."""
     with session_scope() as s:
-        token = _token(s, page_raw, "page")
-        game, seat, decision = _locked_decision(s, token.game_id, token.seat_id,
+        token = live_token(s, page_raw, "page")
+        game, seat, decision = locked_decision(s, token.game_id, token.seat_id,
                                                 _decision_id(decision_id))
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
@@ -147,7 +157,7 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
             explain = getattr(mod, "explain", None)
             detail = explain(state, decision.position, command) if explain else {}
             raise IllegalMove(exc.code, decision.kind, detail) from None
-        return _act(s, game, seat, decision, action, "player", state)
+        return act(s, game, seat, decision, action, "player", state)
 
 
 def _decision_id(value: Any) -> int:
@@ -168,15 +178,15 @@ def _open_decision(s: Session, game_id: str, seat_id: int, decision_id: int) -> 
     return decision
 
 
-def _locked_decision(s: Session, game_id: str, seat_id: int,
+def locked_decision(s: Session, game_id: str, seat_id: int,
                      decision_id: int) -> tuple[Game, Seat, Decision]:
     """The game (locked for this transaction), the seat, and its decision if still open."""
-    game = _lock_game(s, game_id)
+    game = lock_game(s, game_id)
     decision = _open_decision(s, game_id, seat_id, decision_id)
     return game, s.get(Seat, seat_id), decision
 
 
-def _act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
+def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
          source: str, state: Any = None) -> Outcome:
     """A player's move on their open decision of the locked game (``state``: the game's
     state, if the caller has read it already)."""
@@ -186,9 +196,9 @@ def _act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
                          game_id=game_id)
     if source == "player":
         seat.timeouts_in_row = 0
-    opened = _play(s, game, seat, decision, action, source, state)
-    again = any(d.seat_id == seat_id for d in opened)
-    mod, state = get_game(game.engine), s.info["pbem.state"]
+    played = play_move(s, game, seat, decision, action, source, state)
+    again = any(d.seat_id == seat_id for d in played.opened)
+    mod, state = get_game(game.engine), played.state
     result = mod.result(state)
     card = localize.lookup(mod, state, localize.translation_for(mod, state, seat.language))
     # every word the action names (a card, a place, a resource...), printed for the page
@@ -196,18 +206,17 @@ def _act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
              if isinstance(w, str)}
     return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
                    again, game.status == "finished",
-                   names=tuple(x.name for x in s.info["pbem.seats"]),
+                   names=tuple(x.name for x in played.seats),
                    waiting=tuple((d.seat, d.kind) for d in mod.pending(state)),
                    winners=tuple(result.winners) if result else (),
                    cards={c: card(c) for c in named}, language=seat.language,
                    engine=game.engine)
 
 
-def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
-          source: str, state: Any = None) -> list[Decision]:
+def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
+          source: str, state: Any = None) -> Played:
     """Apply one move to the locked game, then let bots play their seats; returns the
-    decisions opened for people (their emails are queued). The new state and the seats
-    are left in ``s.info`` for the caller's answer."""
+    new state, the seats and the decisions opened for people (their emails are queued)."""
     mod = get_game(game.engine)
     if state is None:
         state = mod.from_json(json.loads(game.state))
@@ -219,31 +228,30 @@ def _play(s: Session, game: Game, seat: Seat, decision: Decision, action: Action
     decision.closed_at, decision.closed_by = utcnow(), source
     played = source == "player" or (source == "bot" and not _stands_in(game, seat))
     _commit_state(s, game, mod, state, events, played)
-    seats = _seats(s, game.id)
+    seats = seats_of(s, game.id)
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == "player" else None
-    opened = _sync_decisions(s, game, mod, state, seats, follow_up)
+    opened = sync_decisions(s, game, mod, state, seats, follow_up)
     for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
         bot_row = next((d for d in opened if seats[d.position].bot), None)
         if bot_row is None or game.status != "active":
             break
         bot_seat = seats[bot_row.position]
-        choice = _bot_choice(game, mod, state, bot_seat)
+        choice = bot_choice(game, mod, state, bot_seat)
         state, events = mod.apply(state, bot_seat.position, choice)
         _insert_move(s, game.id, bot_row.id, bot_seat.position, choice, "bot")
         bot_row.closed_at, bot_row.closed_by = utcnow(), "bot"
         _commit_state(s, game, mod, state, events, not _stands_in(game, bot_seat))
         state = _end_if_idle(s, game, mod, state, seats)
         opened = [d for d in opened if d.closed_at is None]
-        opened += _sync_decisions(s, game, mod, state, seats, follow_up)
-    s.info["pbem.state"], s.info["pbem.seats"] = state, seats
-    return [d for d in opened if d.closed_at is None]
+        opened += sync_decisions(s, game, mod, state, seats, follow_up)
+    return Played(state, seats, [d for d in opened if d.closed_at is None])
 
 
 # Statements of every move, built once (SQLAlchemy memoises a statement's cache key on
 # the statement object: a prebuilt one is neither built nor keyed again).
-_INSERT_MOVE = insert(Move.__table__)  # Core: see _plumbing._INSERT_EVENTS
+_INSERT_MOVE = insert(Move.__table__)  # Core: see plumbing._INSERT_EVENTS
 _GAME_TABLE = Game.__table__
 _UPDATE_STATE = (update(_GAME_TABLE).where(_GAME_TABLE.c.id == bindparam("game_id"),
                                            _GAME_TABLE.c.version == bindparam("old_version"))
@@ -261,7 +269,7 @@ def _insert_move(s: Session, game_id: str, decision_id: int, position: int, acti
                               "source": source, "created_at": utcnow()}])
 
 
-def _bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
+def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
     """What a bot plays for an absent seat: the game's heuristic bot, or the default."""
     if seat.bot == "heuristic":
         rng = random.Random(f"{game.id}:{game.version}")
@@ -278,15 +286,15 @@ def _closed_reason(s: Session, decision: Decision, seat: Seat) -> str:
 def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
                   events: list[Event], played: bool = False) -> None:
     """Store the new state with an optimistic version check (the row is also locked),
-    and count the rounds nobody played (``played``: see ``_idle_after``).
+    and count the rounds nobody played (``played``: see ``idle_after``).
     A Core update (the ORM's costs several times more); the game object is brought in
-    line by hand, which also cancels an ``event_seq`` still pending from ``_log``."""
+    line by hand, which also cancels an ``event_seq`` still pending from ``log_events``."""
     new_version = game.version + 1
     first_seq = game.event_seq
-    idle = _idle_after(game.idle_rounds, mod, events, played)
+    idle = idle_after(game.idle_rounds, mod, events, played)
     done = s.connection().execute(_UPDATE_STATE, {
         "game_id": game.id, "old_version": game.version, "new_version": new_version,
-        "new_state": _dump(mod.to_json(state)), "new_event_seq": first_seq + len(events),
+        "new_state": dump_json(mod.to_json(state)), "new_event_seq": first_seq + len(events),
         "new_idle_rounds": idle})
     if done.rowcount != 1:
         raise Conflict(gettext("the game changed at the same moment; please try again"))
@@ -296,19 +304,19 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
     set_committed_value(game, "state", None)
     s.expire(game, ["state"])  # read back only if someone needs it
     result = mod.result(state)
-    _insert_events(s, game.id, first_seq, events)
+    insert_events(s, game.id, first_seq, events)
     if result is not None and game.status == "active":
         game.status = "finished" if result.reason != "abandoned" else "abandoned"
         game.ended_at = utcnow()
-        for seat in _seats(s, game.id):
-            _queue(s, game, seat, "result", {"result": result.to_json()},
+        for seat in seats_of(s, game.id):
+            queue_email(s, game, seat, "result", {"result": result.to_json()},
                    links={"page": {"kind": "page"}})
 
 
 # ------------------------------------------------------------------------- games nobody plays
 
 
-def _idle_after(idle: int, mod: EngineGame, events: list[Event], played: bool) -> int:
+def idle_after(idle: int, mod: EngineGame, events: list[Event], played: bool) -> int:
     """``Game.idle_rounds`` after a move: -1 once someone ``played`` (a person, or a bot
     the host chose: the round is not idle), one more at each start of a round (the game's
     ``ROUND_EVENT``). Timeouts and bots standing in for absent players (``_stands_in``)
@@ -344,27 +352,27 @@ def _end_if_idle(s: Session, game: Game, mod: EngineGame, state: Any,
     unit, limit = _idle_limit(mod, len(seats))
     if game.status != "active" or game.idle_rounds < limit:
         return state
-    return _abandon(s, game, mod, state, "game_abandoned_idle", {unit: limit}, by="idle")
+    return end_abandoned(s, game, mod, state, "game_abandoned_idle", {unit: limit}, by="idle")
 
 
-def _abandon(s: Session, game: Game, mod: EngineGame, state: Any, notice: str,
+def end_abandoned(s: Session, game: Game, mod: EngineGame, state: Any, notice: str,
              data: dict[str, Any], by: str) -> Any:
     """End a running (or not yet started: ``state`` None) game without a winner: the
     engine's ``abandon``, every open decision closed (``by``), the game ``abandoned``,
     and ``notice`` logged and emailed to every player. Returns the ended state."""
     if state is not None and hasattr(mod, "abandon"):
         state, events = mod.abandon(state)
-        game.state = _dump(mod.to_json(state))
+        game.state = dump_json(mod.to_json(state))
         game.version += 1
-        _log(s, game, events)
+        log_events(s, game, events)
     for d in s.exec(_OPEN_DECISIONS, params={"game_id": game.id}):
         d.closed_at, d.closed_by = utcnow(), by
     game.status, game.ended_at = "abandoned", utcnow()
-    _notice_all(s, game, notice, None, data)
+    notice_all(s, game, notice, None, data)
     return state
 
 
-def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
+def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                     seats: list[Seat], follow_up: int | None = None) -> list[Decision]:
     """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones.
     The email of a decision for seat ``follow_up`` (who has just played, and whose answer
@@ -382,10 +390,10 @@ def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     now = utcnow()
     for position, kind in sorted(wanted - have):
         seat = seats[position]
-        deadline = _deadline_for(game, seat, now)
+        deadline = deadline_for(game, seat, now)
         row = Decision(game_id=game.id, seat_id=seat.id, position=position,
                        seq=game.version, kind=kind, deadline_at=deadline,
-                       next_reminder_at=_next_reminder(game, deadline, now))
+                       next_reminder_at=next_reminder(game, deadline, now))
         s.add(row)
         s.flush()
         opened.append(row)
@@ -393,11 +401,11 @@ def _sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
             delay = None
             if seat.id == follow_up:
                 delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
-            _queue_decision(s, game, mod, state, seat, row, delay=delay)
+            queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
 
 
-def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,
+def queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,
                     decision: Decision, reminder: bool = False, key: str | None = None,
                     delay: timedelta | None = None) -> None:
     legal = mod.legal_actions(state, seat.position)
@@ -407,7 +415,7 @@ def _queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: S
                                "action": action.to_json(),
                                "effect": mod.choice_effect(state, seat.position, action),
                                "variants": variants_of(mod, state, seat.position, action)}
-    _queue(s, game, seat, "decision", {
+    queue_email(s, game, seat, "decision", {
         "decision_id": decision.id, "kind": decision.kind,
         "deadline": decision.deadline_at.isoformat(),
         "more_choices": len(legal) > len(links) - 1,

@@ -22,14 +22,14 @@ from pbem.errors import NotFound
 from pbem.i18n import language
 from pbem.mail import open_deadlines, suppressed
 from pbem.models import Decision, EventLog, Game, Outbox, Seat
-from pbem.services._plumbing import _admin_game, _host_address, _seats, _token
+from pbem.services.plumbing import admin_game, host_address, live_token, seats_of
 
 
 def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
     """Everything a seat's game page shows, from that seat's view. A one-click (action)
     link opens the page read-only: only a game-page link offers the decision form."""
     with session_scope() as s:
-        token = _token(s, raw, "page", "action")
+        token = live_token(s, raw, "page", "action")
         game = s.get(Game, token.game_id)
         seat = s.get(Seat, token.seat_id)
         data = _page_data(s, game, seat, with_log)
@@ -55,7 +55,7 @@ def _spectated(s: Session, key: Any) -> Game:
 
 def _page_data(s: Session, game: Game, seat: Seat | None,
                with_log: bool = True) -> dict[str, Any]:
-    seats = _seats(s, game.id)
+    seats = seats_of(s, game.id)
     position = seat.position if seat else None
     decisions = s.exec(select(Decision).where(Decision.game_id == game.id,
                                               Decision.closed_at.is_(None))).all()
@@ -90,7 +90,7 @@ def variants_of(mod: Any, state: Any, position: int | None, action: Action) -> l
              "text": format_action(v)} for v in vary(state, position, action)]
 
 
-def _card_lookup(game: Game, lang: str) -> localize.CardLookup:
+def card_lookup(game: Game, lang: str) -> localize.CardLookup:
     """A function from card id to printed card data in ``lang``, for narration."""
     mod = get_game(game.engine)
     state = mod.from_json(json.loads(game.state)) if game.state else None
@@ -102,15 +102,15 @@ def admin_data(raw: str) -> dict[str, Any]:
     the emails list it, in the host's time zone), every email of the game newest first
     (``outbox``), and the names "play again" would invite (``again``)."""
     with session_scope() as s:
-        game = _admin_game(s, raw)
-        seats = _seats(s, game.id)
+        game = admin_game(s, raw)
+        seats = seats_of(s, game.id)
         data = _page_data(s, game, seats[0], with_log=False)
         data["waiting"] = (open_deadlines(s, game, seats, seats[0].timezone)
                            if game.status == "active" else [])
         data["outbox"] = s.exec(select(Outbox).where(Outbox.game_id == game.id)
                                 .order_by(Outbox.id.desc())).all()
         data["again"] = [seat.name for seat, joined
-                         in play_again_players(s, game, _host_address(s, raw)) if not joined]
+                         in play_again_players(s, game, host_address(s, raw)) if not joined]
         data["end_notice"] = end_notice(s, game)
         return data
 
@@ -131,8 +131,8 @@ def end_notice(s: Session, game: Game) -> EventLog | None:
 def host_language(raw: str) -> str:
     """The language of the host behind an admin link (the host page speaks it)."""
     with session_scope() as s:
-        token = _token(s, raw, "admin")
-        return _seats(s, token.game_id)[0].language
+        token = live_token(s, raw, "admin")
+        return seats_of(s, token.game_id)[0].language
 
 
 def play_again_players(s: Session, game: Game, asker: str) -> list[tuple[Seat, bool]]:
@@ -140,7 +140,7 @@ def play_again_players(s: Session, game: Game, asker: str) -> list[tuple[Seat, b
     same players", and whether each has joined by that: the asker's own seat (joined)
     and every other seat still in the game at its end (invited; not those who declined,
     left, or asked for no email), the first seat too."""
-    return [(seat, seat.email.lower() == asker) for seat in _seats(s, game.id)
+    return [(seat, seat.email.lower() == asker) for seat in seats_of(s, game.id)
             if seat.email.lower() == asker or (
                 seat.invite != "declined" and seat.left_at is None
                 and not suppressed(s, seat.email.lower()))]
@@ -253,7 +253,7 @@ def log_round_for_page(raw: str, number: Any) -> dict[str, Any]:
     link of the seat's game page (or of a one-click email, as that page takes).
     ``round`` is None when the log has no such part."""
     with session_scope() as s:
-        token = _token(s, raw, "page", "action")
+        token = live_token(s, raw, "page", "action")
         game = s.get(Game, token.game_id)
         return _round_data(s, game, s.get(Seat, token.seat_id), number)
 
@@ -272,5 +272,5 @@ def _round_data(s: Session, game: Game, seat: Seat | None, number: Any) -> dict[
     part.entries = _entries(_events(s, game, part.first_seq, part.end_seq), part, seat)
     state = mod.from_json(json.loads(game.state)) if game.state else None
     tr = localize.translation_for(mod, state, seat.language if seat else language())
-    return {"game": game, "seat": seat, "seats": _seats(s, game.id), "round": part,
+    return {"game": game, "seat": seat, "seats": seats_of(s, game.id), "round": part,
             "card": localize.lookup(mod, state, tr), "log_zone": str(_zone(seat))}

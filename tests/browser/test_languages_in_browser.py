@@ -105,7 +105,7 @@ def press(player: Player, url: str, button: str = "button[type=submit]") -> str:
 
 
 def test_each_player_gets_only_their_own_language(live_server, browser, monkeypatch):
-    monkeypatch.setattr(services.games, "_seed", lambda seed: SEED if seed is None else seed)
+    monkeypatch.setattr(services.games, "new_seed", lambda seed: SEED if seed is None else seed)
     base, app, mailbox_dir = live_server.url, live_server.app, live_server.mailbox
     ann, bernd = Player(browser, base, ANN), Player(browser, base, BERND)
     try:

@@ -33,7 +33,7 @@ SCREENSHOT_AT = 30  # moves
 
 def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context, page,
                                                             console, monkeypatch):
-    monkeypatch.setattr(services.games, "_seed", lambda seed: SEED if seed is None else seed)
+    monkeypatch.setattr(services.games, "new_seed", lambda seed: SEED if seed is None else seed)
     base = live_server.url
     box = Mailbox(page, base)
     started = time.monotonic()

@@ -33,7 +33,7 @@ MAX_MOVES = 400
 
 def test_a_stone_age_game_is_played_to_its_end_in_the_browser(live_server, page: Page,
                                                               monkeypatch):
-    monkeypatch.setattr(services.games, "_seed", lambda seed: SEED if seed is None else seed)
+    monkeypatch.setattr(services.games, "new_seed", lambda seed: SEED if seed is None else seed)
     app = live_server.app
     app.config["FOLLOW_UP_MINUTES"] = 10  # as deployed
     base = live_server.url

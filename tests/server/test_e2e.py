@@ -50,7 +50,7 @@ MAX_DECISIONS = 1000
 @pytest.fixture
 def live(make_app, smtp, monkeypatch):
     """The app served over HTTP, mailing through a real SMTP server."""
-    monkeypatch.setattr(services.games, "_seed", lambda seed: SEED if seed is None else seed)
+    monkeypatch.setattr(services.games, "new_seed", lambda seed: SEED if seed is None else seed)
     smtp.start()
     port = free_port()
     base = f"http://127.0.0.1:{port}"

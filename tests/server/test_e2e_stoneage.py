@@ -50,7 +50,7 @@ def test_a_whole_stone_age_game_by_email(live, players: int, monkeypatch) -> Non
     people = [*PLAYERS, DEE][:players]
     emails = {p.email for p in people}
     seed = CASES[players]
-    monkeypatch.setattr(services.games, "_seed", lambda given: seed if given is None else given)
+    monkeypatch.setattr(services.games, "new_seed", lambda given: seed if given is None else given)
     app.config["FOLLOW_UP_MINUTES"] = 10  # as deployed: a follow-up waits on the page
 
     home = http.get(live.base + "/", timeout=30)

@@ -20,7 +20,7 @@ from engine.core import Event
 from engine.registry import GAMES
 from pbem import services
 from pbem.models import Game
-from pbem.services.playing import _idle_after
+from pbem.services.playing import idle_after
 from pbem.tokens import form_signature
 from tests.server.helpers import (
     SECRET,
@@ -202,10 +202,10 @@ ROUND = Event("round_started", None, {"round": 2})
 def test_idle_rounds_count_the_rounds_that_ended_with_nobody_playing(idle, events_, played,
                                                                     after):
     game = SimpleNamespace(ROUND_EVENT="round_started")
-    assert _idle_after(idle, game, events_, played) == after
+    assert idle_after(idle, game, events_, played) == after
 
 
 def test_a_game_without_rounds_counts_the_moves_nobody_made():
     game = SimpleNamespace()  # no ROUND_EVENT
-    assert _idle_after(4, game, [Event("x")], False) == 5
-    assert _idle_after(4, game, [Event("x")], True) == 0
+    assert idle_after(4, game, [Event("x")], False) == 5
+    assert idle_after(4, game, [Event("x")], True) == 0

@@ -5,12 +5,14 @@ caps, waking the deliverer), constants. Imports no other service module."""
 from __future__ import annotations
 
 import json
+import weakref
 from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import bindparam, case, func, insert, or_, text
+from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, select
 
 from engine.core import Event
@@ -30,7 +32,7 @@ LANGUAGES = tuple(i18n.LANGUAGES)
 # ------------------------------------------------------------------------ tokens, locking and seats
 
 
-def _token(s: Session, raw: str, *kinds: str) -> Token:
+def live_token(s: Session, raw: str, *kinds: str) -> Token:
     """The live token of one of ``kinds`` behind ``raw``, or a friendly NotFound."""
     token = lookup(s, raw, *kinds)
     if token is None:
@@ -42,7 +44,7 @@ _GAME = select(Game).where(Game.id == bindparam("game_id"))
 _GAME_FOR_UPDATE = _GAME.with_for_update()
 
 
-def _lock_game(s: Session, game_id: str) -> Game:
+def lock_game(s: Session, game_id: str) -> Game:
     """Load the game row locked for this transaction (FOR UPDATE on PostgreSQL; on SQLite
     the BEGIN IMMEDIATE of every transaction already serialises writers)."""
     query = _GAME_FOR_UPDATE if is_postgres() else _GAME
@@ -52,34 +54,34 @@ def _lock_game(s: Session, game_id: str) -> Game:
     return game
 
 
-def _admin_game(s: Session, raw: str) -> Game:
-    token = _token(s, raw, "admin")
-    return _lock_game(s, token.game_id)
+def admin_game(s: Session, raw: str) -> Game:
+    token = live_token(s, raw, "admin")
+    return lock_game(s, token.game_id)
 
 
-def _host_address(s: Session, raw: str) -> str:
+def host_address(s: Session, raw: str) -> str:
     """The address a host link was sent to (lower case; "" for a link from before links
     named it): the person who presses the buttons of that host page."""
-    return str((_token(s, raw, "admin").action or {}).get("address", "")).lower()
+    return str((live_token(s, raw, "admin").action or {}).get("address", "")).lower()
 
 
 _SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
 
 
-def _seats(s: Session, game_id: str) -> list[Seat]:
+def seats_of(s: Session, game_id: str) -> list[Seat]:
     return list(s.exec(_SEATS, params={"game_id": game_id}))
 
 
 # ---------------------------------------------------------------------- deadline and reminder times
 
 
-def _deadline_for(game: Game, seat: Seat, now: datetime) -> datetime:
+def deadline_for(game: Game, seat: Seat, now: datetime) -> datetime:
     """Now plus the time per decision, counted from the end of the seat's vacation."""
     start = max(now, seat.vacation_until) if seat.vacation_until else now
     return start + timedelta(hours=game.hours_per_decision)
 
 
-def _next_reminder(game: Game, deadline: datetime, now: datetime) -> datetime | None:
+def next_reminder(game: Game, deadline: datetime, now: datetime) -> datetime | None:
     """The earliest reminder time still ahead (reminders are hours before the deadline)."""
     ahead = [deadline - timedelta(hours=h) for h in game.reminder_hours]
     ahead = [t for t in ahead if t > now]
@@ -89,10 +91,10 @@ def _next_reminder(game: Game, deadline: datetime, now: datetime) -> datetime | 
 # --------------------------------------------------------------------------- the event log
 
 
-def _log(s: Session, game: Game, events: list[Event]) -> None:
+def log_events(s: Session, game: Game, events: list[Event]) -> None:
     first = game.event_seq
     game.event_seq = first + len(events)
-    _insert_events(s, game.id, first, events)
+    insert_events(s, game.id, first, events)
 
 
 # Table (Core) inserts, built once: an ORM-enabled insert takes SQLAlchemy's "ORM bulk"
@@ -103,7 +105,7 @@ _INSERT_EVENTS = insert(EventLog.__table__)
 _INSERT_OUTBOX = insert(Outbox.__table__)
 
 
-def _insert_events(s: Session, game_id: str, first_seq: int, events: list[Event]) -> None:
+def insert_events(s: Session, game_id: str, first_seq: int, events: list[Event]) -> None:
     """Append events to the log in one statement (Core: many small rows, no ORM cost)."""
     if not events:
         return
@@ -115,21 +117,21 @@ def _insert_events(s: Session, game_id: str, first_seq: int, events: list[Event]
         for i, ev in enumerate(events, 1)])
 
 
-def _log_notice(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
+def log_notice(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
     """A server event (timeout, pause, ...) in the game log, narrated like engine events."""
-    _log(s, game, [Event(kind, actor, data)])
+    log_events(s, game, [Event(kind, actor, data)])
 
 
-def _notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
-    _log_notice(s, game, kind, actor, data)
-    for seat in _seats(s, game.id):
-        _queue(s, game, seat, "notice", {"headline": kind}, links={"page": {"kind": "page"}})
+def notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
+    log_notice(s, game, kind, actor, data)
+    for seat in seats_of(s, game.id):
+        queue_email(s, game, seat, "notice", {"headline": kind}, links={"page": {"kind": "page"}})
 
 
 # --------------------------------------------------------------------------- the outbox
 
 
-def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str, Any],
+def queue_email(s: Session, game: Game, seat: Seat, template: str, context: dict[str, Any],
            links: dict[str, dict] | None = None, key: str | None = None,
            to: tuple[str, str, str] | None = None, delay: timedelta | None = None) -> None:
     """Write one email to the outbox; links are minted as tokens only when it is sent.
@@ -153,7 +155,7 @@ def _queue(s: Session, game: Game, seat: Seat, template: str, context: dict[str,
         status="held" if held else "pending", last_error=held, attempts=0,
         next_attempt_at=now + delay if delay else now, created_at=now)])
     if not held:
-        _wake_deliverer(s)
+        wake_deliverer(s)
 
 
 def _hold_reason(s: Session, game_id: str, rcpt: str, template: str) -> str | None:
@@ -164,7 +166,7 @@ def _hold_reason(s: Session, game_id: str, rcpt: str, template: str) -> str | No
     if template in TURN_TEMPLATES:
         return None
     if template in INVITE_TEMPLATES:
-        if _recent(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
+        if recent_emails(s, Outbox.rcpt == rcpt, INVITE_TEMPLATES, timedelta(days=1)) >= \
                 int(config["INVITE_LIMIT_PER_ADDRESS"]):
             return mark("not sent: this address had as many invitations as one day allows")
         return None
@@ -193,7 +195,7 @@ _RECENT_NOTICES = select(
         Outbox.template.not_in(sorted(TURN_TEMPLATES)))
 
 
-def _recent(s: Session, where: Any, templates: frozenset[str] | None,
+def recent_emails(s: Session, where: Any, templates: frozenset[str] | None,
             within: timedelta, exclude: frozenset[str] = frozenset(),
             other_than: int | None = None) -> int:
     """Emails matching ``where`` queued within ``within`` that went or will go out (but
@@ -208,13 +210,19 @@ def _recent(s: Session, where: Any, templates: frozenset[str] | None,
     return s.exec(query).one()
 
 
-def _wake_deliverer(s: Session) -> None:
+# The transactions that have sent their NOTIFY already (one is enough: PostgreSQL
+# delivers a transaction's identical notifications once, at commit).
+_WOKEN: weakref.WeakSet[SessionTransaction] = weakref.WeakSet()
+
+
+def wake_deliverer(s: Session) -> None:
     """Wake the clock's mail loop when this transaction commits (PostgreSQL NOTIFY is
     transactional; on SQLite the loop polls every ``MAIL_POLL_INTERVAL`` seconds)."""
-    if not s.info.get("pbem.woke") and is_postgres():
+    transaction = s.get_transaction()
+    if transaction is not None and transaction not in _WOKEN and is_postgres():
         s.execute(text(f"NOTIFY {OUTBOX_CHANNEL}"))
-        s.info["pbem.woke"] = True
+        _WOKEN.add(transaction)
 
 
-def _dump(data: dict) -> str:
+def dump_json(data: dict) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)
