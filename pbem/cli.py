@@ -11,6 +11,7 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
 
+from engine.registry import listings
 from pbem import clock as clock_mod
 from pbem import mail, services
 from pbem.errors import ServiceError
@@ -47,8 +48,8 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @pbem_cli.command("new-game")
-@click.option("--game", type=click.Choice(services.GAMES_OFFERED),
-              default=services.GAMES_OFFERED[0], show_default=True, help="The game to play.")
+@click.option("--game", type=click.Choice(tuple(listings())),
+              default=next(iter(listings())), show_default=True, help="The game to play.")
 @click.option("--player", "players", multiple=True, required=True,
               help='"Name <email>" optionally followed by language and time zone, '
                    'e.g. "Ann <ann@example.com> de Europe/Berlin". The first is the host.')

@@ -1,25 +1,44 @@
 """Game templates and narration for both kinds of output.
 
-Everything particular to one game lives in ``templates/games/<game>/`` (its narration
-macros, boards, decision form, rules); the shared templates reach it through
-``game_part(game, "board.txt")``. The words live in templates and the translation
-catalogs. The same narration source serves plain-text emails and HTML: a template named
-``games/<game>/narration.jinja@html`` is that source compiled with autoescaping, so a
-player called ``Bo&b "x"`` reads as typed in both (text is never escaped, HTML always).
+Everything particular to one game lives in its own template folder (its narration macros,
+boards, decision form, rules): ``templates/games/<game>/`` for the games the server ships,
+or the folder its registry listing names. The shared templates reach it through
+``game_part(game, "board.txt")``, which names ``games/<game>/board.txt``; the loader finds
+that in the game's folder, or else in ``templates/games/default/`` (boards and standings
+from the narration's ``board`` macro, a form listing the legal moves, a plain rules page),
+so a game needs only the parts it wants to do its own way. The words live in templates
+and the translation catalogs. The same narration source serves plain-text emails and
+HTML: a template named ``games/<game>/narration.jinja@html`` is that source compiled with
+autoescaping, so a player called ``Bo&b "x"`` reads as typed in both (text is never
+escaped, HTML always).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from flask import Flask
-from jinja2 import BaseLoader, ChoiceLoader, Environment, TemplateNotFound, Undefined
+from flask_babel import get_locale
+from jinja2 import (
+    BaseLoader,
+    ChoiceLoader,
+    Environment,
+    FileSystemLoader,
+    TemplateNotFound,
+    Undefined,
+)
+
+from engine.registry import Listing, listings
+from pbem import TEMPLATES
 
 HTML_SUFFIX = "@html"
 GAME_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,30}")
 NO_GAME = "games/none.jinja"  # an empty template: pages about a link that has no game
+DEFAULT = "default"  # templates/games/default/: the parts a game does not provide
+LANGUAGE_INFIX_RE = re.compile(r"\.[a-z]{2}\.")  # rules.de.html: the default is rules.html
 NARRATION_IMPORT_RE = re.compile(r'''(import\s+"narration/[^"]+\.jinja)(")''')
 
 
@@ -38,6 +57,65 @@ class HtmlVariantLoader(BaseLoader):
         return NARRATION_IMPORT_RE.sub(rf"\g<1>{HTML_SUFFIX}\g<2>", source), filename, uptodate
 
 
+class GameLoader(BaseLoader):
+    """``games/<game>/<part>`` from the game's own folder (its listing's ``templates``, or
+    ``games/<game>/`` beside the shared templates), else ``games/default/<part>``; any
+    other name from ``inner``, the application's loader."""
+
+    def __init__(self, inner: BaseLoader) -> None:
+        self.inner = inner
+
+    def get_source(self, environment: Environment,
+                   template: str) -> tuple[str, str | None, Callable[[], bool] | None]:
+        listing = _listing_of(template)
+        if listing is None:
+            return self.inner.get_source(environment, template)
+        part = template.split("/", 2)[2]
+        if listing.templates is not None:
+            try:
+                return FileSystemLoader(listing.templates).get_source(environment, part)
+            except TemplateNotFound:
+                pass
+        for name in (template, f"games/{DEFAULT}/{part}",
+                     f"games/{DEFAULT}/{LANGUAGE_INFIX_RE.sub('.', part)}"):
+            try:
+                return self.inner.get_source(environment, name)
+            except TemplateNotFound:
+                pass
+        raise TemplateNotFound(template)
+
+    def list_templates(self) -> list[str]:
+        return self.inner.list_templates()
+
+
+def _listing_of(template: str) -> Listing | None:
+    """The registered game a template name ``games/<game>/<part>`` belongs to."""
+    parts = template.split("/", 2)
+    if len(parts) < 3 or parts[0] != "games":
+        return None
+    return listings().get(parts[1])
+
+
+def game_file(game: str, part: str) -> Path | None:
+    """The data file ``part`` of a registered game (``rules.toml``, ``ui.toml``): from its
+    own folder, else from ``templates/games/default/``; None if neither has it."""
+    listing = listings()[game]
+    folders = [listing.templates] if listing.templates is not None else []
+    folders += [TEMPLATES / "games" / game, TEMPLATES / "games" / DEFAULT]
+    return next((f / part for f in folders if (f / part).is_file()), None)
+
+
+def game_title(game: Any) -> str:
+    """A game's title in the current language, from its registry listing (a Game row or an
+    engine name; "" for none)."""
+    engine = game if isinstance(game, str) else getattr(game, "engine", None)
+    listing = listings().get(engine) if isinstance(engine, str) else None
+    if listing is None:
+        return ""
+    locale = get_locale()
+    return listing.title(locale.language if locale else "en")
+
+
 def game_part(game: Any, part: str) -> str:
     """The template ``part`` of a game (a Game row or an engine name), e.g.
     ``games/stoneage/board.txt``; an empty template when there is no game."""
@@ -52,6 +130,8 @@ def game_part(game: Any, part: str) -> str:
 def init_app(app: Flask) -> None:
     env = app.jinja_env
     env.globals["game_part"] = game_part
-    env.loader = ChoiceLoader([HtmlVariantLoader(env.loader), env.loader])
+    env.globals["game_title"] = game_title
+    games = GameLoader(env.loader)
+    env.loader = ChoiceLoader([HtmlVariantLoader(games), games])
     env.autoescape = lambda name: bool(name) and (name.endswith(HTML_SUFFIX)
                                                   or app.select_jinja_autoescape(name))

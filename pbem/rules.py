@@ -30,11 +30,11 @@ from urllib.parse import quote
 from flask import Blueprint, Flask, current_app, g, render_template, request
 from flask_babel import gettext as _
 
-from engine.registry import GAMES, get_game
-from pbem import TEMPLATES, localize
+from engine.registry import get_game, listings
+from pbem import localize
 from pbem.errors import NotFound
 from pbem.i18n import LANGUAGES, language
-from pbem.narrate import GAME_NAME_RE
+from pbem.narrate import GAME_NAME_RE, game_file
 
 bp = Blueprint("rules", __name__)
 SECTIONS = ("about", "server", "round", "decisions", "end", "terms")
@@ -54,17 +54,17 @@ def init_app(app: Flask) -> None:
 
 def games() -> tuple[str, ...]:
     """The games that have a rules page: every registered game."""
-    return tuple(GAMES)
+    return tuple(listings())
 
 
 @cache
 def glossary(game: str) -> dict[str, Any]:
     """The game's ``rules.toml``: ``terms`` (slug -> what it is), ``decisions`` (kind ->
     what it is), ``aliases`` (engine word -> slug). Raises UnknownTerm for no such game."""
-    if game not in GAMES:
-        raise UnknownTerm(f"no game {game!r} (registered: {', '.join(GAMES)})")
-    path = TEMPLATES / "games" / game / "rules.toml"
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    if game not in listings():
+        raise UnknownTerm(f"no game {game!r} (registered: {', '.join(listings())})")
+    path = game_file(game, "rules.toml")
+    data = tomllib.loads(path.read_text(encoding="utf-8")) if path else {"terms": {}}
     aliases = data.get("aliases", {})
     for word, slug in aliases.items():
         if slug not in data["terms"]:
@@ -156,7 +156,7 @@ def index():
 def page(game: str):
     """The rules page of ``game`` in the visitor's language (``?lang=`` overrides it)."""
     _language_from_query()
-    if not GAME_NAME_RE.fullmatch(game) or game not in GAMES:
+    if not GAME_NAME_RE.fullmatch(game) or game not in listings():
         raise NotFound(_("there is no game called “%(name)s” here; the list of games "
                          "has a rules page for each", name=game[:40]))
     lang = language()

@@ -28,8 +28,8 @@ from flask_babel import get_locale
 from jinja2 import pass_context
 from markupsafe import Markup, escape
 
-from engine.registry import games
-from pbem import TEMPLATES
+from engine.registry import listings
+from pbem.narrate import game_file
 
 # Colours keep a contrast of at least 4.5:1 with their background (WCAG AA).
 STYLES: dict[str, str] = {
@@ -83,9 +83,9 @@ STYLES: dict[str, str] = {
 def styles() -> dict[str, str]:
     """The shared styles and every game's own (a game may not redefine a shared one)."""
     table = dict(STYLES)
-    for name in games():
-        path = TEMPLATES / "games" / name / "ui.toml"
-        if not path.exists():
+    for name in listings():
+        path = game_file(name, "ui.toml")
+        if path is None:
             continue
         with path.open("rb") as fh:
             own = tomllib.load(fh)

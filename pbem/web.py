@@ -183,7 +183,7 @@ def new_game():
     try:
         rows = _players_from_form(form)
         created = services.create_game(
-            form.get("game") or services.GAMES_OFFERED[0], rows, form.get("hours", "48"),
+            form.get("game") or services.offered_games()[0]["name"], rows, form.get("hours", "48"),
             title=form.get("title", ""), client=request.remote_addr or "unknown",
             reminders=form.get("reminders") or None, absent_after=form.get("absent_after", 2),
             absent_bot=form.get("absent_bot", "heuristic"),

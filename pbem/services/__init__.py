@@ -55,7 +55,6 @@ from pbem.services.deadlines import (
     time_out,
 )
 from pbem.services.games import (
-    GAMES_OFFERED,
     Created,
     PlayerIn,
     answer_invitation,
@@ -103,7 +102,7 @@ __all__ = [
     # deadlines
     "default_reminders", "due_reminders", "due_timeouts", "send_reminder", "time_out",
     # games
-    "GAMES_OFFERED", "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
+    "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
     "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",
     "expire_unconfirmed", "expired_unconfirmed",
     "parse_player", "play_again", "replace_player", "validate_players",

@@ -18,7 +18,7 @@ from sqlmodel import Session, select
 
 from engine.core import EngineError
 from engine.core import Game as EngineGame
-from engine.registry import get_game
+from engine.registry import get_game, listing, listings
 from pbem import zones
 from pbem.db import is_postgres, session_scope
 from pbem.errors import (
@@ -49,13 +49,12 @@ from pbem.services.plumbing import (
 from pbem.services.reading import play_again_players
 from pbem.tokens import mint, revoke_seat
 
-GAMES_OFFERED = ("cavemen", "stoneage")  # in the order the home page lists them
-
 
 def offered_games() -> list[dict[str, Any]]:
-    """The games a host may start, with their player counts (the home page, the CLI)."""
-    return [{"name": name, "min": get_game(name).MIN_PLAYERS, "max": get_game(name).MAX_PLAYERS}
-            for name in GAMES_OFFERED]
+    """The games a host may start, in the registry's order, with their player counts and
+    bot levels (the home page, the CLI)."""
+    return [{"name": name, "min": entry.min_players, "max": entry.max_players,
+             "bots": entry.bots} for name, entry in listings().items()]
 
 
 @dataclass(frozen=True)
@@ -262,7 +261,8 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
             problems.check(f"email{row}", check_may_invite, s, p.email)
         problems.raise_any()
     gid = secrets.token_hex(5)
-    game = Game(id=gid, engine=engine_name, title=title, seed=new_seed(seed), options={},
+    game = Game(id=gid, engine=engine_name, title=title, seed=new_seed(seed),
+                options=dict(listing(engine_name).options),
                 hours_per_decision=hours,
                 **policy,
                 spectator_key=secrets.token_hex(8),

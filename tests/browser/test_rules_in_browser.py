@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.registry import GAMES
+from engine.registry import listings
 
 # Every element with text of its own: its colour against the first opaque background
 # behind it (WCAG relative luminance). Returns the worst offenders.
@@ -37,7 +37,7 @@ CONTRAST_JS = """() => {
 
 @pytest.mark.parametrize("width", [390, 1280])
 @pytest.mark.parametrize("lang", ["en", "de"])
-@pytest.mark.parametrize("game", sorted(GAMES))
+@pytest.mark.parametrize("game", sorted(listings()))
 def test_a_rules_page_fits_the_screen_and_reads_well(live_server, browser, game, lang,
                                                      width) -> None:
     page = browser.new_page(viewport={"width": width, "height": 844})

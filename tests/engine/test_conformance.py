@@ -60,6 +60,7 @@ from engine.core import (
     format_action,
     parse_action,
 )
+from engine.registry import listings
 from engine.stoneage.bots import BOTS as STONEAGE_BOTS
 
 Bot = Callable[[Any, int, random.Random], Action]
@@ -619,6 +620,15 @@ STONEAGE = GameSpec(
 )
 
 SPECS = {"cavemen": CAVEMEN, "stoneage": STONEAGE}
+
+
+def test_every_registered_game_has_a_spec_here() -> None:
+    """The registry is the list of games; each one is checked by this suite."""
+    assert set(SPECS) == set(listings())
+    for name, listing in listings().items():
+        assert SPECS[name].game is listing.game and name == listing.game.NAME
+
+
 GAME_PLAYERS = [(name, n) for name in sorted(SPECS)
                 for n in range(SPECS[name].game.MIN_PLAYERS, SPECS[name].game.MAX_PLAYERS + 1)]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.registry import GAMES, games
+from engine.registry import games, listings
 
 ROOT = Path(__file__).resolve().parents[2]
 # Terms of the games (English and German): none may appear outside a game's own folder.
@@ -29,7 +29,7 @@ def test_no_shared_template_names_a_game_or_its_terms() -> None:
     found = []
     for path in shared_templates():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if GAME_TERMS.search(line) or any(name in line for name in GAMES):
+            if GAME_TERMS.search(line) or any(name in line for name in listings()):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:80]}")
     assert not found, "\n".join(found)
 
@@ -46,7 +46,7 @@ def test_the_server_code_names_no_game_module() -> None:
         assert not re.search(r"engine\.(cavemen|stoneage)|from engine import", text), path
 
 
-@pytest.mark.parametrize("name", sorted(GAMES))
+@pytest.mark.parametrize("name", sorted(listings()))
 def test_every_game_has_its_template_package(name: str) -> None:
     folder = ROOT / "templates" / "games" / name
     for part in PARTS:

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 from engine.core import Event
-from engine.registry import GAMES
+from engine.registry import listings
 from pbem import services
 from pbem.models import Game
 from pbem.services.playing import idle_after
@@ -70,7 +70,7 @@ def rounds_begun(app, game_id: str) -> list[int]:
 # --------------------------------------------------------------------------- nobody plays
 
 
-@pytest.mark.parametrize("game", sorted(GAMES))
+@pytest.mark.parametrize("game", sorted(listings()))
 def test_a_game_played_only_by_the_clock_ends_after_three_idle_rounds(app, client, frozen,
                                                                       game):
     inbox = Inbox(app)
@@ -145,7 +145,7 @@ def test_my_games_says_the_game_ended_because_nobody_played(app, client, frozen)
 # --------------------------------------------------------------------------- someone plays
 
 
-@pytest.mark.parametrize("game", sorted(GAMES))
+@pytest.mark.parametrize("game", sorted(listings()))
 def test_a_game_where_one_person_keeps_playing_does_not_end(app, client, frozen, game):
     """Ann plays each of her decisions on her game page; Bob and Cy never do (their
     deadlines pass and bots take their seats). Six rounds later the game still runs."""
