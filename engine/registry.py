@@ -107,5 +107,5 @@ def get_game(name: str) -> Game:
 
 
 register(Listing("cavemen", "engine.cavemen",
-                 {"en": "Cavemen: The Quest for Fire", "de": "Cavemen: Die Suche nach dem Feuer"}))
+                 {"en": "Cavemen: The Quest for Fire", "de": "Cavemen – Die Entdeckung des Feuers"}))
 register(Listing("stoneage", "engine.stoneage", {"en": "Stone Age", "de": "Stone Age"}))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.registry import games, listings
+from pbem.i18n import LANGUAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 # Terms of the games (English and German): none may appear outside a game's own folder.
@@ -52,7 +53,18 @@ def test_every_game_has_its_template_package(name: str) -> None:
     for part in PARTS:
         assert (folder / part).is_file(), f"{name} lacks templates/games/{name}/{part}"
     narration = (folder / "narration.jinja").read_text(encoding="utf-8")
-    for macro in ("title", "short", "about", "result", "event", "action", "prompt",
+    for macro in ("short", "about", "result", "event", "action", "choice", "prompt",
                   "refusal"):
         assert re.search(rf"{{% macro {macro}\(", narration), f"{name}: no macro {macro}"
     assert name == games()[name].NAME
+    assert all(listings()[name].titles.get(lang) for lang in LANGUAGES), "a title per language"
+
+
+def test_every_part_but_the_narration_has_a_default() -> None:
+    """A game may leave out any part but its narration: templates/games/default/ has it
+    (one rules page for every language)."""
+    folder = ROOT / "templates" / "games" / "default"
+    for part in (*PARTS[1:], "standings.txt", "standings.html", "rules.html",
+                 "rules_cards.html"):
+        assert (folder / part).is_file(), part
+    assert not (folder / "narration.jinja").exists()
