@@ -106,6 +106,6 @@ def get_game(name: str) -> Game:
     return listing(name).game
 
 
-register(Listing("cavemen", "engine.cavemen",
-                 {"en": "Cavemen: The Quest for Fire", "de": "Cavemen – Die Entdeckung des Feuers"}))
+register(Listing("cavemen", "engine.cavemen", {
+    "en": "Cavemen: The Quest for Fire", "de": "Cavemen – Die Entdeckung des Feuers"}))
 register(Listing("stoneage", "engine.stoneage", {"en": "Stone Age", "de": "Stone Age"}))
