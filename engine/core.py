@@ -1,35 +1,12 @@
 """The game-agnostic engine contract, shared value types, errors and the seeded RNG.
 
-Every game is a module (or object) offering the functions of :class:`Game`:
-
-- ``setup(players, seed, options) -> State``: a fresh, immutable, JSON-serialisable state
-  that carries its own RNG, so the same seed and the same actions rebuild the same game.
-- ``pending(state) -> list[Decision]``: who must decide what now; several seats may be
-  asked at once (simultaneous decisions), one seat may be asked several times in a row.
-  Empty only when the game is over.
-- ``legal_actions(state, seat) -> list[Action]``: the single source of truth; ``apply``
-  accepts exactly these.
-- ``apply(state, seat, action) -> (State, list[Event])``: everything automatic (draws,
-  shuffles, dice, payments) happens inside until the next decision is needed.
-- ``default_action(state, seat) -> Action``: what a timeout plays; always legal.
-- ``email_choices(state, seat) -> list[Action]``: the legal actions a decision email
-  offers as one-click links (the game page offers them all).
-- ``choice_effect(state, seat, action) -> dict``: what a legal action costs and brings
-  now (JSON values only, never anything still hidden), for the words of a choice ("Hunt
-  Mammoth: +6 Food, +2 Teeth, then a casualty draw"); ``{}`` for an illegal one.
-- optional ``explain(state, seat, text) -> dict``: why the command ``text`` is not a
-  legal move now, as data for the refusal's words (``{"why": "pay/size", "given": 4,
-  "need": 5}``); ``{}`` when there is nothing more to say than "not allowed".
-- optional ``choice_variants(state, seat, action) -> list[Action]``: the legal actions the
-  confirmation page of a one-click link for ``action`` lets the player pick instead
-  (the same move with another number), ``action`` among them; empty for none.
-- ``BOTS`` (``random``, ``heuristic``: ``choose(state, seat, rng) -> Action``) and
-  ``stats`` (the simulator's game-specific figures).
-- ``view(state, seat | None) -> dict``: what that seat (or a spectator) may see.
-- ``result(state) -> Result | None``.
-- ``to_json(state) -> dict`` and ``from_json(data) -> State``: an exact round trip.
-- optional ``ROUND_EVENT``: the kind of the event that begins a round, with the round
-  number in its data (``{"round": 3}``); the server groups the game log by it.
+A game is a module that offers :class:`Game`, the one statement of the contract: each
+member with its types and meaning. The optional hooks after it (:class:`Explains`,
+:class:`OffersVariants`, :class:`DescribesCards`, :class:`HasCatalog`,
+:class:`Translates`, :class:`TranslatesViews`, :class:`HasRounds`) are members a game
+may add; the server finds each with ``getattr(mod, name, None)``. ``engine/conformance.py``
+has mypy check every game module against them; ``tests/engine/test_conformance.py`` plays
+them.
 
 Nothing here knows a clock, a database or I/O.
 """
@@ -38,9 +15,16 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Mapping, Sequence
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias, TypedDict
+
+if sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:  # a type variable's default (PEP 696, for a bare ``Game``) came to typing in 3.13
+    from typing_extensions import TypeVar
 
 # --------------------------------------------------------------------------- errors
 
@@ -328,28 +312,241 @@ class Rng:
 # --------------------------------------------------------------------------- contract
 
 
-class Game(Protocol):
-    """What a game module offers (see the module docstring)."""
+S = TypeVar("S", default=Any)
+"""A game's state type: an immutable value holding its own RNG. A bare ``Game`` is any game."""
+S_contra = TypeVar("S_contra", contravariant=True, default=Any)
 
-    NAME: str
-    TITLE: str
-    MIN_PLAYERS: int
-    MAX_PLAYERS: int
-    BOTS: Mapping[str, Any]  # name -> choose(state, seat, random.Random) -> Action
-    stats: Any  # the simulator's figures: summary(state, events), report(records)
+JSONObject: TypeAlias = dict[str, Any]
+"""JSON data: str keys; str, int, bool, None, lists and such objects as values, so that
+``json.loads(json.dumps(x)) == x``."""
+Options: TypeAlias = Mapping[str, Any]
+"""A game's setup options (``deck``, ``tribes``, ...); each game names its own."""
+View: TypeAlias = JSONObject
+"""What one reader may see of a game (JSON data, no secret and no RNG state). It always
+has ``you`` (the reader's seat, None for a spectator) and ``result`` (``Result.to_json()``
+or None); the rest is the game's, read by its own templates."""
+Effect: TypeAlias = JSONObject
+"""What a legal action costs and brings now, in the game's words (``{"pay": {"teeth":
+3}}``); never anything still hidden; ``{}`` for an action that is not legal now."""
+Explanation: TypeAlias = JSONObject
+"""Why a command is not a legal move now, as data for the refusal's words (``{"why":
+"pay/size", "given": 4, "need": 5}``); ``{}`` when there is no more to say."""
+CardData: TypeAlias = JSONObject
+"""The printed data of a card or other named thing: at least ``id`` and ``name``; a card
+may add ``text`` and ``tribe`` (the words a translation replaces) and its numbers."""
+Bot: TypeAlias = Callable[[S, int, random.Random], Action]
+"""``choose(state, seat, rng)``: a legal action for ``seat``'s open decision. A bot's
+only randomness is ``rng``; it never changes the state."""
+
+
+class Summary(TypedDict):
+    """One simulated game in the game's own terms (``Stats.summary``)."""
+
+    how: str  # how it ended ("Fire, conch kept, from the deck"), or "unfinished"
+    taken: Counter[str]  # how often each card or tile was taken
+    points: list[int] | None  # final scores by seat, for a game that scores
+
+
+class Record(Protocol):
+    """What ``Stats.report`` may read of each simulated game (``engine.sim.GameRecord``)."""
+
+    @property
+    def taken(self) -> Counter[str]: ...
+    @property
+    def points(self) -> list[int] | None: ...
+
+
+class Stats(Protocol[S_contra]):
+    """A game's figures for the simulator (``python -m engine simulate``), beside the
+    generic ones of ``engine.sim``."""
+
+    def summary(self, state: S_contra, events: Sequence[Event]) -> Summary:
+        """A played (or capped) game: how it ended, the cards taken, the final scores."""
+
+    def report(self, records: Sequence[Record]) -> list[str]:
+        """The game's lines of the simulator's printout over ``records``."""
+
+
+class Names(Protocol):
+    """A game's printed names in one language (what ``Translates.translation`` gives)."""
+
+    def card_name(self, card_id: str, /) -> str:
+        """The name of a card (an id that is no card: as it is, or its name)."""
+
+    def card_text(self, card_id: str, /) -> str:
+        """The text printed on a card; "" for a card without one."""
+
+    def tribe_name(self, tribe: str, /) -> str:
+        """The name of a player's colour or tribe."""
+
+
+class Game(Protocol[S]):
+    """What a game module offers: the whole engine contract.
+
+    States are immutable values; the same seed, options and actions rebuild the same
+    game and the same events. Seats are 0-based. ``legal_actions``, ``apply``,
+    ``default_action`` and ``email_choices`` raise NotYourTurn for a seat with no open
+    decision and GameOver once the game is over; the server asks ``choice_effect`` and
+    the hooks only about a seat's open decision. The server (``pbem/services``) is the
+    only caller; it looks a game up by NAME in the registry.
+    """
+
+    @property
+    def NAME(self) -> str:
+        """The game's key: in the registry, in the server's games table, and as
+        ``game`` in its state JSON. Never changes once games are stored."""
+
+    @property
+    def TITLE(self) -> str:
+        """Its name in email subjects and pages: a proper name, not translated."""
+
+    @property
+    def MIN_PLAYERS(self) -> int:
+        """The fewest players ``setup`` accepts."""
+
+    @property
+    def MAX_PLAYERS(self) -> int:
+        """The most players ``setup`` accepts."""
+
+    @property
+    def BOTS(self) -> Mapping[str, Bot[S]]:
+        """The game's bots by name, at least ``random`` and ``heuristic`` (the one the
+        server lets play an absent or bot seat)."""
+
+    @property
+    def stats(self) -> Stats[S]:
+        """The simulator's figures for this game (its ``stats`` module)."""
 
     def setup(self, players: Sequence[str], seed: int,
-              options: Mapping[str, Any] | None = None) -> Any: ...
-    def pending(self, state: Any) -> list[Decision]: ...
-    def legal_actions(self, state: Any, seat: int) -> list[Action]: ...
-    def apply(self, state: Any, seat: int, action: Action) -> tuple[Any, list[Event]]: ...
-    def default_action(self, state: Any, seat: int) -> Action: ...
-    def email_choices(self, state: Any, seat: int) -> list[Action]: ...
-    def choice_effect(self, state: Any, seat: int, action: Action) -> dict[str, Any]: ...
-    def view(self, state: Any, seat: int | None) -> dict[str, Any]: ...
-    def result(self, state: Any) -> Result | None: ...
-    def to_json(self, state: Any) -> dict[str, Any]: ...
-    def from_json(self, data: Mapping[str, Any]) -> Any: ...
+              options: Options | None = None) -> S:
+        """A new game for ``players`` (names, in seat order), run up to its first
+        decision. Raises SetupError for a number of players outside MIN..MAX, a seed that
+        is not an int, or options it cannot use."""
+
+    def setup_with_events(self, players: Sequence[str], seed: int,
+                          options: Options | None = None) -> tuple[S, list[Event]]:
+        """As ``setup``, with the events of setup up to the first decision (the draws,
+        who begins), for the game log."""
+
+    def pending(self, state: S) -> list[Decision]:
+        """Who must decide what now. Several seats may be asked at once (simultaneous
+        decisions), one seat several times in a row. Empty exactly when ``result`` is
+        not None."""
+
+    def legal_actions(self, state: S, seat: int) -> list[Action]:
+        """Every action ``seat`` may play now, distinct, never empty for a pending seat:
+        the single source of truth (``apply`` accepts exactly these, ``listed``)."""
+
+    def apply(self, state: S, seat: int, action: Action) -> tuple[S, list[Event]]:
+        """Play ``action`` for ``seat`` and everything automatic after it (draws,
+        shuffles, dice, payments) up to the next decision; the new state and what
+        happened. ``state`` is unchanged. Raises GameOver, NotYourTurn, or IllegalAction
+        for an action not listed by ``legal_actions``."""
+
+    def default_action(self, state: S, seat: int) -> Action:
+        """What a timeout plays for ``seat``: always one of its legal actions."""
+
+    def email_choices(self, state: S, seat: int) -> list[Action]:
+        """The legal actions a decision email offers as one-click links (the game page
+        offers them all); may be empty (then the email links only to the page)."""
+
+    def choice_effect(self, state: S, seat: int, action: Action) -> Effect:
+        """What ``action`` would cost and bring ``seat`` now, for the words of a choice
+        ("Hunt Mammoth: +6 Food, +2 Teeth, then a casualty draw"); ``{}`` for an action
+        that is not legal. Touches nothing random."""
+
+    def view(self, state: S, seat: int | None) -> View:
+        """What ``seat`` (None: a spectator) may see: no hidden order, no RNG state."""
+
+    def result(self, state: S) -> Result | None:
+        """How the game ended, or None while it runs."""
+
+    def abandon(self, state: S) -> tuple[S, list[Event]]:
+        """End a running game with no winner (the host's decision, or a game nobody
+        plays): a state whose ``result`` has reason ``abandoned``, and its events.
+        Raises GameOver for a game already over."""
+
+    def to_json(self, state: S) -> JSONObject:
+        """The state as JSON data with ``game`` (NAME) in it: exactly what ``from_json``
+        reads back, the same bytes for the same game."""
+
+    def from_json(self, data: Mapping[str, Any], /) -> S:
+        """The state ``to_json`` wrote, checked. Raises StateCorrupt on anything
+        malformed, inconsistent, of another game, or whose data file changed since the
+        game began."""
+
+
+# Optional hooks: a game offers any of these members as well. The server asks
+# ``getattr(mod, "<member>", None)`` (``hasattr`` for ``card_info``) and does without.
+
+
+class Explains(Protocol[S_contra]):
+    """``explain``: the words of a refused command. Without it a refusal says only
+    that the move is not allowed now (``pbem/services/playing.py``)."""
+
+    def explain(self, state: S_contra, seat: int, text: str) -> Explanation:
+        """Why the command ``text`` (the game's notation) is not a legal move for
+        ``seat`` now, as data for the refusal's words."""
+
+
+class OffersVariants(Protocol[S_contra]):
+    """``choice_variants``: a one-click link whose confirmation page lets the player
+    change a number. Without it the page confirms the link's action as it is
+    (``pbem/services/reading.py``)."""
+
+    def choice_variants(self, state: S_contra, seat: int, action: Action) -> list[Action]:
+        """The legal actions the confirmation page of the email choice ``action`` lets
+        the player pick instead (the same move with another number), ``action`` among
+        them; empty for none."""
+
+
+class DescribesCards(Protocol[S_contra]):
+    """``card_info``: the printed data behind the ids in events and views, for
+    narration. Without it an id is shown as it is (``pbem/localize.py``)."""
+
+    def card_info(self, state: S_contra, card_id: str, /) -> CardData:
+        """The printed data of ``card_id`` in the language of the game's data file; any
+        other word (a resource, a place) as ``{"id": ..., "name": ...}``."""
+
+
+class HasCatalog(Protocol[S_contra]):
+    """``catalog``: the card glossary of the rules page (``pbem/rules.py``); without
+    it the page has none."""
+
+    def catalog(self, state: S_contra) -> list[CardData]:
+        """Every card of the game (as ``card_info`` gives them), in the data file's order."""
+
+
+class Translates(Protocol[S_contra]):
+    """``translation``: printed names in the reader's language (``pbem/localize.py``).
+    Without it, or for a language it lacks, the data file's own words are shown."""
+
+    def translation(self, state: S_contra, lang: str) -> Names | None:
+        """The names in ``lang`` (a tag; "de-AT" falls back to "de"), or None for a
+        language the game has no names in. May raise ValueError for a ``lang`` that is
+        not a language tag."""
+
+
+class TranslatesViews(Protocol):
+    """``translated_view``: a view with its printed names in the reader's language
+    (``pbem/localize.py``). Without it a view stays as ``view`` gave it and the templates
+    look names up by id."""
+
+    def translated_view(self, view: View, card: Callable[[CardData], CardData],
+                        names: Names, /) -> View:
+        """A new view: each card's data passed through ``card`` (the server's
+        translated lookup), other printed names (tribes) from ``names``."""
+
+
+class HasRounds(Protocol):
+    """``ROUND_EVENT``: the game plays in rounds. The server groups the game log by it
+    and counts rounds nobody played (``pbem/services/playing.py``, ``reading.py``);
+    without it, moves."""
+
+    @property
+    def ROUND_EVENT(self) -> str:
+        """The kind of the event that begins a round, with its number in its data
+        (``{"round": 3}``)."""
 
 
 def listed(action: Action, legal: Iterable[Action]) -> bool:
@@ -358,7 +555,7 @@ def listed(action: Action, legal: Iterable[Action]) -> bool:
     return any(json.dumps(a.to_json(), sort_keys=True) == key for a in legal)
 
 
-def check_turn(game: Game, state: Any, seat: int) -> None:
+def check_turn(game: Game[S], state: S, seat: int) -> None:
     """Raise GameOver or NotYourTurn unless ``seat`` has an open decision."""
     if game.result(state) is not None:
         raise GameOver("the game is over")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +28,8 @@ class GameRecord:
     winner: int | None
     finished: bool
     how: str
-    taken: Counter = field(default_factory=Counter)
-    kinds: Counter = field(default_factory=Counter)  # decisions asked, by kind
+    taken: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)  # decisions asked, by kind
     points: list[int] | None = None  # final scores by seat, for games that score
     winners: tuple[int, ...] = ()
     seats: tuple[str, ...] = ()  # the bot in each seat
@@ -43,7 +43,7 @@ def play_game(game: Game, players: int, seed: int, bot: str, round_cap: int = 20
     rng = random.Random(seed)
     state = game.setup([f"Player {i + 1}" for i in range(players)], seed, options)
     decisions = 0
-    kinds: Counter = Counter()
+    kinds: Counter[str] = Counter()
     events: list[Event] = []
     while game.result(state) is None and state.round <= round_cap:
         decision = game.pending(state)[0]
@@ -56,7 +56,7 @@ def play_game(game: Game, players: int, seed: int, bot: str, round_cap: int = 20
     finished = res is not None
     played = state.round if finished else state.round - 1  # the capped round never began
     info = game.stats.summary(state, events)
-    winners = tuple(res.winners) if finished else ()
+    winners = tuple(res.winners) if res is not None else ()
     return GameRecord(seed, players, played, decisions,
                       winners[0] if len(winners) == 1 else None, finished, info["how"],
                       info["taken"], kinds, info["points"], winners,
@@ -95,7 +95,7 @@ def report(name: str, players: int, bot: str, records: list[GameRecord],
     decisions = sum(r.decisions for r in records)
     rounds = [r.rounds for r in records]
     finished = [r for r in records if r.finished]
-    wins: Counter = Counter()
+    wins: defaultdict[int, float] = defaultdict(float)  # a shared win counts a fraction
     for r in finished:
         for w in r.winners:
             wins[w] += 1 / len(r.winners)
@@ -124,7 +124,7 @@ def report(name: str, players: int, bot: str, records: list[GameRecord],
                     and r.seats[r.winners[0]] == bot)
         lines.append(f"{bot} won alone: {alone} of {n} ({alone / n:.1%})")
     seat_rounds = sum(r.rounds * r.players for r in records) or 1
-    kinds: Counter = Counter()
+    kinds: Counter[str] = Counter()
     for r in records:
         kinds.update(r.kinds)
     lines.append(f"decisions per player per round: {decisions / seat_rounds:.2f}")

@@ -10,20 +10,19 @@ when it could invent Fire this round (or to stop someone who could), and hunts w
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
+from engine.cavemen.deck import Scores
 from engine.cavemen.rules import (
     FORAGE,
     PASS,
     State,
+    _auction,
     default_action,
     legal_actions,
     pending,
     scores,
 )
-from engine.core import Action
-
-Bot = Callable[[State, int, random.Random], Action]
+from engine.core import Action, Bot
 
 
 def random_bot(state: State, seat: int, rng: random.Random) -> Action:
@@ -45,7 +44,7 @@ def heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
     return _discard(state, seat)
 
 
-BOTS: dict[str, Bot] = {"random": random_bot, "heuristic": heuristic_bot}
+BOTS: dict[str, Bot[State]] = {"random": random_bot, "heuristic": heuristic_bot}
 
 
 # --------------------------------------------------------------------------- bidding
@@ -58,7 +57,7 @@ def _fire_in_reach(state: State, seat: int) -> bool:
 
 
 def _bid(state: State, seat: int) -> Action:
-    a = state.auction
+    a = _auction(state)
     teeth = state.tribes[seat].teeth
     rivals = [s for s in range(state.n) if s != seat and _fire_in_reach(state, s)]
     if a.bidder == seat:
@@ -142,7 +141,7 @@ def _value(state: State, seat: int, action: Action) -> float:
     return gain  # invent
 
 
-def _tableau_gain(state: State, old, new) -> float:
+def _tableau_gain(state: State, old: Scores, new: Scores) -> float:
     """The worth of moving from scores ``old`` to ``new``: Inventing above all."""
     room = old.population - old.cavemen
     pop_w = 2.5 if room <= 0 else (1.0 if room == 1 else 0.3)

@@ -130,7 +130,8 @@ class Deck:
     fire_cost: Mapping[int, int]
     fire_id: str
     notes: str = ""
-    _scores: dict = field(default_factory=dict, compare=False, repr=False)
+    _scores: dict[tuple[str, ...], Scores] = field(default_factory=dict, compare=False,
+                                                   repr=False)
 
     def card(self, card_id: str) -> Card:
         return self.cards[card_id]
@@ -352,7 +353,8 @@ def _parse_fire_cost(raw: Any) -> dict[int, int]:
     return out
 
 
-def _check_composition(cards: Mapping[str, Card]) -> tuple[tuple[str, ...], dict, str]:
+def _check_composition(
+        cards: Mapping[str, Card]) -> tuple[tuple[str, ...], dict[str, tuple[str, str, str]], str]:
     deck = [c for c in cards.values() if c.tribe is None]
     counts = Counter(c.type for c in deck)
     for ctype, want in DECK_COUNTS.items():

@@ -19,7 +19,7 @@ narrated, never asked; an action turn is always asked, even when only Forage is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -36,15 +36,20 @@ from engine.cavemen.deck import (
 )
 from engine.core import (
     Action,
+    CardData,
     Decision,
+    Effect,
     Event,
     GameOver,
     IllegalAction,
+    JSONObject,
+    Names,
     NotYourTurn,
     Result,
     Rng,
     SetupError,
     StateCorrupt,
+    View,
     listed,
 )
 
@@ -113,13 +118,13 @@ class State(NamedTuple):
     @property
     def deck(self) -> Deck:
         last = _LAST_DECK
-        if last[0] is self.deck_digest and last[1] is self.deck_file:
+        if last is not None and last[0] is self.deck_digest and last[1] is self.deck_file:
             return last[2]
         return _deck_for(self.deck_file, self.deck_digest)
 
 
 _DECKS: dict[tuple[str, str], Deck] = {}
-_LAST_DECK: tuple[Any, Any, Any] = (None, None, None)
+_LAST_DECK: tuple[str, str, Deck] | None = None  # (digest, deck file, deck) of the last read
 
 
 def _deck_for(deck_file: str, digest: str, check_file: bool = False) -> Deck:
@@ -163,14 +168,14 @@ def pending(state: State) -> list[Decision]:
     """The open decisions; empty only when the game is over."""
     phase = state.phase
     if phase == "auction":
-        a = state.auction
+        a = _auction(state)
         return [Decision(a.turn, "bid", (("high", a.high), ("max", _tribe(state, a.turn).teeth)))]
     if phase == "action":
         return [Decision(_actor(state), "act", (("second", state.acted == state.n),))]
     if phase == "starve":
         return [Decision(s, "starve") for s in state.starving]
     if phase == "casualty":
-        return [Decision(state.hunter, "casualty")]
+        return [Decision(_hunter(state), "casualty")]
     if phase == "discard":
         return [Decision(_right_of(state, state.conch), "discard",
                          (("keep", POOL_KEEP),))]
@@ -196,7 +201,7 @@ def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
     if kind == "bid":
         teeth = state.tribes[seat].teeth
         return [PASS, *(Action("bid", (("amount", v),))
-                        for v in range(state.auction.high + 1, teeth + 1))]
+                        for v in range(_auction(state).high + 1, teeth + 1))]
     if kind == "act":
         return _act_actions(state, seat)
     if kind in ("starve", "casualty"):
@@ -260,10 +265,10 @@ def abandon(state: State) -> tuple[State, list[Event]]:
                    hunter=None), [Event("game_abandoned")]
 
 
-def view(state: State, seat: int | None) -> dict[str, Any]:
+def view(state: State, seat: int | None) -> View:
     """What ``seat`` (None: a spectator) may see. Everything in Cavemen is open but the
     order of the draw pile, so every seat sees the same board; only ``you`` differs."""
-    deck = state.deck
+    deck, end = state.deck, result(state)
     return {
         "game": NAME,
         "you": seat,
@@ -282,7 +287,7 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
             "turn": state.auction.turn, "high": state.auction.high,
             "bidder": state.auction.bidder},
         "pending": [d.to_json() for d in pending(state)],
-        "result": None if result(state) is None else result(state).to_json(),
+        "result": None if end is None else end.to_json(),
         "deck_name": deck.name,
     }
 
@@ -310,7 +315,7 @@ def email_choices(state: State, seat: int) -> list[Action]:
     return []
 
 
-def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
+def choice_effect(state: State, seat: int, action: Action) -> Effect:
     """What ``action`` costs and brings ``seat`` now, for the words of a choice: ``pay``
     and ``gain`` map ``food``/``teeth`` to amounts (gains include the income of the
     tribe's inventions), ``casualty`` says a casualty card is drawn after, ``scores`` the
@@ -361,7 +366,7 @@ def _score_change(before: State, after: State, seat: int) -> dict[str, int]:
             if getattr(new, name) != getattr(old, name)}
 
 
-def card_info(state: State, card_id: str) -> dict[str, Any]:
+def card_info(state: State, card_id: str) -> CardData:
     """A card's printed data, for narration; another word of an action (``food``) is
     shown as it is."""
     if card_id not in state.deck.cards:
@@ -369,7 +374,7 @@ def card_info(state: State, card_id: str) -> dict[str, Any]:
     return state.deck.card(card_id).to_view()
 
 
-def catalog(state: State) -> list[dict[str, Any]]:
+def catalog(state: State) -> list[CardData]:
     """Every card of the game's deck as ``card_info`` gives it, in the deck file's order
     (the starting cards, then the deck): the rules page's card glossary. Fire also carries
     its cost by player count (``fire_cost``)."""
@@ -383,7 +388,7 @@ def catalog(state: State) -> list[dict[str, Any]]:
     return out
 
 
-def translated_view(data: dict[str, Any], card: Any, tr: Translation) -> dict[str, Any]:
+def translated_view(data: View, card: Callable[[CardData], CardData], tr: Names) -> View:
     """A view with its cards and tribe names in ``tr``'s language; ``card(info)`` gives a
     card's view translated (the server's lookup)."""
     out = dict(data)
@@ -424,8 +429,8 @@ _FIELDS = ("players", "deck_file", "deck_digest", "draw", "discard", "pool", "bo
            "winner", "end")
 
 
-def to_json(state: State) -> dict[str, Any]:
-    out: dict[str, Any] = {"game": NAME, "version": 1}
+def to_json(state: State) -> JSONObject:
+    out: JSONObject = {"game": NAME, "version": 1}
     for key in _FIELDS:
         value = getattr(state, key)
         out[key] = list(value) if isinstance(value, tuple) else value
@@ -441,7 +446,8 @@ def from_json(data: Mapping[str, Any]) -> State:
     try:
         if data.get("game") != NAME or data.get("version") != 1:
             raise StateCorrupt("not a cavemen state of version 1")
-        kw = {k: tuple(data[k]) if isinstance(data[k], list) else data[k] for k in _FIELDS}
+        kw: dict[str, Any] = {k: tuple(data[k]) if isinstance(data[k], list) else data[k]
+                              for k in _FIELDS}
         kw["tribes"] = tuple(Tribe(n, tuple(c), f, t) for n, c, f, t in data["tribes"])
         kw["auction"] = None if data["auction"] is None else Auction(*data["auction"])
         kw["rng"] = Rng.from_json(data["rng"])
@@ -479,7 +485,8 @@ def check_invariants(state: State) -> None:
 # --------------------------------------------------------------------------- phases
 
 
-def _setup(players: Sequence[str], seed: int, options: Mapping[str, Any]):
+def _setup(players: Sequence[str], seed: int,
+           options: Mapping[str, Any]) -> tuple[State, list[Event]]:
     n = len(players)
     if not MIN_PLAYERS <= n <= MAX_PLAYERS:
         raise SetupError(f"Cavemen is for 2 to 5 players, not {n}", players=n)
@@ -520,12 +527,12 @@ def _advance(state: State, events: list[Event]) -> State:
         if phase == "draw":
             state = _draw_phase(state, events)
         elif phase == "auction":
-            a = state.auction
+            a = _auction(state)
             if a.bidder is None and a.passes == state.n:
                 events.append(Event("conch_kept", state.conch, {"price": 0}))
                 state = state._replace(phase="feed", auction=None)
             elif a.bidder is not None and a.passes == state.n - 1:
-                state = _conch_won(state, events)
+                state = _conch_won(state, a.bidder, a.high, events)
             elif state.tribes[a.turn].teeth <= a.high:
                 events.append(Event("bid_passed", a.turn, {"forced": True}))
                 state = state._replace(auction=_next_bidder(state, a, passed=True))
@@ -565,7 +572,7 @@ def _draw_phase(state: State, events: list[Event]) -> State:
 
 
 def _bid(state: State, seat: int, action: Action, events: list[Event]) -> State:
-    a = state.auction
+    a = _auction(state)
     if action.kind == "pass":
         events.append(Event("bid_passed", seat, {"forced": False}))
         return state._replace(auction=_next_bidder(state, a, passed=True))
@@ -578,11 +585,10 @@ def _next_bidder(state: State, a: Auction, passed: bool) -> Auction:
     return Auction((a.turn + 1) % state.n, a.high, a.bidder, a.passes + passed)
 
 
-def _conch_won(state: State, events: list[Event]) -> State:
-    a = state.auction
-    state = _pay(state, a.bidder, teeth=a.high)
-    events.append(Event("conch_won", a.bidder, {"price": a.high, "from": state.conch}))
-    return state._replace(conch=a.bidder, phase="feed", auction=None)
+def _conch_won(state: State, bidder: int, price: int, events: list[Event]) -> State:
+    state = _pay(state, bidder, teeth=price)
+    events.append(Event("conch_won", bidder, {"price": price, "from": state.conch}))
+    return state._replace(conch=bidder, phase="feed", auction=None)
 
 
 def _feed_phase(state: State, events: list[Event]) -> State:
@@ -737,14 +743,15 @@ def _decision_kind(state: State, seat: int) -> str:
     raise NotYourTurn(f"seat {seat} has no decision to make now", seat=seat)
 
 
-def _legal_set(state: State, seat: int, kind: str, action: Action) -> list[Action] | set:
+def _legal_set(state: State, seat: int, kind: str,
+               action: Action) -> list[Action] | set[Action]:
     """The legal actions to check ``action`` against, built cheaply where possible."""
     if kind == "bid":
         if action.kind == "pass":
             return {PASS} if action == PASS else set()
         amount = action.get("amount")
         ok = (action.kind == "bid" and len(action.args) == 1 and type(amount) is int
-              and state.auction.high < amount <= state.tribes[seat].teeth)
+              and _auction(state).high < amount <= state.tribes[seat].teeth)
         return {action} if ok else set()
     return legal_actions(state, seat)  # the same code that lists them
 
@@ -759,6 +766,20 @@ def _in_pool_order(state: State, action: Action) -> Action:
     if not all(isinstance(c, str) and c in rank for c in cards):
         return action
     return Action("discard", (("cards", tuple(sorted(cards, key=rank.__getitem__))),))
+
+
+def _auction(state: State) -> Auction:
+    """The conch auction (the phase is ``auction``)."""
+    if state.auction is None:
+        raise StateCorrupt("the auction phase has no auction")
+    return state.auction
+
+
+def _hunter(state: State) -> int:
+    """The seat choosing a casualty (the phase is ``casualty``)."""
+    if state.hunter is None:
+        raise StateCorrupt("the casualty phase has no hunter")
+    return state.hunter
 
 
 def _tribe(state: State, seat: int) -> Tribe:
@@ -888,7 +909,8 @@ def _act_actions(state: State, seat: int) -> list[Action]:
     return out
 
 
-def _recruit_actions(state: State, seat: int, cid: str, tribe: Tribe, sc: Scores):
+def _recruit_actions(state: State, seat: int, cid: str, tribe: Tribe,
+                     sc: Scores) -> list[Action]:
     if sc.cavemen > sc.population:
         return []
     costs = _recruit_costs(state, seat, cid)

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from engine.core import Event
+from engine.core import Event, Record, Summary
+
+if TYPE_CHECKING:
+    from engine.cavemen.rules import State
 
 TAKE_EVENTS = {"caveman_recruited": "recruited", "cave_explored": "explored",
                "invention_made": "invented", "beast_hunted": "hunted",
                "fire_invented": "invented"}
 
 
-def summary(state: Any, events: Sequence[Event]) -> dict[str, Any]:
+def summary(state: State, events: Sequence[Event]) -> Summary:
     """How the game ended (Fire, and how the conch was had) and the cards taken."""
-    taken: Counter = Counter()
+    taken: Counter[str] = Counter()
     conch_how = "kept"
     for ev in events:
         if ev.kind in TAKE_EVENTS:
@@ -32,11 +35,11 @@ def summary(state: Any, events: Sequence[Event]) -> dict[str, Any]:
     return {"how": how, "taken": taken, "points": None}
 
 
-def report(records: Sequence[Any]) -> list[str]:
+def report(records: Sequence[Record]) -> list[str]:
     from engine.cavemen.rules import setup
 
     n = len(records)
-    taken: Counter = Counter()
+    taken: Counter[str] = Counter()
     for r in records:
         taken.update(r.taken)
     deck = setup(["a", "b"], 0).deck

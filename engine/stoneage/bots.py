@@ -14,9 +14,8 @@ takes cards; it feeds with resources rather than lose 10 points.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 
-from engine.core import Action
+from engine.core import Action, Bot
 from engine.stoneage.data import PAYABLE, RESOURCE_VALUE
 from engine.stoneage.rules import (
     DECLINE,
@@ -29,14 +28,14 @@ from engine.stoneage.rules import (
     _home,
     _pay_value,
     _payments_of_size,
+    _step,
+    card_in_slot,
     data,
     default_action,
     final_scores,
     legal_actions,
     pending,
 )
-
-Bot = Callable[[State, int, random.Random], Action]
 
 
 def random_bot(state: State, seat: int, rng: random.Random) -> Action:
@@ -61,7 +60,7 @@ def heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
     return default_action(state, seat)  # tools: the fewest reaching the best yield
 
 
-BOTS: dict[str, Bot] = {"random": random_bot, "heuristic": heuristic_bot}
+BOTS: dict[str, Bot[State]] = {"random": random_bot, "heuristic": heuristic_bot}
 
 
 # --------------------------------------------------------------------------- valuing
@@ -102,7 +101,7 @@ def card_value(state: State, seat: int, card_id: str) -> float:
     if top == "food":
         value += card.amount * 0.5
     elif top == "resource":
-        value += card.amount * RESOURCE_VALUE[card.resource] * 0.8
+        value += card.amount * RESOURCE_VALUE[card.top_resource] * 0.8
     elif top == "points":
         value += card.amount
     elif top == "any":
@@ -138,7 +137,8 @@ def _needed_resources(state: State, seat: int) -> dict[str, float]:
 
 def _place_value(state: State, seat: int, action: Action) -> float:
     d = data()
-    place, count = action.get("at"), action.get("count")
+    place: str = action.get("at")
+    count: int = action.get("count")
     board = state.boards[seat]
     left = rounds_left(state)
     need = food_need(state, seat)
@@ -167,7 +167,7 @@ def _place_value(state: State, seat: int, action: Action) -> float:
         slot = int(place[-1]) - 1
         if not _payments_of_size(board, slot + 1):
             return 0.0
-        return card_value(state, seat, state.civ[slot]) - 2.5 * (slot + 1)
+        return card_value(state, seat, card_in_slot(state, slot)) - 2.5 * (slot + 1)
     # resource places: the expected yield, as points
     resource = YIELD[place]
     value = RESOURCE_VALUE[resource]
@@ -223,9 +223,8 @@ def _use(state: State, seat: int) -> Action:
 
 def _card(state: State, seat: int) -> Action:
     legal = legal_actions(state, seat)
-    step = state.step
-    slot = int(step.place[-1]) - 1
-    if card_value(state, seat, state.civ[slot]) < 1.5 * (slot + 1):
+    slot = int(_step(state).place[-1]) - 1
+    if card_value(state, seat, card_in_slot(state, slot)) < 1.5 * (slot + 1):
         return DECLINE
     return min((a for a in legal if a != DECLINE), key=_pay_value)
 

@@ -113,6 +113,13 @@ class Card:
                   else {"figure": self.figure, "count": self.count})
         return {"id": self.id, "top": top, "bottom": bottom}
 
+    @property
+    def top_resource(self) -> str:
+        """The resource of a ``resource`` or ``dice`` top (the data file names one there)."""
+        if self.resource is None:
+            raise DataError(f"card {self.id}: its top names no resource", entry=self.id)
+        return self.resource
+
 
 RESOURCE_VALUE = {"food": 2, "wood": 3, "brick": 4, "stone": 5, "gold": 6}
 

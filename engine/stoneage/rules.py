@@ -63,16 +63,21 @@ from typing import Any, NamedTuple
 
 from engine.core import (
     Action,
+    CardData,
     Decision,
+    Effect,
     EngineError,
     Event,
+    Explanation,
     GameOver,
     IllegalAction,
+    JSONObject,
     NotYourTurn,
     Result,
     Rng,
     SetupError,
     StateCorrupt,
+    View,
 )
 from engine.stoneage.data import (
     BOARD,
@@ -92,7 +97,7 @@ MIN_PLAYERS, MAX_PLAYERS = 2, 4
 START_PEOPLE, MAX_PEOPLE, START_FOOD = 5, 10, 12
 MAX_AGRICULTURE, MAX_TILES, MAX_TILE_VALUE = 10, 3, 4
 STACK_SIZE, STACKS = 7, 4
-YIELD = {p: r for p, (kind, _, r) in BOARD.items() if kind == "resource"}
+YIELD = {p: r for p, (kind, _, r) in BOARD.items() if kind == "resource" and r}
 RESOURCE_PLACES = tuple(YIELD)
 VILLAGE = tuple(p for p, (kind, _, _) in BOARD.items() if kind == "village")
 VILLAGE_GAIN = {"hut": "people", "field": "agriculture", "toolmaker": "tool"}
@@ -134,7 +139,7 @@ class Spot(NamedTuple):
 
     place: str
     seat: int
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count, which nothing here uses
 
 
 class Step(NamedTuple):
@@ -275,21 +280,20 @@ def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
         return _place_actions(state, seat)
     if kind == "use":
         return [Action("use", (("at", s.place),)) for s in _spots_of(state, seat)]
-    step = state.step
     board = state.boards[seat]
     if kind == "tools":
         return [NO_TOOLS, *(Action("tools", (("use", combo),))
                             for combo in _tool_sets(board))]
     if kind == "card":
-        cost = _slot(step.place) + 1
+        cost = _slot(_step(state).place) + 1
         return [*(Action("take", (("pay", p),)) for p in _payments_of_size(board, cost)),
                 DECLINE]
     if kind == "build":
-        tile = data().buildings[state.stacks[_slot(step.place)][0]]
+        tile = data().buildings[state.stacks[_slot(_step(state).place)][0]]
         return [*(Action("build", (("pay", p),)) for p in _building_payments(board, tile)),
                 DECLINE]
     if kind == "pick":
-        return [Action("pick", (("face", f),)) for f in sorted(set(step.dice))]
+        return [Action("pick", (("face", f),)) for f in sorted(set(_step(state).dice))]
     # feed
     return [*(Action("feed", (("pay", p),)) for p in _payments_of_size(board, board.short)),
             STARVE]
@@ -386,7 +390,7 @@ def choice_variants(state: State, seat: int, action: Action) -> list[Action]:
     return same if len(same) > 1 else []
 
 
-def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
+def choice_effect(state: State, seat: int, action: Action) -> Effect:
     """What ``action`` costs and brings ``seat`` now, for the words of a choice (JSON
     values only; nothing hidden: a roll still to come is given as its average):
 
@@ -410,8 +414,8 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
         at, count = action.get("at"), action.get("count")
         if kind == "use":
             count = next(s.count for s in state.spots if s.seat == seat and s.place == at)
-        place_kind, _cap, resource = BOARD.get(at, (None, 0, None))
-        if place_kind == "resource":
+        resource = YIELD.get(at)
+        if resource is not None:
             return {"dice": count, "resource": resource, "per": RESOURCE_VALUE[resource],
                     "about": _average_yield(count, resource)}
         if at in VILLAGE_GAIN:
@@ -435,7 +439,7 @@ def choice_effect(state: State, seat: int, action: Action) -> dict[str, Any]:
     return {}
 
 
-def explain(state: State, seat: int, text: str) -> dict[str, Any]:
+def explain(state: State, seat: int, text: str) -> Explanation:
     """Why the command ``text`` is not a legal move of ``seat`` now, as data for the
     refusal's words (``why`` and what it needs), or ``{}`` when there is nothing more
     to say than "not allowed". Payments: ``pay/none``, ``pay/unknown`` (``word``),
@@ -469,7 +473,7 @@ def explain(state: State, seat: int, text: str) -> dict[str, Any]:
 PAY_VERBS = {"card": "take", "build": "build", "feed": "feed"}
 
 
-def _explain_payment(state: State, seat: int, kind: str, pay: list[str]) -> dict[str, Any]:
+def _explain_payment(state: State, seat: int, kind: str, pay: list[str]) -> Explanation:
     board = state.boards[seat]
     if not pay:
         return {"why": "pay/none"}
@@ -478,11 +482,11 @@ def _explain_payment(state: State, seat: int, kind: str, pay: list[str]) -> dict
         return {"why": "pay/unknown", "word": unknown[0]}
     tile = None
     if kind == "card":
-        need = _slot(state.step.place) + 1
+        need = _slot(_step(state).place) + 1
     elif kind == "feed":
         need = board.short
     else:
-        tile = data().buildings[state.stacks[_slot(state.step.place)][0]]
+        tile = data().buildings[state.stacks[_slot(_step(state).place)][0]]
         need = sum(tile.cost) if tile.cost is not None else tile.count
     if tile is not None and tile.kind == "any":
         if len(pay) > tile.max:
@@ -502,7 +506,7 @@ def _explain_payment(state: State, seat: int, kind: str, pay: list[str]) -> dict
     return {}
 
 
-def _explain_place(state: State, seat: int, words: list[str]) -> dict[str, Any]:
+def _explain_place(state: State, seat: int, words: list[str]) -> Explanation:
     at = next((w for w in words if not w.isdigit()), None)
     if at is None:
         return {}
@@ -557,7 +561,7 @@ def feeding_forecast(state: State, seat: int) -> dict[str, int]:
             "resources": sum(b.res) + b.wild}
 
 
-def view(state: State, seat: int | None) -> dict[str, Any]:
+def view(state: State, seat: int | None) -> View:
     """What ``seat`` (or a spectator, None) may see: everything public, and the seat's
     own civilization cards and one-time tools. At the end every card is shown. Each board
     has its ``feeding`` forecast (see ``feeding_forecast``) until the round's feeding
@@ -584,7 +588,7 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
             entry["one_time"] = [{"card": c, "value": d.cards[c].value} for c in b.one_time]
             entry["final"] = final_scores(state, s)
         boards.append(entry)
-    step = state.step
+    step, end = state.step, result(state)
     return {
         "game": NAME, "you": seat, "round": state.round, "phase": state.phase,
         "start": state.start, "turn": state.turn,
@@ -602,7 +606,7 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         "feeding": list(state.feeding),
         "boards": boards,
         "winners": list(state.winners), "end": state.end,
-        "result": None if state.phase != "over" else result(state).to_json(),
+        "result": None if end is None else end.to_json(),
     }
 
 
@@ -620,7 +624,7 @@ def abandon(state: State) -> tuple[State, list[Event]]:
     return state, [Event("game_abandoned", None, {"round": state.round})]
 
 
-def card_info(state: State, key: str) -> dict[str, Any]:
+def card_info(state: State, key: str) -> CardData:
     """The printed data of a card or tile, or the name of any other id (a resource, a
     place, a culture symbol, a figure), for narration."""
     d = data()
@@ -631,7 +635,7 @@ def card_info(state: State, key: str) -> dict[str, Any]:
     return {"id": key, "name": d.label(key)}
 
 
-def catalog(state: State) -> list[dict[str, Any]]:
+def catalog(state: State) -> list[CardData]:
     """Every civilization card, then every building tile, as ``card_info`` gives them, in
     the data file's order: the rules page's card glossary."""
     d = data()
@@ -676,7 +680,7 @@ def final_scores(state: State, seat: int) -> dict[str, Any]:
         card = d.cards[cid]
         if card.culture:
             symbols[card.culture] = symbols.get(card.culture, 0) + 1
-        else:
+        elif card.figure:  # a card without a culture symbol has a figure (data.py)
             figures[card.figure] += card.count
     sets = []
     counts = dict(symbols)
@@ -705,7 +709,7 @@ def final_scores(state: State, seat: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- JSON
 
 
-def to_json(state: State) -> dict[str, Any]:
+def to_json(state: State) -> JSONObject:
     return {
         "game": NAME, "players": list(state.players), "data": state.data,
         "boards": [{"people": b.people, "food": b.food, "res": list(b.res), "wild": b.wild,
@@ -905,7 +909,7 @@ def _roll_result(state: State, seat: int, place: str, resource: str,
 
 def _finish_roll(state: State, seat: int, use: tuple[str, ...],
                  events: list[Event]) -> State:
-    step = state.step
+    step, resource = _roll(state)
     board = state.boards[seat]
     tools, spent, one_time = list(board.tools), list(board.spent), list(board.one_time)
     tiles = [int(t[1:]) for t in use if t.startswith("t")]
@@ -923,8 +927,7 @@ def _finish_roll(state: State, seat: int, use: tuple[str, ...],
                   spent=tuple(sorted(spent, reverse=True)), one_time=tuple(one_time))
     state = state._replace(step=None)
     total = sum(step.dice) + added
-    return _gain(state, seat, step.resource, total // RESOURCE_VALUE[step.resource],
-                 step.place, events)
+    return _gain(state, seat, resource, total // RESOURCE_VALUE[resource], step.place, events)
 
 
 def _gain(state: State, seat: int, resource: str, amount: int, place: str,
@@ -975,9 +978,9 @@ def _agriculture(state: State, seat: int, events: list[Event]) -> State:
 
 
 def _take_card(state: State, seat: int, action: Action, events: list[Event]) -> State:
-    step = state.step
+    step = _step(state)
     slot = _slot(step.place)
-    card_id = state.civ[slot]
+    card_id = card_in_slot(state, slot)
     state = state._replace(step=None)
     if action.kind == "decline":
         events.append(Event("card_declined", seat, {"slot": slot + 1}))
@@ -1004,7 +1007,7 @@ def _top_effect(state: State, seat: int, card_id: str, place: str,
     if top == "food":
         return _gain(state, seat, "food", card.amount, place, events)
     if top == "resource":
-        return _gain(state, seat, card.resource, card.amount, place, events)
+        return _gain(state, seat, card.top_resource, card.amount, place, events)
     if top == "points":
         events.append(Event("points_scored", seat, {"points": card.amount}))
         return _with(state, seat, score=board.score + card.amount)
@@ -1024,7 +1027,7 @@ def _top_effect(state: State, seat: int, card_id: str, place: str,
         state = state._replace(rng=rng)
         events.append(Event("dice_rolled", seat, {"place": place, "dice": list(dice),
                                                   "total": sum(dice)}))
-        return _roll_result(state, seat, place, card.resource, dice, events)
+        return _roll_result(state, seat, place, card.top_resource, dice, events)
     if top == "dice_for_all":
         dice, rng = state.rng.dice(state.n)
         state = state._replace(rng=rng)
@@ -1045,7 +1048,7 @@ def _top_effect(state: State, seat: int, card_id: str, place: str,
 
 def _next_pick(state: State, events: list[Event]) -> State:
     """Dice for all: the picker picks while the dice left differ; the rest is automatic."""
-    step = state.step
+    step = _step(state)
     while step.dice and len(set(step.dice)) == 1:
         state = _apply_face(state, step.seat, step.dice[0], events)
         step = step._replace(seat=(step.seat + 1) % state.n, dice=step.dice[1:])
@@ -1055,7 +1058,7 @@ def _next_pick(state: State, events: list[Event]) -> State:
 
 
 def _pick(state: State, seat: int, face: int, events: list[Event]) -> State:
-    step = state.step
+    step = _step(state)
     dice = list(step.dice)
     dice.remove(face)
     state = _apply_face(state, seat, face, events)
@@ -1074,7 +1077,7 @@ def _apply_face(state: State, seat: int, face: int, events: list[Event]) -> Stat
 
 
 def _build(state: State, seat: int, action: Action, events: list[Event]) -> State:
-    slot = _slot(state.step.place)
+    slot = _slot(_step(state).place)
     state = state._replace(step=None)
     stack = state.stacks[slot]
     if action.kind == "decline":
@@ -1206,6 +1209,29 @@ def _slot(place: str) -> int:
     return int(place[-1]) - 1
 
 
+def _step(state: State) -> Step:
+    """The open step of the use phase (every decision of it but ``use`` has one)."""
+    if state.step is None:
+        raise StateCorrupt("the use phase has no open step")
+    return state.step
+
+
+def _roll(state: State) -> tuple[Step, str]:
+    """The open ``tools`` step and the resource its roll is for."""
+    step = _step(state)
+    if step.resource is None:
+        raise StateCorrupt("the roll names no resource")
+    return step, step.resource
+
+
+def card_in_slot(state: State, slot: int) -> str:
+    """The civilization card open in ``slot`` (0: cost 1), which a card placed on names."""
+    card_id = state.civ[slot]
+    if card_id is None:
+        raise StateCorrupt(f"no card is open in slot {slot + 1}")
+    return card_id
+
+
 _PLACE_ROWS = {place: tuple(Action("place", (("at", place), ("count", c)))
                            for c in range(MAX_PEOPLE + 1))
                for place in (*RESOURCE_PLACES, *VILLAGE, *(f"card{i}" for i in range(1, 5)),
@@ -1219,7 +1245,7 @@ def _place_actions(state: State, seat: int) -> list[Action]:
     taken: dict[str, list[Spot]] = {}
     for s in state.spots:
         taken.setdefault(s.place, []).append(s)
-    out = []
+    out: list[Action] = []
     for place in RESOURCE_PLACES:
         here = taken.get(place, ())
         if any(s.seat == seat for s in here):
@@ -1312,8 +1338,8 @@ def _tool_value(tool: str) -> int:
 def _best_tools(state: State, legal: list[Action]) -> Action:
     """The fewest tools reaching the highest yield: the least tool value, permanent
     tiles before one-time tools."""
-    step = state.step
-    value = RESOURCE_VALUE[step.resource]
+    step, resource = _roll(state)
+    value = RESOURCE_VALUE[resource]
     total = sum(step.dice)
 
     def key(action: Action) -> tuple[int, int, int, int]:

@@ -6,45 +6,48 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
-from engine.core import Event
+from engine.core import Event, Record, Summary
+
+if TYPE_CHECKING:
+    from engine.stoneage.rules import State
 
 ENDS = {"buildings": "a building stack ran empty", "cards": "the cards ran out"}
 
 
-def summary(state: Any, events: Sequence[Event]) -> dict[str, Any]:
+def summary(state: State, events: Sequence[Event]) -> Summary:
     from engine.stoneage.rules import final_scores
 
-    taken: Counter = Counter()
+    taken: Counter[str] = Counter()
     for ev in events:
         if ev.kind == "card_kept":
             taken[ev.data["card"]] += 1
         elif ev.kind == "building_built":
             taken[ev.data["tile"]] += 1
     over = state.phase == "over"
-    how = ENDS.get(state.end, "unfinished") if over else "unfinished"
+    how = ENDS.get(state.end or "", "unfinished") if over else "unfinished"
     points = [final_scores(state, s)["total"] for s in range(state.n)] if over else None
     return {"how": how, "taken": taken, "points": points}
 
 
-def report(records: Sequence[Any]) -> list[str]:
+def report(records: Sequence[Record]) -> list[str]:
     from engine.stoneage.rules import data
 
-    scored = [r for r in records if r.points is not None]
+    scored = [r.points for r in records if r.points is not None]
     lines = []
     if scored:
-        everyone = [p for r in scored for p in r.points]
+        everyone = [p for points in scored for p in points]
         lines.append(f"final score: mean {statistics.fmean(everyone):.1f}, "
                      f"sd {statistics.pstdev(everyone):.1f}, "
                      f"min {min(everyone)}, max {max(everyone)}")
         lines.append("final score by seat (mean, sd):")
-        for seat in range(len(scored[0].points)):
-            mine = [r.points[seat] for r in scored]
+        for seat in range(len(scored[0])):
+            mine = [points[seat] for points in scored]
             lines.append(f"  seat {seat + 1}: {statistics.fmean(mine):6.1f}  "
                          f"{statistics.pstdev(mine):5.1f}")
     n = len(records)
-    taken: Counter = Counter()
+    taken: Counter[str] = Counter()
     for r in records:
         taken.update(r.taken)
     d = data()
