@@ -139,7 +139,7 @@ class Bench:
             return mint(s, "action", game_id, decision.seat_id, decision.id, action)
 
     def play(self, mode: str, seed: int, out: dict[str, list[float]]) -> int:
-        created = services.create_game("cavemen", self.players, 48, seed=seed,
+        created = services.create_game("cavemen", self.players, seed=seed,
                                        confirm_by_email=False, start=True)
         self.deliver()
         rng = random.Random(seed)

@@ -410,7 +410,7 @@ class Games:
             for _ in range(count):
                 people = [services.PlayerIn(f"Player {i}", f"p{i}.g{self.seed}@bench.invalid")
                           for i in range(self.players)]
-                ids.append(services.create_game("cavemen", people, 48, seed=self.seed,
+                ids.append(services.create_game("cavemen", people, seed=self.seed,
                                                 confirm_by_email=False, start=True).game_id)
                 self.seed += 1
             for i in range(0, len(ids), 400):

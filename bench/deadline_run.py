@@ -192,10 +192,11 @@ def play(run: Run, args: argparse.Namespace) -> int:
                   "--hours-per-decision", str(args.hours_per_decision), "--seed",
                   str(args.seed), "--title", "deadline run", "--start", *extra)
     game = next(line.split()[1] for line in out.splitlines() if line.startswith("game "))
-    reminder_hours = json.loads(run.one("SELECT reminder_hours FROM game WHERE id = ?", game))
+    policy = json.loads(run.one("SELECT policy FROM game WHERE id = ?", game))
+    reminder_hours = policy["reminder_hours"]
     print(f"game {game}: {float(args.hours_per_decision) * 3600:.1f} s per decision, "
           f"reminders {reminder_hours} h before the deadline, absent_after "
-          f"{run.one('SELECT absent_after FROM game WHERE id = ?', game)}\n")
+          f"{policy['absent_after']}\n")
 
     t_start = now_utc()
     clock1 = run.start_clock()

@@ -354,7 +354,7 @@ class Deployment:
                 people = [services.PlayerIn(f"Player {i}", f"p{i}.g{self.serial}@example.com")
                           for i in range(players)]
                 seed = next(seeds) if seeds is not None else self.args.seed + self.serial
-                ids.append(services.create_game("cavemen", people, 48, seed=seed,
+                ids.append(services.create_game("cavemen", people, seed=seed,
                                                 confirm_by_email=False,
                                                 start=True).game_id)
         return ids

@@ -64,7 +64,7 @@ def play_to_end(game_name: str, players: int, seed: int) -> tuple[str, int]:
     """A game played to its end by bots, as clicks; its id and the moves played."""
     people = [services.PlayerIn(f"Player {i}", f"p{i}@bench.invalid", ("en", "de")[i % 2],
                                 ZONES[i % len(ZONES)]) for i in range(players)]
-    created = services.create_game(game_name, people, 48, seed=seed,
+    created = services.create_game(game_name, people, seed=seed,
                                    confirm_by_email=False, start=True)
     rng, moves = random.Random(seed), 0
     while True:

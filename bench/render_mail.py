@@ -239,7 +239,7 @@ def play_game(app, sampler: Sampler, engine_name: str, n: int, seed: int) -> int
     tag = f"{engine_name}{n}"
     langs = ["en", "de"] * 3 if n % 2 == 0 else ["de", "en"] * 3
     players = [player(i, tag, langs[i]) for i in range(n)]
-    created = services.create_game(engine_name, players, 48, seed=seed, title="")
+    created = services.create_game(engine_name, players, seed=seed, title="")
     gid, admin = created.game_id, created.admin_token
     sampler.take(engine_name)  # host_confirm
     seats = seats_of(gid)

@@ -115,7 +115,7 @@ def make_templates(app) -> list[dict]:
         for n in TEMPLATE_PLAYERS:
             players = [services.PlayerIn(f"Player {i}", f"t{n}p{i}@bench.invalid")
                        for i in range(n)]
-            created = services.create_game("cavemen", players, 48, seed=1000 + n,
+            created = services.create_game("cavemen", players, seed=1000 + n,
                                            confirm_by_email=False, start=True)
             while mail.deliver_due(limit=500)["sent"]:
                 pass

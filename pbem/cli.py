@@ -15,6 +15,7 @@ from engine.registry import listings
 from pbem import clock as clock_mod
 from pbem import mail, services
 from pbem.errors import ServiceError
+from pbem.policy import AbsentBot
 
 pbem_cli = AppGroup("pbem", help="pbem: games by email.")
 
@@ -62,7 +63,7 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
                    "(default: half time and 2 hours before).")
 @click.option("--absent-after", default=2, show_default=True,
               help="Timeouts in a row after which a bot plays the seat.")
-@click.option("--absent-bot", type=click.Choice(["heuristic", "default"]),
+@click.option("--absent-bot", type=click.Choice([str(b) for b in AbsentBot]),
               default="heuristic", show_default=True)
 @click.option("--vacation-days", default=7.0, show_default=True)
 @sends_mail
@@ -72,10 +73,11 @@ def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
     """Create a game; prints its id and the host's admin link."""
     try:
         parsed = [services.parse_player(p) for p in players]
-        created = services.create_game(game, parsed, hours_per_decision, seed=seed,
-                                       title=title, confirm_by_email=False, start=start,
-                                       reminders=reminders, absent_after=absent_after,
-                                       absent_bot=absent_bot, vacation_days=vacation_days)
+        policy = {"hours_per_decision": hours_per_decision, "reminder_hours": reminders,
+                  "absent_after": absent_after, "absent_bot": absent_bot,
+                  "vacation_days": vacation_days}
+        created = services.create_game(game, parsed, policy, seed=seed,
+                                       title=title, confirm_by_email=False, start=start)
     except ServiceError as exc:
         raise click.ClickException(exc.message) from None
     counts = mail.deliver_due()

@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from sqlalchemy import JSON, Column, Index, MetaData, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from pbem.policy import GamePolicy, PolicyColumn
+
 # A naming convention before the first revision, so constraints can be dropped later.
 SQLModel.metadata.naming_convention = {
     "ix": "ix_%(column_0_label)s",
@@ -38,16 +40,9 @@ class Game(SQLModel, table=True):
     version: int = 0
     # awaiting_host -> inviting -> active -> finished | abandoned
     status: str = Field(default="awaiting_host", max_length=20, index=True)
-    hours_per_decision: float = 48.0
-    # Deadline policy: reminders this many hours before each deadline; after
-    # `absent_after` timeouts in a row a bot (`absent_bot`: heuristic | default) plays the
-    # seat; each seat may take up to `vacation_days` of vacation per game.
-    reminder_hours: list = Field(default_factory=list,
-                                 sa_column=Column(JSON, nullable=False, server_default="[]"))
-    absent_after: int = Field(default=2, sa_column_kwargs={"server_default": "2"})
-    absent_bot: str = Field(default="heuristic", max_length=16,
-                            sa_column_kwargs={"server_default": "heuristic"})
-    vacation_days: float = Field(default=7.0, sa_column_kwargs={"server_default": "7"})
+    # How the server runs it: deadlines, reminders, absent players, vacation (pbem.policy).
+    policy: GamePolicy = Field(default_factory=GamePolicy,
+                               sa_column=Column(PolicyColumn, nullable=False))
     # Full rounds in a row in which no person played (every decision closed by a timeout
     # or a bot); -1 while a person has played in the current round. A game whose engine
     # has no rounds counts moves instead. At the server's IDLE_ROUNDS the game ends as

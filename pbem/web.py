@@ -182,12 +182,14 @@ def new_game():
     form = request.form
     try:
         rows = _players_from_form(form)
+        policy = {"hours_per_decision": form.get("hours", "48"),
+                  "reminder_hours": form.get("reminders") or None,
+                  "absent_after": form.get("absent_after", 2),
+                  "absent_bot": form.get("absent_bot", "heuristic"),
+                  "vacation_days": form.get("vacation_days", 7)}
         created = services.create_game(
-            form.get("game") or services.offered_games()[0]["name"], rows, form.get("hours", "48"),
-            title=form.get("title", ""), client=request.remote_addr or "unknown",
-            reminders=form.get("reminders") or None, absent_after=form.get("absent_after", 2),
-            absent_bot=form.get("absent_bot", "heuristic"),
-            vacation_days=form.get("vacation_days", 7))
+            form.get("game") or services.offered_games()[0]["name"], rows, policy,
+            title=form.get("title", ""), client=request.remote_addr or "unknown")
     except FormInvalid as exc:
         return _home_page(form, exc.errors, status=exc.status)
     except ServiceError as exc:

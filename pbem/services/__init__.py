@@ -27,6 +27,7 @@ A test that patches a module attribute patches the module that reads it:
 ``services.games.new_seed``, ``services.playing.BOT_MOVES_PER_PLAY``.
 """
 
+from pbem.policy import GamePolicy, default_reminders
 from pbem.services.controls import (
     NOTIFY_CHOICES,
     abandon_game,
@@ -48,7 +49,6 @@ from pbem.services.controls import (
     withdraw_handover,
 )
 from pbem.services.deadlines import (
-    default_reminders,
     due_reminders,
     due_timeouts,
     send_reminder,
@@ -91,8 +91,8 @@ from pbem.services.reading import (
 )
 
 __all__ = [
-    # plumbing
-    "LANGUAGES", "OUTBOX_CHANNEL",
+    # plumbing and the policy
+    "LANGUAGES", "OUTBOX_CHANNEL", "GamePolicy", "default_reminders",
     # reading
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
     "log_round_for_page", "log_round_for_spectator",
@@ -100,7 +100,7 @@ __all__ = [
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
     "describe_token",
     # deadlines
-    "default_reminders", "due_reminders", "due_timeouts", "send_reminder", "time_out",
+    "due_reminders", "due_timeouts", "send_reminder", "time_out",
     # games
     "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
     "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",

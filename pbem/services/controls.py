@@ -455,13 +455,13 @@ def _leave(s: Session, game: Game, seat: Seat) -> None:
         tell_host_declined(s, game, seat)
         return
     seat.left_at = utcnow()
-    log_notice(s, game, "seat_left", seat.position, {"bot": game.absent_bot})
+    log_notice(s, game, "seat_left", seat.position, {"bot": game.policy.absent_bot})
     host = seats_of(s, game.id)[0]
     if host.id != seat.id:
         queue_email(s, game, host, "notice", {"headline": "seat_left"},
                links={"admin": {"kind": "admin"}, "page": {"kind": "page"}})
     if seat.bot is None:
-        seat.bot = game.absent_bot
+        seat.bot = game.policy.absent_bot
         _play_open_for_bot(s, game, seat)
 
 
@@ -518,7 +518,7 @@ def take_vacation(page_raw: str, days: Any) -> float:
             wanted = float(days)
         except (TypeError, ValueError):
             raise InvalidInput(gettext("give the vacation in days")) from None
-        left = game.vacation_days - seat.vacation_used_hours / 24
+        left = game.policy.vacation_days - seat.vacation_used_hours / 24
         if not 0 < wanted <= left + 1e-9:
             raise InvalidInput(gettext("you can take between 0 and %(left)s more days of "
                                        "vacation in this game", left=number(left)))

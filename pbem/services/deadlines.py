@@ -18,11 +18,6 @@ from pbem.services.playing import play_move, queue_decision
 from pbem.services.plumbing import lock_game, log_notice, next_reminder, queue_email
 
 
-def default_reminders(hours: float) -> list[float]:
-    """Half time and 2 hours before the deadline, where those fall inside the window."""
-    return sorted({h for h in (hours / 2, 2.0) if 0 < h < hours}, reverse=True)
-
-
 def due_reminders(now: datetime, limit: int = 500) -> list[int]:
     """Open decisions of running games whose next reminder is due."""
     return _due(Decision.next_reminder_at, now, limit)
@@ -105,9 +100,9 @@ def time_out(decision_id: int, now: datetime) -> bool:
         state = mod.from_json(json.loads(game.state))
         action = mod.default_action(state, seat.position)
         seat.timeouts_in_row += 1
-        to_bot = seat.bot is None and seat.timeouts_in_row >= game.absent_after
+        to_bot = seat.bot is None and seat.timeouts_in_row >= game.policy.absent_after
         if to_bot:
-            seat.bot = game.absent_bot
+            seat.bot = game.policy.absent_bot
         log_notice(s, game, "decision_timed_out", seat.position,
                     {"kind": decision.kind, "action": action.to_json()})
         if to_bot:

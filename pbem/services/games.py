@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,11 +28,10 @@ from pbem.errors import (
     RateLimited,
     WrongState,
 )
-from pbem.forms import parse_int
 from pbem.mail import INVITE_TEMPLATES, default_title, suppressed
 from pbem.mail.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.models import Game, Outbox, RateLimit, Seat, Token, utcnow
-from pbem.services.deadlines import default_reminders
+from pbem.policy import GamePolicy
 from pbem.services.playing import sync_decisions
 from pbem.services.plumbing import (
     LANGUAGES,
@@ -176,33 +175,23 @@ def check_title(text: str | None) -> str:
     return title
 
 
-def _hours(value: Any) -> float:
-    try:
-        hours = float(value)
-    except (TypeError, ValueError):
-        raise InvalidInput(gettext("hours per decision must be a number")) from None
-    if not 0.0005 <= hours <= 24 * 30:
-        raise InvalidInput(gettext("hours per decision must be between a few seconds and 30 days"))
-    return hours
-
-
 def create_game(engine_name: str, players: Sequence[PlayerIn | None],
-                hours_per_decision: Any = 48, seed: int | None = None, title: str = "",
-                confirm_by_email: bool = True, start: bool = False, client: str | None = None,
-                reminders: Any = None, absent_after: Any = 2, absent_bot: str = "heuristic",
-                vacation_days: Any = 7) -> Created:
+                policy: GamePolicy | Mapping[str, Any] | None = None, *,
+                seed: int | None = None, title: str = "", confirm_by_email: bool = True,
+                start: bool = False, client: str | None = None) -> Created:
     """Create a game; the first player is the host (a ``None`` in ``players`` is an empty
-    row of the web form, see ``validate_players``). Every problem with the settings is
-    refused at once (FormInvalid, see ``check_new_game``).
+    row of the web form, see ``validate_players``). ``policy`` is a checked GamePolicy,
+    or what the host entered (see ``GamePolicy.parse``); None is the default policy.
+    Every problem with the settings is refused at once (FormInvalid, see
+    ``check_new_game``).
 
     From the web (``confirm_by_email``) nothing reaches the players until the host confirms
     through a link sent to the host's own address. From the CLI the host is trusted:
     invitations go out at once, or with ``start`` the game starts without them.
     """
-    new = check_new_game(engine_name, players, hours_per_decision, title, reminders,
-                         absent_after, absent_bot, vacation_days)
+    new = check_new_game(engine_name, players, policy, title)
     with session_scope() as s:
-        return _create(s, engine_name, new.players, new.hours, new.policy, new.title, seed,
+        return _create(s, engine_name, new.players, new.policy, new.title, seed,
                        confirm_by_email, start, client, rows=new.rows)
 
 
@@ -212,28 +201,28 @@ class NewGame:
 
     players: list[PlayerIn]
     rows: list[int]
-    hours: float
-    policy: dict[str, Any]
+    policy: GamePolicy
     title: str
 
 
 def check_new_game(engine_name: str, players: Sequence[PlayerIn | None],
-                   hours_per_decision: Any = 48, title: str = "", reminders: Any = None,
-                   absent_after: Any = 2, absent_bot: str = "heuristic",
-                   vacation_days: Any = 7) -> NewGame:
+                   policy: GamePolicy | Mapping[str, Any] | None = None,
+                   title: str = "") -> NewGame:
     """Check every setting of a new game and refuse them all at once: FormInvalid lists
     each problem under the home page's name of its field (``game``, ``title``,
-    ``players``, ``name0``/``email0``/``lang0``/``tz0`` per row, ``hours``, ``reminders``,
-    ``absent_after``, ``absent_bot``, ``vacation_days``), in the form's order."""
+    ``players``, ``name0``/``email0``/``lang0``/``tz0`` per row, then the policy's:
+    ``hours``, ``reminders``, ``absent_after``, ``absent_bot``, ``vacation_days``), in the
+    form's order."""
     problems = Problems()
     game_mod = problems.check("game", _game_module, engine_name)
     own_title = problems.check("title", check_title, title)
     checked = validate_players(players, game_mod, problems)
-    hours = problems.check("hours", _hours, hours_per_decision)
-    policy = _policy(hours, reminders, absent_after, absent_bot, vacation_days, problems)
+    if not isinstance(policy, GamePolicy):
+        policy = GamePolicy.parse_into(policy or {}, problems)
     problems.raise_any()
-    return NewGame(checked, [i for i, p in enumerate(players) if p is not None], hours,
-                   policy, own_title or default_title(game_mod, [p.name for p in checked]))
+    assert policy is not None
+    return NewGame(checked, [i for i, p in enumerate(players) if p is not None], policy,
+                   own_title or default_title(game_mod, [p.name for p in checked]))
 
 
 def _game_module(engine_name: str) -> EngineGame:
@@ -244,8 +233,8 @@ def _game_module(engine_name: str) -> EngineGame:
                                    name=repr(engine_name))) from None
 
 
-def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
-            policy: dict[str, Any], title: str, seed: int | None, confirm_by_email: bool,
+def _create(s: Session, engine_name: str, players: list[PlayerIn], policy: GamePolicy,
+            title: str, seed: int | None, confirm_by_email: bool,
             start: bool, client: str | None, rows: list[int] | None = None,
             host: str | None = None) -> Created:
     """Write a new game of checked players and policy in the caller's transaction
@@ -263,8 +252,7 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], hours: float,
     gid = secrets.token_hex(5)
     game = Game(id=gid, engine=engine_name, title=title, seed=new_seed(seed),
                 options=dict(listing(engine_name).options),
-                hours_per_decision=hours,
-                **policy,
+                policy=policy,
                 spectator_key=secrets.token_hex(8),
                 status="awaiting_host" if confirm_by_email else "inviting")
     s.add(game)
@@ -319,9 +307,7 @@ def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool
                                      n=mod.MIN_PLAYERS))
         players = validate_players([PlayerIn(x.name, x.email, x.language, x.timezone)
                                     for x in seats], mod)
-        policy = {"reminder_hours": list(old.reminder_hours), "absent_after": old.absent_after,
-                  "absent_bot": old.absent_bot, "vacation_days": old.vacation_days}
-        created = _create(s, old.engine, players, old.hours_per_decision, policy,
+        created = _create(s, old.engine, players, old.policy,
                           next_title(old.title or default_title(mod, [p.name for p in players])),
                           None, confirm_by_email=False, start=False, client=client, host=asker)
         old.follow_up_game_id = created.game_id
@@ -336,55 +322,6 @@ def next_title(title: str) -> str:
     if len(base) + len(suffix) > 100:
         base = base[:99 - len(suffix)].rstrip() + "…"
     return base + suffix
-
-
-def _policy(hours: float | None, reminders: Any, absent_after: Any, absent_bot: Any,
-            vacation_days: Any, problems: Problems) -> dict[str, Any]:
-    """Check the deadline policy, each setting on its own (problems go to ``problems``);
-    reminders are hours before the deadline (a list, or text like ``"24, 2"``); None means
-    the default (half time and 2 hours before)."""
-    return {"reminder_hours": problems.check("reminders", _reminders, reminders, hours),
-            "absent_after": problems.check("absent_after", _absent_after, absent_after),
-            "absent_bot": problems.check("absent_bot", _absent_bot, absent_bot),
-            "vacation_days": problems.check("vacation_days", _vacation_days, vacation_days)}
-
-
-def _reminders(reminders: Any, hours: float | None) -> list[float] | None:
-    """The reminder offsets, latest first (None: the hours are wrong, so is the default)."""
-    if reminders is None:
-        return default_reminders(hours) if hours is not None else None
-    if isinstance(reminders, str):
-        reminders = [r for r in reminders.replace(";", ",").split(",") if r.strip()]
-    try:
-        offsets = sorted({float(r) for r in reminders}, reverse=True)
-    except (TypeError, ValueError):
-        raise InvalidInput(gettext("reminders must be hours before the deadline, like 24, 2"))\
-            from None
-    if len(offsets) > 10 or any(not 0 < r < (hours or float("inf")) for r in offsets):
-        raise InvalidInput(gettext("each reminder must fall between the start of a turn "
-                                   "and its deadline (at most 10)"))
-    return offsets
-
-
-def _absent_after(value: Any) -> int:
-    return parse_int(value, 1, 100,
-                     gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
-
-
-def _absent_bot(value: Any) -> str:
-    if value not in ("heuristic", "default"):
-        raise InvalidInput(gettext("the stand-in for an absent player is 'heuristic' or 'default'"))
-    return value
-
-
-def _vacation_days(value: Any) -> float:
-    try:
-        vacation = float(value)
-    except (TypeError, ValueError):
-        vacation = -1.0
-    if not 0 <= vacation <= 60:
-        raise InvalidInput(gettext("vacation is 0 to 60 days per player"))
-    return vacation
 
 
 def new_seed(seed: int | None) -> int:

@@ -332,7 +332,7 @@ def _stands_in(game: Game, seat: Seat) -> bool:
     """Whether the bot of ``seat`` stands in for a player who is away (who left, or
     missed ``absent_after`` deadlines in a row), not a bot the host chose (the host's
     choice starts the count of missed deadlines again at 0)."""
-    return seat.left_at is not None or seat.timeouts_in_row >= game.absent_after
+    return seat.left_at is not None or seat.timeouts_in_row >= game.policy.absent_after
 
 
 def _idle_limit(mod: EngineGame, seats: int) -> tuple[str, int]:

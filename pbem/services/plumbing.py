@@ -78,12 +78,12 @@ def seats_of(s: Session, game_id: str) -> list[Seat]:
 def deadline_for(game: Game, seat: Seat, now: datetime) -> datetime:
     """Now plus the time per decision, counted from the end of the seat's vacation."""
     start = max(now, seat.vacation_until) if seat.vacation_until else now
-    return start + timedelta(hours=game.hours_per_decision)
+    return start + timedelta(hours=game.policy.hours_per_decision)
 
 
 def next_reminder(game: Game, deadline: datetime, now: datetime) -> datetime | None:
     """The earliest reminder time still ahead (reminders are hours before the deadline)."""
-    ahead = [deadline - timedelta(hours=h) for h in game.reminder_hours]
+    ahead = [deadline - timedelta(hours=h) for h in game.policy.reminder_hours]
     ahead = [t for t in ahead if t > now]
     return min(ahead) if ahead else None
 

@@ -25,7 +25,7 @@ PLAYERS = [services.PlayerIn("Ann", "ann@example.com", "en", "Europe/Berlin"),
 def started(app, game: str) -> tuple[services.Created, dict[int, str]]:
     """A started game and a game-page link (raw token) for each seat."""
     with app.app_context():
-        created = services.create_game(game, PLAYERS, 48, seed=7, confirm_by_email=False,
+        created = services.create_game(game, PLAYERS, seed=7, confirm_by_email=False,
                                        start=True)
         with session_scope() as s:
             seats = s.exec(select(Seat).where(Seat.game_id == created.game_id)).all()

@@ -25,7 +25,7 @@ ENOUGH = ("Feeding at the end of this round: 5 people eat 5 Food; you have 12 an
 def test_a_placement_from_the_email_chooses_its_number_on_the_confirmation_page(
         live_server, page: Page):
     with live_server.app.app_context():
-        services.create_game("stoneage", PLAYERS, 48, seed=SEED, confirm_by_email=False,
+        services.create_game("stoneage", PLAYERS, seed=SEED, confirm_by_email=False,
                              start=True)
     page.set_viewport_size({"width": 390, "height": 900})
     box = Mailbox(page, live_server.url)

@@ -187,7 +187,8 @@ GAME_SEED = 7  # round 1 ends with the conch holder's hunt that needs a casualty
 def start_game(app: Flask, players=PLAYERS, seed: int = GAME_SEED, hours: float = 48,
                title: str = "", game: str = "cavemen") -> services.Created:
     with app.app_context():
-        created = services.create_game(game, list(players), hours, seed=seed,
+        created = services.create_game(game, list(players), {"hours_per_decision": hours},
+                                       seed=seed,
                                        title=title, confirm_by_email=False, start=True)
         counts = mail.deliver_due()
     assert counts == {"sent": len(players), "failed": 0, "skipped": 0}

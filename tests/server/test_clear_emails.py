@@ -47,7 +47,7 @@ def mailed(make_app, smtp):
     app = make_app(MAIL_BACKEND="smtp", SMTP_HOST="127.0.0.1", SMTP_PORT=smtp.port,
                    SMTP_TIMEOUT=5)
     with app.app_context():
-        created = services.create_game("cavemen", [ANN, GERMAN_BOB, UTC_CY], 48,
+        created = services.create_game("cavemen", [ANN, GERMAN_BOB, UTC_CY],
                                        seed=GAME_SEED, confirm_by_email=False, start=True)
         assert mail.deliver_due()["sent"] == 3
     inbox = SmtpInbox(app, smtp)

@@ -47,7 +47,7 @@ def test_new_game_prints_the_game_id_and_the_admin_link(app, client):
     game_id, admin = parse_output(result.output)
     assert result.output.endswith("mail sent 2, failed 0\n")  # invitations to Bob and Cy
     (game,) = games(app)
-    assert (game.id, game.status, game.hours_per_decision) == (game_id, "inviting", 48.0)
+    assert (game.id, game.status, game.policy.hours_per_decision) == (game_id, "inviting", 48.0)
     assert admin.startswith(BASE_URL + "/admin/")
     page = client.get(path_of(admin))
     assert page.status_code == 200
@@ -66,7 +66,7 @@ def test_new_game_with_start_seed_and_hours_starts_at_once(app):
     game_id, _ = parse_output(result.output)
     assert result.output.endswith("mail sent 3, failed 0\n")
     (game,) = games(app)
-    assert (game.status, game.seed, game.hours_per_decision) == ("active", 7, 12.0)
+    assert (game.status, game.seed, game.policy.hours_per_decision) == ("active", 7, 12.0)
     assert [s.invite for s in seats_of(app, game_id)] == ["accepted"] * 3
     assert sorted(m.template for m in Inbox(app).all()) == [
         "decision", "game_started", "game_started"]

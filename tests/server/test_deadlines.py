@@ -40,6 +40,7 @@ from tests.server.timekit import (
     CY,
     PASS,
     T0,
+    as_entered,
     at,
     events,
     idle,
@@ -68,18 +69,18 @@ def frozen():
 
 
 def test_default_reminders_are_half_time_and_two_hours_before():
-    assert services.default_reminders(48) == [24.0, 2.0]
-    assert services.default_reminders(10) == [5.0, 2.0]
-    assert services.default_reminders(4) == [2.0]  # half time is 2 hours before
-    assert services.default_reminders(3) == [2.0, 1.5]
-    assert services.default_reminders(1) == [0.5]  # 2 hours before is before the start
+    assert services.default_reminders(48) == (24.0, 2.0)
+    assert services.default_reminders(10) == (5.0, 2.0)
+    assert services.default_reminders(4) == (2.0,)  # half time is 2 hours before
+    assert services.default_reminders(3) == (2.0, 1.5)
+    assert services.default_reminders(1) == (0.5,)  # 2 hours before is before the start
 
 
 def test_policy_defaults_at_creation(app, frozen):
     g = new_game(app)
     game = load(app, Game, g.game_id)
-    assert (game.hours_per_decision, game.reminder_hours, game.absent_after, game.absent_bot,
-            game.vacation_days) == (48.0, [24.0, 2.0], 2, "heuristic", 7.0)
+    assert game.policy == services.GamePolicy()  # 48 hours, reminders 24 and 2 hours before
+    assert game.policy.reminder_hours == (24.0, 2.0)
     (d,) = open_decisions(app, g.game_id)
     assert (d.position, d.kind) == (2, "bid")
     assert d.opened_at == T0
@@ -93,11 +94,11 @@ def test_policy_chosen_per_game_at_creation(app, frozen):
                  vacation_days=3)
     b = new_game(app, hours=72, reminders=[48, 24, 1])
     game_a, game_b = load(app, Game, a.game_id), load(app, Game, b.game_id)
-    assert (game_a.hours_per_decision, game_a.reminder_hours, game_a.absent_after,
-            game_a.absent_bot, game_a.vacation_days) == (10.0, [6.0, 1.0], 3, "default", 3.0)
-    assert (game_b.hours_per_decision, game_b.reminder_hours, game_b.absent_after,
-            game_b.absent_bot, game_b.vacation_days) == (72.0, [48.0, 24.0, 1.0], 2,
-                                                          "heuristic", 7.0)
+    assert game_a.policy == services.GamePolicy(10.0, (6.0, 1.0), 3, "default", 3.0)
+    assert game_b.policy == services.GamePolicy(72.0, (48.0, 24.0, 1.0), 2, "heuristic", 7.0)
+    assert game_a.policy.to_json() == {  # stored as JSON, the same names and values
+        "hours_per_decision": 10.0, "reminder_hours": [6.0, 1.0], "absent_after": 3,
+        "absent_bot": "default", "vacation_days": 3.0}
     (da,) = open_decisions(app, a.game_id)
     assert da.deadline_at == T0 + timedelta(hours=10)
     assert da.next_reminder_at == T0 + timedelta(hours=4)
@@ -113,8 +114,8 @@ def test_policy_chosen_per_game_at_creation(app, frozen):
 ])
 def test_invalid_policies_are_refused(app, frozen, policy, message):
     with app.app_context(), pytest.raises(InvalidInput, match=message):
-        services.create_game("cavemen", list(PLAYERS), 48, seed=1, confirm_by_email=False,
-                             start=True, **policy)
+        services.create_game("cavemen", list(PLAYERS), as_entered(**policy), seed=1,
+                             confirm_by_email=False, start=True)
     assert rows(app, Game) == []
 
 
@@ -122,8 +123,7 @@ def test_policy_from_the_web_form(app, client, frozen):
     create_on_web(client, app, reminders="12; 3", absent_after="3", absent_bot="default",
                   vacation_days="2.5")
     (game,) = rows(app, Game)
-    assert (game.reminder_hours, game.absent_after, game.absent_bot, game.vacation_days) == (
-        [12.0, 3.0], 3, "default", 2.5)
+    assert game.policy == services.GamePolicy(48.0, (12.0, 3.0), 3, "default", 2.5)
 
 
 # --------------------------------------------------------------------------- reminders

@@ -193,8 +193,9 @@ def test_a_valid_form_still_creates_the_game(app, client, inbox):
 def test_the_service_refuses_every_problem_at_once_for_any_caller(app):
     with app.app_context(), pytest.raises(FormInvalid) as refused:
         services.create_game("cavemen", [services.PlayerIn("", "x", "en", "Nowhere"),
-                                         None, BOB], hours_per_decision=0,
-                             vacation_days="-1", confirm_by_email=False)
+                                         None, BOB],
+                             {"hours_per_decision": 0, "vacation_days": "-1"},
+                             confirm_by_email=False)
     assert [field for field, _ in refused.value.errors] == [
         "name0", "email0", "tz0", "hours", "vacation_days"]
     assert str(refused.value).count("; ") == 4  # the CLI prints them all

@@ -123,7 +123,7 @@ def test_a_paused_game_says_so_and_offers_no_reminder(app, client, game):
 
 def test_a_game_waiting_for_invitations_names_who_has_not_answered(app, client):
     with app.app_context():
-        created = services.create_game("cavemen", PLAYERS, 48, confirm_by_email=False)
+        created = services.create_game("cavemen", PLAYERS, confirm_by_email=False)
     waiting = read(host_page(client, created.admin_token), "waiting")
     assert "Not answered yet: Bob, Cy" in waiting
 
@@ -223,7 +223,7 @@ def test_remind_now_for_no_such_decision_says_so(app, client, game, value):
 
 def test_remind_now_cannot_reach_a_decision_of_another_game(app, client, game):
     with app.app_context():
-        other = services.create_game("cavemen", PLAYERS, 48, seed=1, confirm_by_email=False,
+        other = services.create_game("cavemen", PLAYERS, seed=1, confirm_by_email=False,
                                      start=True)
     (theirs,) = open_decisions(app, other.game_id)
     before = snapshot(app)
@@ -315,9 +315,7 @@ def test_play_again_after_the_end_invites_the_same_players_to_a_new_game(
     assert load(app, Game, game.game_id).follow_up_game_id == new_id
     new = load(app, Game, new_id)
     assert (new.engine, new.status, new.title) == ("cavemen", "inviting", old.title + " (2)")
-    assert (new.hours_per_decision, new.reminder_hours, new.absent_after, new.absent_bot,
-            new.vacation_days) == (old.hours_per_decision, old.reminder_hours,
-                                   old.absent_after, old.absent_bot, old.vacation_days)
+    assert new.policy == old.policy
     seats = seats_of(app, new_id)
     assert [(x.name, x.email, x.language, x.timezone) for x in seats] == \
         [(p.name, p.email, p.language, p.timezone) for p in PLAYERS]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from alembic import command
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import create_engine, inspect, text
 
 from pbem.migrate import alembic_config, check, upgrade
 from pbem.models import metadata
+from pbem.policy import AbsentBot, GamePolicy
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -75,9 +79,44 @@ def test_a_database_with_games_upgrades_from_the_first_revision(empty_url):
     inspect_url(empty_url, add_game)
     upgrade(empty_url)
     check(empty_url)
-    game = inspect_url(empty_url, lambda c: c.execute(text(
-        "SELECT absent_after, absent_bot, vacation_days FROM game")).one())
-    assert tuple(game) == (2, "heuristic", 7.0)
+    policy = inspect_url(empty_url, lambda c: c.execute(text("SELECT policy FROM game")).one())
+    assert _json(policy[0]) == {"hours_per_decision": 48.0, "reminder_hours": [],
+                                "absent_after": 2, "absent_bot": "heuristic",
+                                "vacation_days": 7.0}
     seat = inspect_url(empty_url, lambda c: c.execute(text(
         "SELECT timeouts_in_row, vacation_used_hours FROM seat")).one())
     assert tuple(seat) == (0, 0.0)
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def test_the_policy_columns_become_one_json_value_and_back(empty_url):
+    """0007 copies each game's five policy columns into ``policy``; its downgrade copies
+    them back."""
+    upgrade(empty_url, "0006")
+
+    def add_game(conn):
+        conn.execute(text(
+            "INSERT INTO game (id, engine, title, options, seed, version, status, "
+            "hours_per_decision, reminder_hours, absent_after, absent_bot, vacation_days, "
+            "idle_rounds, created_at, event_seq, spectator_key) VALUES ('g1', 'cavemen', '', "
+            "'{}', 1, 0, 'inviting', 10, '[6, 1.5]', 3, 'default', 2.5, 0, "
+            "'2030-01-01 00:00:00+00', 0, 'abc')"))
+        conn.commit()
+
+    inspect_url(empty_url, add_game)
+    upgrade(empty_url)
+    check(empty_url)
+    stored = inspect_url(empty_url, lambda c: c.execute(text("SELECT policy FROM game")).one())
+    expected = {"hours_per_decision": 10.0, "reminder_hours": [6.0, 1.5], "absent_after": 3,
+                "absent_bot": "default", "vacation_days": 2.5}
+    assert _json(stored[0]) == expected
+    assert GamePolicy.from_json(_json(stored[0])) == GamePolicy(10.0, (6.0, 1.5), 3,
+                                                                 AbsentBot.DEFAULT, 2.5)
+    command.downgrade(alembic_config(empty_url), "0006")
+    back = inspect_url(empty_url, lambda c: c.execute(text(
+        "SELECT hours_per_decision, reminder_hours, absent_after, absent_bot, vacation_days "
+        "FROM game")).one())
+    assert (back[0], _json(back[1]), *back[2:]) == (10.0, [6.0, 1.5], 3, "default", 2.5)

@@ -81,7 +81,7 @@ def start(app, lang: str = "en") -> services.Created:
     """A 3-player Stone Age game in ``lang``; Cy (seat 2) places first."""
     players = [services.PlayerIn(p.name, p.email, lang, p.timezone) for p in PLAYERS]
     with app.app_context():
-        created = services.create_game("stoneage", players, 48, seed=GAME_SEED,
+        created = services.create_game("stoneage", players, seed=GAME_SEED,
                                        confirm_by_email=False, start=True)
         mail.deliver_due()
     return created

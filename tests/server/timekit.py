@@ -48,13 +48,18 @@ def idle(result: dict[str, int]) -> bool:
 
 
 def new_game(app, players=PLAYERS, game: str = "cavemen", **policy) -> services.Created:
-    """A started game (the clock must be frozen), its first emails delivered."""
-    hours = policy.pop("hours", 48)
+    """A started game (the clock must be frozen), its first emails delivered. ``policy``:
+    what a host would enter (``hours``, ``reminders``, ``absent_after``, ...)."""
     with app.app_context():
-        created = services.create_game(game, list(players), hours, seed=GAME_SEED,
-                                       confirm_by_email=False, start=True, **policy)
+        created = services.create_game(game, list(players), as_entered(**policy),
+                                       seed=GAME_SEED, confirm_by_email=False, start=True)
         assert mail.deliver_due()["sent"] == len(players)
     return created
+
+
+def as_entered(hours=48, reminders=None, **rest) -> dict:
+    """A policy as the home page's fields name it, for ``GamePolicy.parse``."""
+    return {"hours_per_decision": hours, "reminder_hours": reminders, **rest}
 
 
 def rows(app, model, *where, order=None) -> list:

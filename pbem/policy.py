@@ -1,0 +1,187 @@
+"""A game's policy: how the server runs it, as one typed value.
+
+The host sets it when creating a game (the home page's form, the CLI); it is stored as
+JSON in ``Game.policy`` (``PolicyColumn`` turns the column into a ``GamePolicy`` and back)
+and shown on the host page. Everything that decides *how* a game is run rather than
+*what* is played belongs here: deadlines, reminders, what happens to an absent player,
+vacation. A new setting is one field with a default (old games read it as the default),
+one check in ``parse``, and its line on the host page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from enum import StrEnum
+from typing import Any
+
+from flask_babel import gettext
+from sqlalchemy import JSON
+from sqlalchemy.types import TypeDecorator
+
+from pbem.errors import InvalidInput, Problems
+from pbem.forms import parse_int
+
+MAX_HOURS = 24 * 30  # a turn lasts at most 30 days
+MIN_HOURS = 0.0005  # and at least a few seconds (tests and demos)
+MAX_REMINDERS = 10
+MAX_VACATION_DAYS = 60.0
+
+
+class AbsentBot(StrEnum):
+    """Who plays the seat of a player who missed ``absent_after`` deadlines in a row."""
+
+    HEURISTIC = "heuristic"  # the game's heuristic bot
+    DEFAULT = "default"  # the timeout default, move after move
+
+
+def default_reminders(hours: float) -> tuple[float, ...]:
+    """Half time and 2 hours before the deadline, where those fall inside the window."""
+    return tuple(sorted({h for h in (hours / 2, 2.0) if 0 < h < hours}, reverse=True))
+
+
+@dataclass(frozen=True)
+class GamePolicy:
+    """How the server runs one game.
+
+    ``hours_per_decision``: the time a player has for each decision. ``reminder_hours``:
+    a reminder this many hours before each deadline, latest first. ``absent_after``: after
+    this many timeouts in a row a bot (``absent_bot``) plays the seat until the player
+    comes back. ``vacation_days``: the vacation each seat may take per game.
+    """
+
+    hours_per_decision: float = 48.0
+    reminder_hours: tuple[float, ...] = (24.0, 2.0)
+    absent_after: int = 2
+    absent_bot: AbsentBot = AbsentBot.HEURISTIC
+    vacation_days: float = 7.0
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> GamePolicy:
+        """A policy from what a host entered (text or numbers; a missing setting takes its
+        default; no ``reminder_hours`` means half time and 2 hours before). Every problem
+        is refused at once: FormInvalid names each setting's field on the home page
+        (``hours``, ``reminders``, ``absent_after``, ``absent_bot``, ``vacation_days``)."""
+        problems = Problems()
+        policy = cls.parse_into(raw, problems)
+        problems.raise_any()
+        assert policy is not None
+        return policy
+
+    @classmethod
+    def parse_into(cls, raw: Mapping[str, Any], problems: Problems) -> GamePolicy | None:
+        """Like ``parse``, noting problems in ``problems`` (None if there were any)."""
+        base = cls()
+        hours = problems.check("hours", _hours, raw.get("hours_per_decision",
+                                                        base.hours_per_decision))
+        values = {
+            "hours_per_decision": hours,
+            "reminder_hours": problems.check("reminders", _reminders,
+                                             raw.get("reminder_hours"), hours),
+            "absent_after": problems.check("absent_after", _absent_after,
+                                           raw.get("absent_after", base.absent_after)),
+            "absent_bot": problems.check("absent_bot", _absent_bot,
+                                         raw.get("absent_bot", base.absent_bot)),
+            "vacation_days": problems.check("vacation_days", _vacation_days,
+                                            raw.get("vacation_days", base.vacation_days)),
+        }
+        if any(v is None for v in values.values()):
+            return None
+        return cls(**values)
+
+    def with_hours(self, hours: float) -> GamePolicy:
+        """The same policy with another time per decision (and its default reminders)."""
+        return replace(self, hours_per_decision=hours, reminder_hours=default_reminders(hours))
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["reminder_hours"] = list(self.reminder_hours)
+        data["absent_bot"] = str(self.absent_bot)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> GamePolicy:
+        """The stored policy (settings it lacks take their defaults; unknown keys, from a
+        newer version, are ignored). Raises ValueError for a value that cannot be one."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in (data or {}).items() if k in known}
+        if "reminder_hours" in values:
+            values["reminder_hours"] = tuple(float(h) for h in values["reminder_hours"])
+        if "absent_bot" in values:
+            values["absent_bot"] = AbsentBot(values["absent_bot"])
+        for name, kind in (("hours_per_decision", float), ("absent_after", int),
+                           ("vacation_days", float)):
+            if name in values:
+                values[name] = kind(values[name])
+        return cls(**values)
+
+
+class PolicyColumn(TypeDecorator[GamePolicy]):
+    """A JSON column holding a ``GamePolicy``."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, GamePolicy):
+            return value.to_json()
+        return GamePolicy.from_json(value).to_json()
+
+    def process_result_value(self, value: Any, dialect: Any) -> GamePolicy | None:
+        return None if value is None else GamePolicy.from_json(value)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _hours(value: Any) -> float:
+    try:
+        hours = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(gettext("hours per decision must be a number")) from None
+    if not MIN_HOURS <= hours <= MAX_HOURS:
+        raise InvalidInput(gettext("hours per decision must be between a few seconds and 30 days"))
+    return hours
+
+
+def _reminders(reminders: Any, hours: float | None) -> tuple[float, ...] | None:
+    """The reminder offsets, latest first (None: the hours are wrong, so is the default)."""
+    if reminders is None:
+        return default_reminders(hours) if hours is not None else None
+    if isinstance(reminders, str):
+        reminders = [r for r in reminders.replace(";", ",").split(",") if r.strip()]
+    try:
+        offsets = tuple(sorted({float(r) for r in reminders}, reverse=True))
+    except (TypeError, ValueError):
+        raise InvalidInput(gettext("reminders must be hours before the deadline, like 24, 2"))\
+            from None
+    if len(offsets) > MAX_REMINDERS or any(not 0 < r < (hours or float("inf"))
+                                           for r in offsets):
+        raise InvalidInput(gettext("each reminder must fall between the start of a turn "
+                                   "and its deadline (at most 10)"))
+    return offsets
+
+
+def _absent_after(value: Any) -> int:
+    return parse_int(value, 1, 100,
+                     gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
+
+
+def _absent_bot(value: Any) -> AbsentBot:
+    try:
+        return AbsentBot(value)
+    except ValueError:
+        raise InvalidInput(gettext("the stand-in for an absent player is 'heuristic' or "
+                                   "'default'")) from None
+
+
+def _vacation_days(value: Any) -> float:
+    try:
+        vacation = float(value)
+    except (TypeError, ValueError):
+        vacation = -1.0
+    if not 0 <= vacation <= MAX_VACATION_DAYS:
+        raise InvalidInput(gettext("vacation is 0 to 60 days per player"))
+    return vacation
