@@ -1,7 +1,8 @@
 """All database tables (SQLModel), in one module.
 
 Times are aware UTC datetimes. Engine states and actions are stored as JSON text. Raw
-link tokens are never stored: a Token row holds only the SHA-256 hash.
+link tokens are never stored: a Token row holds only the SHA-256 hash. Statuses and kinds
+are the StrEnums of ``pbem.kinds``, stored as plain text.
 """
 
 from __future__ import annotations
@@ -11,6 +12,18 @@ from datetime import UTC, datetime
 from sqlalchemy import JSON, Column, Index, MetaData, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from pbem.kinds import (
+    ClosedBy,
+    EmailTemplate,
+    EnumText,
+    GameStatus,
+    Invite,
+    MoveSource,
+    OutboxStatus,
+    SeatBot,
+    SuppressionScope,
+    TokenKind,
+)
 from pbem.policy import GamePolicy, PolicyColumn
 
 # A naming convention before the first revision, so constraints can be dropped later.
@@ -38,8 +51,8 @@ class Game(SQLModel, table=True):
     seed: int
     state: str | None = Field(default=None, sa_column=Column(Text))
     version: int = 0
-    # awaiting_host -> inviting -> active -> finished | abandoned
-    status: str = Field(default="awaiting_host", max_length=20, index=True)
+    status: GameStatus = Field(default=GameStatus.AWAITING_HOST, index=True,
+                               sa_type=EnumText(GameStatus, 20))
     # How the server runs it: deadlines, reminders, absent players, vacation (pbem.policy).
     policy: GamePolicy = Field(default_factory=GamePolicy,
                                sa_column=Column(PolicyColumn, nullable=False))
@@ -70,9 +83,8 @@ class Seat(SQLModel, table=True):
     language: str = Field(default="en", max_length=8)
     timezone: str = Field(default="UTC", max_length=64)
     is_host: bool = False
-    # invited | accepted | declined
-    invite: str = Field(default="invited", max_length=12)
-    bot: str | None = Field(default=None, max_length=16)  # heuristic | default | None
+    invite: Invite = Field(default=Invite.INVITED, sa_type=EnumText(Invite, 12))
+    bot: SeatBot | None = Field(default=None, sa_type=EnumText(SeatBot, 16))  # None: a person
     seen_event_seq: int = 0  # events up to here were narrated to this seat
     timeouts_in_row: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     vacation_used_hours: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
@@ -106,23 +118,23 @@ class Decision(SQLModel, table=True):
     reminders_sent: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     host_reminded_at: datetime | None = None  # the host's "remind now" (once per decision)
     closed_at: datetime | None = None
-    closed_by: str | None = Field(default=None, max_length=16)  # player | timeout | host
+    closed_by: ClosedBy | None = Field(default=None, sa_type=EnumText(ClosedBy, 16))
 
 
 class Token(SQLModel, table=True):
     """A link secret, stored only as its SHA-256 hash.
 
-    Kinds: ``action`` (one decision, one action), ``page`` (a seat's game page),
-    ``admin`` (the host's admin page; ``action`` holds the address it was sent to, who
-    joins a game made by its "play again"), ``unsubscribe`` (``action``: the address and
-    the template of its email), ``invite`` (accept/decline), ``host_confirm``,
-    ``my_games`` (the list of an address's games, ``action`` holds the address; it expires
-    ``LINK_DAYS`` after ``created_at``, and names one of the address's games only because
-    every token names a game).
+    Kinds (``TokenKind``): ``action`` (one decision, one action), ``page`` (a seat's
+    game page), ``admin`` (the host's admin page; ``action`` holds the address it was sent
+    to, who joins a game made by its "play again"), ``unsubscribe`` (``action``: the
+    address and the template of its email), ``invite`` (accept/decline), ``host_confirm``,
+    ``handover`` (take over a seat), ``my_games`` (the list of an address's games,
+    ``action`` holds the address; it expires ``LINK_DAYS`` after ``created_at``, and names
+    one of the address's games only because every token names a game).
     """
 
     hash: str = Field(primary_key=True, max_length=64)
-    kind: str = Field(max_length=16)
+    kind: TokenKind = Field(sa_type=EnumText(TokenKind, 16))
     game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
     seat_id: int | None = Field(default=None, foreign_key="seat.id")
     decision_id: int | None = Field(default=None, foreign_key="decision.id", index=True)
@@ -139,7 +151,7 @@ class Move(SQLModel, table=True):
     decision_id: int = Field(foreign_key="decision.id", unique=True)
     position: int
     action: dict = Field(sa_column=Column(JSON, nullable=False))
-    source: str = Field(max_length=16)  # player | timeout | bot | host
+    source: MoveSource = Field(sa_type=EnumText(MoveSource, 16))
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -161,10 +173,11 @@ class EventLog(SQLModel, table=True):
 class Outbox(SQLModel, table=True):
     """One row per email, written in the same transaction as the move that causes it.
 
-    Status: ``pending`` (due at ``next_attempt_at``), ``sending`` (claimed, leased until
-    ``next_attempt_at``), ``sent``; or it ended without being sent: ``skipped`` (stale,
-    suppressed, muted), ``held`` (over a sending cap; summarised in the recipient's next
-    turn email, then ``merged``), ``undeliverable`` (failed for good; ``last_error``).
+    Status (``OutboxStatus``): ``pending`` (due at ``next_attempt_at``), ``sending``
+    (claimed, leased until ``next_attempt_at``), ``sent``; or it ended without being sent:
+    ``skipped`` (stale, suppressed, muted), ``held`` (over a sending cap; summarised in the
+    recipient's next turn email, then ``merged``), ``undeliverable`` (failed for good;
+    ``last_error``).
     """
 
     __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),
@@ -178,10 +191,11 @@ class Outbox(SQLModel, table=True):
                       sa_column_kwargs={"server_default": ""})
     to_name: str = Field(default="", max_length=100)
     language: str = Field(default="en", max_length=8)
-    template: str = Field(max_length=64)
+    template: EmailTemplate = Field(sa_type=EnumText(EmailTemplate, 64))
     context: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     idempotency_key: str = Field(unique=True, max_length=200)
-    status: str = Field(default="pending", max_length=16)
+    status: OutboxStatus = Field(default=OutboxStatus.PENDING,
+                                 sa_type=EnumText(OutboxStatus, 16))
     attempts: int = 0
     next_attempt_at: datetime = Field(default_factory=utcnow)
     last_error: str | None = Field(default=None, sa_column=Column(Text))
@@ -197,7 +211,9 @@ class Suppression(SQLModel, table=True):
     one's games: a one-click unsubscribe from such a list). ``all`` covers the other."""
 
     address: str = Field(primary_key=True, max_length=254)  # lower case
-    scope: str = Field(default="all", max_length=16, sa_column_kwargs={"server_default": "all"})
+    scope: SuppressionScope = Field(default=SuppressionScope.ALL,
+                                    sa_type=EnumText(SuppressionScope, 16),
+                                    sa_column_kwargs={"server_default": "all"})
     created_at: datetime = Field(default_factory=utcnow)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
-from enum import StrEnum
 from typing import Any
 
 from flask_babel import gettext
@@ -21,6 +20,7 @@ from sqlalchemy.types import TypeDecorator
 
 from pbem.errors import InvalidInput, Problems
 from pbem.forms import parse_int
+from pbem.kinds import SeatBot
 
 MAX_HOURS = 24 * 30  # a turn lasts at most 30 days
 MIN_HOURS = 0.0005  # and at least a few seconds (tests and demos)
@@ -28,11 +28,8 @@ MAX_REMINDERS = 10
 MAX_VACATION_DAYS = 60.0
 
 
-class AbsentBot(StrEnum):
-    """Who plays the seat of a player who missed ``absent_after`` deadlines in a row."""
-
-    HEURISTIC = "heuristic"  # the game's heuristic bot
-    DEFAULT = "default"  # the timeout default, move after move
+# Who plays the seat of a player who missed ``absent_after`` deadlines in a row.
+AbsentBot = SeatBot
 
 
 def default_reminders(hours: float) -> tuple[float, ...]:

@@ -1,0 +1,135 @@
+"""The closed sets of words the server stores in its columns, as ``StrEnum``s.
+
+Each column holds the member's value as plain text (``EnumText``: a VARCHAR of the same
+length as before, no database enum type), so a new member needs no migration. A member
+is its value (``GameStatus.ACTIVE == "active"``): templates, JSON and old rows compare
+and read as they did. What the engine names (decision and event kinds) is not here: each
+game has its own.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+from sqlmodel.sql.sqltypes import AutoString
+
+
+class GameStatus(StrEnum):
+    """Where a game is: ``awaiting_host`` -> ``inviting`` -> ``active`` -> ``finished`` or
+    ``abandoned`` (a game abandoned before it started skips ``active``)."""
+
+    AWAITING_HOST = "awaiting_host"  # made on the web; the host has not confirmed it yet
+    INVITING = "inviting"  # invitations are out; starts when every seat has accepted
+    ACTIVE = "active"
+    FINISHED = "finished"  # ended by the rules
+    ABANDONED = "abandoned"  # ended without a winner: by the host, or nobody played
+
+    @property
+    def ended(self) -> bool:
+        return self in (GameStatus.FINISHED, GameStatus.ABANDONED)
+
+
+class Invite(StrEnum):
+    """Where a seat's invitation stands (a player who left an unstarted game: declined)."""
+
+    INVITED = "invited"
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+
+
+class SeatBot(StrEnum):
+    """Which bot plays a seat (the host's choice, or the policy's for an absent player)."""
+
+    HEURISTIC = "heuristic"  # the game's heuristic bot
+    DEFAULT = "default"  # the timeout default, move after move
+
+
+class MoveSource(StrEnum):
+    """Who made a move."""
+
+    PLAYER = "player"
+    BOT = "bot"  # a seat on a bot (the host's choice, or standing in for an absent player)
+    TIMEOUT = "timeout"  # the default action, at the deadline
+
+
+class ClosedBy(StrEnum):
+    """What closed a decision: a move (``MoveSource``'s values), or no move at all."""
+
+    PLAYER = "player"
+    BOT = "bot"
+    TIMEOUT = "timeout"
+    SUPERSEDED = "superseded"  # the engine no longer asks it
+    HOST = "host"  # the host abandoned the game
+    IDLE = "idle"  # the game ended as abandoned: nobody played for too long
+
+
+class TokenKind(StrEnum):
+    """What a link token opens (see ``pbem.models.Token``)."""
+
+    ACTION = "action"  # one decision, one action (a one-click choice)
+    PAGE = "page"  # a seat's game page
+    ADMIN = "admin"  # the host's page
+    INVITE = "invite"  # accept or decline an invitation
+    HOST_CONFIRM = "host_confirm"  # the host confirms a game made on the web
+    HANDOVER = "handover"  # take over a seat the host hands over
+    UNSUBSCRIBE = "unsubscribe"  # an email's unsubscribe link (belongs to an address)
+    MY_GAMES = "my_games"  # the list of an address's games
+
+
+class EmailTemplate(StrEnum):
+    """Every kind of email: ``templates/emails/<value>.txt`` and ``.html``."""
+
+    DECISION = "decision"  # a decision is yours (also its reminders)
+    RESULT = "result"  # the game ended
+    NOTICE = "notice"  # something happened (a timeout, a pause, a hand-over...)
+    GAME_STARTED = "game_started"
+    HOST_CONFIRM = "host_confirm"  # confirm the game you made on the web
+    INVITATION = "invitation"
+    HANDOVER_INVITE = "handover_invite"  # take over a seat
+    WELCOME = "welcome"  # you took over a seat
+    DECLINED = "declined"  # to the host: someone declined a seat or a hand-over
+    MY_GAMES = "my_games"  # the list of an address's games
+
+
+class OutboxStatus(StrEnum):
+    """Where an email stands (see ``pbem.models.Outbox``)."""
+
+    PENDING = "pending"  # due at its next attempt
+    SENDING = "sending"  # claimed by a sender, leased
+    SENT = "sent"
+    HELD = "held"  # over a sending cap; summed up in the next turn email...
+    MERGED = "merged"  # ...which did
+    SKIPPED = "skipped"  # stale, suppressed or muted when it was due
+    UNDELIVERABLE = "undeliverable"  # failed for good
+
+
+class SuppressionScope(StrEnum):
+    """What an address asked to get no more of."""
+
+    ALL = "all"  # any email from this server
+    MY_GAMES = "my_games"  # lists of its games (the template's name)
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+class EnumText(TypeDecorator[E]):
+    """A column of one ``StrEnum``, stored as its values in plain text (``AutoString`` of
+    ``length``, the type these columns always had, so migrations see no change). Rows
+    load as members; writing a value that is not one raises ValueError."""
+
+    impl = AutoString
+    cache_ok = True
+
+    def __init__(self, enum: type[E], length: int) -> None:
+        super().__init__(length=length)
+        self.enum = enum
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else self.enum(value).value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> E | None:
+        return None if value is None else self.enum(value)
