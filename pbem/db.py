@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from flask import Flask, current_app
 from sqlalchemy import create_engine, event
@@ -59,6 +60,31 @@ def session_scope(app: Flask | None = None) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+M = TypeVar("M", bound=SQLModel)
+
+
+def get_row(session: Session, model: type[M], key: Any) -> M:
+    """The row ``key`` of ``model`` that a live token or a foreign key points to. It is
+    there (rows are deleted only with their whole game), so its absence is a bug or a
+    damaged database, not a request to refuse: LookupError."""
+    row = session.get(model, key)
+    if row is None:
+        raise LookupError(f"{model.__name__} {key!r} is missing")
+    return row
+
+
+class _Saved(Protocol):
+    id: int | None
+
+
+def saved_id(row: _Saved) -> int:
+    """The id of a row that is in the database (an object gets its id when it is
+    flushed; None before that, when nothing may use it)."""
+    if row.id is None:
+        raise ValueError(f"{type(row).__name__} has no id yet: it was never flushed")
+    return row.id
 
 
 def is_postgres(app: Flask | None = None) -> bool:

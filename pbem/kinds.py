@@ -27,9 +27,9 @@ class GameStatus(StrEnum):
     FINISHED = "finished"  # ended by the rules
     ABANDONED = "abandoned"  # ended without a winner: by the host, or nobody played
 
-    @property
-    def ended(self) -> bool:
-        return self in (GameStatus.FINISHED, GameStatus.ABANDONED)
+
+# A game that has ended, either way.
+ENDED = frozenset({GameStatus.FINISHED, GameStatus.ABANDONED})
 
 
 class Invite(StrEnum):

@@ -8,8 +8,10 @@ are the StrEnums of ``pbem.kinds``, stored as plain text.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
 
-from sqlalchemy import JSON, Column, Index, MetaData, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, ColumnElement, Index, MetaData, Table, Text, UniqueConstraint
+from sqlalchemy import inspect as sa_inspect
 from sqlmodel import Field, SQLModel
 
 from pbem.kinds import (
@@ -39,6 +41,19 @@ metadata: MetaData = SQLModel.metadata
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The Core table of a model, for Core statements that skip the ORM's costs (what
+    SQLModel sets as ``__table__`` without declaring it)."""
+    return cast(Table, sa_inspect(model).local_table)
+
+
+def id_column(column: int | None) -> ColumnElement[int]:
+    """An integer primary key (``Outbox.id``) as a column of ints, to select ids with: on
+    an object it is ``int | None`` (None until the object is flushed), in a row never
+    None."""
+    return cast("ColumnElement[int]", column)
 
 
 class Game(SQLModel, table=True):

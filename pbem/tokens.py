@@ -9,9 +9,10 @@ import secrets
 from typing import Any
 
 from sqlalchemy import insert
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from pbem.models import Token, utcnow
+from pbem.kinds import TokenKind
+from pbem.models import Token, table_of, utcnow
 
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 # Anything in a log line that may be a link token: 32 or more URL-safe characters (ours
@@ -34,10 +35,10 @@ def hash_token(raw: str) -> str:
 
 # One statement object for every token: SQLAlchemy compiles it once (its cache key is
 # memoised on the object), where a new ``insert(...).values(...)`` is built each time.
-INSERT_TOKEN = insert(Token.__table__)
+INSERT_TOKEN = insert(table_of(Token))
 
 
-def mint(session: Session, kind: str, game_id: str, seat_id: int | None = None,
+def mint(session: Session, kind: TokenKind, game_id: str, seat_id: int | None = None,
          decision_id: int | None = None, action: dict | None = None) -> str:
     """Create a token row and return the raw token (shown once, never stored)."""
     (raw,) = mint_many(session, [{"kind": kind, "game_id": game_id, "seat_id": seat_id,
@@ -57,7 +58,7 @@ def mint_many(session: Session, specs: list[dict[str, Any]]) -> list[str]:
     return raws
 
 
-def lookup(session: Session, raw: str, *kinds: str) -> Token | None:
+def lookup(session: Session, raw: str, *kinds: TokenKind) -> Token | None:
     """The live token of one of ``kinds`` for ``raw``, or None (garbled, unknown, revoked)."""
     if not isinstance(raw, str) or not TOKEN_RE.match(raw):
         return None
@@ -71,9 +72,10 @@ def revoke_seat(session: Session, seat_id: int) -> None:
     """Kill every player link of a seat at once (hand-over). The host's admin link stays:
     it belongs to the host, who keeps hosting after handing over their own seat; and so
     do unsubscribe links, which belong to an address and must work for good."""
+    kept = (TokenKind.ADMIN, TokenKind.UNSUBSCRIBE)
     for token in session.exec(select(Token).where(Token.seat_id == seat_id,
-                                                  Token.revoked_at.is_(None),
-                                                  Token.kind.not_in(("admin", "unsubscribe")))):
+                                                  col(Token.revoked_at).is_(None),
+                                                  col(Token.kind).not_in(kept))):
         token.revoked_at = utcnow()
 
 

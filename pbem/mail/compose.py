@@ -21,59 +21,62 @@ from typing import Any
 from flask import current_app, render_template
 from flask_babel import force_locale
 from sqlalchemy import bindparam
-from sqlmodel import select
+from sqlmodel import Session, col, select
 
 from engine.registry import get_game
 from pbem import localize
 from pbem.i18n import format_deadline, language
+from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
-from pbem.models import Decision, EventLog, Game, Outbox, Seat
+from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column
 from pbem.tokens import mint_many
 
-LINK_PATHS = {"action": "/a/", "page": "/g/", "admin": "/admin/", "invite": "/invite/",
-              "host_confirm": "/host/confirm/", "handover": "/handover/",
-              "unsubscribe": "/u/", "my_games": "/my/"}
+LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "/admin/",
+              TokenKind.INVITE: "/invite/", TokenKind.HOST_CONFIRM: "/host/confirm/",
+              TokenKind.HANDOVER: "/handover/", TokenKind.UNSUBSCRIBE: "/u/",
+              TokenKind.MY_GAMES: "/my/"}
 
 # The reads of rendering, each built once: SQLAlchemy memoises a statement's cache key on
 # the statement object, so a prebuilt one is neither built nor keyed again for every email.
-_ROW = (select(Outbox, Game, Seat).outerjoin(Game, Game.id == Outbox.game_id)
-        .outerjoin(Seat, Seat.id == Outbox.seat_id).where(Outbox.id == bindparam("id")))
-_SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
+_ROW = (select(Outbox, Game, Seat).outerjoin(Game, col(Game.id) == Outbox.game_id)
+        .outerjoin(Seat, col(Seat.id) == Outbox.seat_id).where(Outbox.id == bindparam("id")))
+_SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(col(Seat.position))
 _EVENTS_SINCE = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
                                         EventLog.seq > bindparam("since"))
-                 .order_by(EventLog.seq))
+                 .order_by(col(EventLog.seq)))
 _OPEN_DECISIONS = (select(Decision).where(Decision.game_id == bindparam("game_id"),
-                                          Decision.closed_at.is_(None))
-                   .order_by(Decision.deadline_at, Decision.position))
-_HELD = select(Outbox.id).where(Outbox.seat_id == bindparam("seat_id"),
-                                Outbox.rcpt == bindparam("rcpt"), Outbox.status == "held")
+                                          col(Decision.closed_at).is_(None))
+                   .order_by(col(Decision.deadline_at), col(Decision.position)))
+_HELD = select(id_column(Outbox.id)).where(Outbox.seat_id == bindparam("seat_id"),
+                                Outbox.rcpt == bindparam("rcpt"),
+                                Outbox.status == OutboxStatus.HELD)
 
 
-def load_row(s, row_id: int) -> tuple[Outbox, Game | None, Seat | None, bool]:
+def load_row(s: Session, row_id: int) -> tuple[Outbox, Game | None, Seat | None, bool]:
     """An outbox row with its game and seat (one query), and whether it goes to the
     seat's own player (not, say, to someone offered the seat)."""
     row, game, seat = s.exec(_ROW, params={"id": row_id}).one()
     return row, game, seat, seat is not None and seat.email.lower() == row.rcpt
 
 
-def render_row(s, row: Outbox, game: Game | None, seat: Seat | None,
+def render_row(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
                to_player: bool) -> tuple[Outgoing, int | None, list[int]]:
     """Mint the row's links and render it, in the player's language as it is now (they
     may have changed it since queueing). Writes only the tokens: a caller that rolls back
     renders without a trace (bench/render_mail.py)."""
-    with force_locale(seat.language if to_player else row.language):
+    with force_locale(seat.language if seat is not None and to_player else row.language):
         return render(s, row, game, seat, to_player)
 
 
-def render(s, row: Outbox, game: Game | None, seat: Seat | None,
+def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
            to_player: bool) -> tuple[Outgoing, int | None, list[int]]:
     """Render ``row`` in the language of the ``force_locale`` around the call
     (``render_row`` picks the reader's): the message, the last event it tells of and the
     held rows it sums up."""
     specs = row.context["links"]
     *urls, unsubscribe = mint_links(
-        s, [*specs.values(), {"kind": "unsubscribe",
+        s, [*specs.values(), {"kind": TokenKind.UNSUBSCRIBE,
                               "action": {"address": row.rcpt, "of": row.template}}], row)
     links = dict(zip(specs, urls, strict=True))
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
@@ -94,8 +97,8 @@ def render(s, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq
-    tz = seat.timezone if to_player else "UTC"
-    if game is not None and game.status == "active" and game.paused_at is None:
+    tz = seat.timezone if seat is not None and to_player else "UTC"
+    if game is not None and game.status == GameStatus.ACTIVE and game.paused_at is None:
         ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
     if "deadline" in row.context:  # as it is now (extended, paused...), not when queued
         decision_id = row.context.get("decision_id")
@@ -105,13 +108,13 @@ def render(s, row: Outbox, game: Game | None, seat: Seat | None,
             when = decision.deadline_at.isoformat()
         ctx["deadline"] = format_deadline(when, tz)
     merged: list[int] = []
-    if row.template == "decision" and row.seat_id is not None:
+    if row.template == EmailTemplate.DECISION and row.seat_id is not None:
         merged = list(s.exec(_HELD, params={"seat_id": row.seat_id, "rcpt": row.rcpt}))
     ctx["held"] = len(merged)
     return build_message(row, game, ctx, thread_of(s, row)), seen, merged
 
 
-def open_deadlines(s, game: Game, seats: list[Seat], tz: str) -> list[dict[str, str]]:
+def open_deadlines(s: Session, game: Game, seats: list[Seat], tz: str) -> list[dict[str, Any]]:
     """Who the game waits for and until when, in zone ``tz`` and UTC, read at sending."""
     rows = s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all()
     return [{"name": seats[d.position].name, "kind": d.kind, "decision_id": d.id,
@@ -120,8 +123,10 @@ def open_deadlines(s, game: Game, seats: list[Seat], tz: str) -> list[dict[str, 
             for d in rows if d.deadline_at is not None]
 
 
-def mint_links(s, specs: list[dict], row: Outbox) -> list[str]:
-    """Mint a token for each link spec of ``row`` (in one statement); their URLs."""
+def mint_links(s: Session, specs: list[dict[str, Any]], row: Outbox) -> list[str]:
+    """Mint a token for each link spec of ``row`` (in one statement); their URLs. A spec
+    is a ``kind`` of token (``TokenKind``) with what the token names: ``decision_id``
+    and ``action`` (an admin link's action is the address it went to)."""
     # An email about no one game (the list of one's games) has no game; a token names one:
     # one of the recipient's, stored with the email.
     # A host link names the address it went to: who presses its buttons (play again).
@@ -129,7 +134,8 @@ def mint_links(s, specs: list[dict], row: Outbox) -> list[str]:
     raws = mint_many(s, [{"kind": spec["kind"], "game_id": game_id, "seat_id": row.seat_id,
                           "decision_id": spec.get("decision_id"),
                           "action": spec.get("action") or (
-                              {"address": row.rcpt} if spec["kind"] == "admin" else None)}
+                              {"address": row.rcpt} if spec["kind"] == TokenKind.ADMIN
+                              else None)}
                          for spec in specs])
     base = current_app.config["BASE_URL"].rstrip("/")
     return [base + LINK_PATHS[spec["kind"]] + raw for spec, raw in zip(specs, raws, strict=True)]

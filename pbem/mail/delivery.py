@@ -19,18 +19,19 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 from flask import current_app
 from sqlalchemy import update
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import select
+from sqlmodel import Session, col, select
 
-from pbem.db import session_scope
+from pbem.db import get_row, session_scope
+from pbem.kinds import EmailTemplate, OutboxStatus
 from pbem.mail.backends import MailError, Outgoing, backend, require
 from pbem.mail.compose import load_row, render_row
 from pbem.mail.recipients import why_not_send
-from pbem.models import Outbox, Seat, utcnow
+from pbem.models import Outbox, Seat, id_column, utcnow
 
 log = logging.getLogger("pbem.mail")
 LEASE = timedelta(minutes=2)
@@ -40,7 +41,9 @@ RENDER_ATTEMPTS = 3  # a message that cannot be rendered is given up after this 
 # a function (session, row) that fills the row in, or says why nothing goes out (the row
 # is then skipped). The services register them: the list of one's games is asked for by
 # address, and looked up here, off the request (``pbem.services.my_games``).
-PREPARE_AT_SENDING: dict[str, Callable[[Any, Outbox], str | None]] = {}
+PREPARE_AT_SENDING: dict[EmailTemplate, Callable[[Session, Outbox], str | None]] = {}
+# Rows due to be (re)tried; a row ``sending`` whose lease ran out is due again.
+_DUE = (OutboxStatus.PENDING, OutboxStatus.SENDING)
 
 
 def deliver_due(limit: int = 100, ids: list[int] | None = None) -> dict[str, int]:
@@ -52,11 +55,11 @@ def deliver_due(limit: int = 100, ids: list[int] | None = None) -> dict[str, int
     counts = {"sent": 0, "failed": 0, "skipped": 0}
     now = utcnow()
     with session_scope() as s:
-        query = select(Outbox.id).where(Outbox.status.in_(("pending", "sending")),
-                                        Outbox.next_attempt_at <= now)
+        query = select(id_column(Outbox.id)).where(col(Outbox.status).in_(_DUE),
+                                                   Outbox.next_attempt_at <= now)
         if ids is not None:
-            query = query.where(Outbox.id.in_(ids))
-        due = list(s.exec(query.order_by(Outbox.id).limit(limit)))
+            query = query.where(col(Outbox.id).in_(ids))
+        due = list(s.exec(query.order_by(col(Outbox.id)).limit(limit)))
     try:
         for row_id in due:
             outcome = _deliver_guarded(row_id)
@@ -108,14 +111,15 @@ def _deliver_one(row_id: int) -> str:
 
 def _mark_sent(row_id: int, seat_id: int | None, seen: int | None, merged: list[int]) -> None:
     with session_scope() as s:
-        row = s.get(Outbox, row_id)
-        row.status, row.sent_at, row.last_error = "sent", utcnow(), None
+        row = get_row(s, Outbox, row_id)
+        row.status, row.sent_at, row.last_error = OutboxStatus.SENT, utcnow(), None
         seat = s.get(Seat, seat_id) if seat_id else None
         if seat is not None and seen is not None and seen > seat.seen_event_seq:
             seat.seen_event_seq = seen
         if merged:
-            s.execute(update(Outbox).where(Outbox.id.in_(merged), Outbox.status == "held")
-                      .values(status="merged"))
+            s.execute(update(Outbox).where(col(Outbox.id).in_(merged),
+                                           col(Outbox.status) == OutboxStatus.HELD)
+                      .values(status=OutboxStatus.MERGED))
 
 
 def claim(row_id: int) -> bool:
@@ -124,16 +128,16 @@ def claim(row_id: int) -> bool:
     up (a sender kept dying while holding it) is given up instead."""
     now = utcnow()
     limit = int(current_app.config["MAIL_MAX_ATTEMPTS"])
-    due = (Outbox.id == row_id, Outbox.status.in_(("pending", "sending")),
-           Outbox.next_attempt_at <= now)
+    due = (col(Outbox.id) == row_id, col(Outbox.status).in_(_DUE),
+           col(Outbox.next_attempt_at) <= now)
     with session_scope() as s:
-        claimed = s.execute(update(Outbox).where(*due, Outbox.attempts < limit)
-                            .values(status="sending", next_attempt_at=now + LEASE,
-                                    attempts=Outbox.attempts + 1))
-        if claimed.rowcount == 1:
+        claimed = s.execute(update(Outbox).where(*due, col(Outbox.attempts) < limit)
+                            .values(status=OutboxStatus.SENDING, next_attempt_at=now + LEASE,
+                                    attempts=col(Outbox.attempts) + 1))
+        if isinstance(claimed, CursorResult) and claimed.rowcount == 1:
             return True
-        s.execute(update(Outbox).where(*due, Outbox.attempts >= limit).values(
-            status="undeliverable",
+        s.execute(update(Outbox).where(*due, col(Outbox.attempts) >= limit).values(
+            status=OutboxStatus.UNDELIVERABLE,
             last_error=f"gave up after {limit} attempts (the last ones never finished)"))
         return False
 
@@ -147,7 +151,7 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
         stale = why_not_send(s, row, game, seat, to_player) or (
             prepare(s, row) if prepare else None)
         if stale:
-            row.status, row.last_error = "skipped", stale
+            row.status, row.last_error = OutboxStatus.SKIPPED, stale
             return None
         out, seen, merged = render_row(s, row, game, seat, to_player)
         # what the seat has been told moves on only when the email went to its player
@@ -158,13 +162,13 @@ def _record_failure(row_id: int, error: str, permanent: bool = False,
                     limit: int | None = None) -> None:
     limit = limit or int(current_app.config["MAIL_MAX_ATTEMPTS"])
     with session_scope() as s:
-        row = s.get(Outbox, row_id)
+        row = get_row(s, Outbox, row_id)
         row.last_error = error[:2000]
         if permanent or row.attempts >= limit:
-            row.status = "undeliverable"
+            row.status = OutboxStatus.UNDELIVERABLE
             log.warning("outbox row %s is undeliverable after %s attempts: %s", row_id,
                         row.attempts, error)
             return
         delay = min(MAX_BACKOFF, timedelta(seconds=30 * 2 ** min(row.attempts - 1, 10)))
-        row.status = "pending"
+        row.status = OutboxStatus.PENDING
         row.next_attempt_at = utcnow() + delay

@@ -32,9 +32,10 @@ import idna
 from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import bindparam, func, union_all
-from sqlmodel import select
+from sqlmodel import Session, col, select
 
 from pbem.i18n import mark
+from pbem.kinds import OutboxStatus
 from pbem.models import Game, Outbox, utcnow
 
 MAX_ADDRESS = 254
@@ -178,7 +179,8 @@ class _Wire(Compat32):
     def fold_binary(self, name: str, value: Any) -> bytes:
         if (isinstance(value, str) and _SHORT_PRINTABLE.match(value)
                 and not value.endswith(" ") and "  " not in value
-                and len(name) + 2 + len(value) <= self.max_line_length):
+                and (self.max_line_length is None
+                     or len(name) + 2 + len(value) <= self.max_line_length)):
             return f"{name}: {value}{self.linesep}".encode("ascii")
         return super().fold_binary(name, value)
 
@@ -195,13 +197,13 @@ def message_id(local: str) -> str:
 
 # The first and the latest email sent to an address from a game, in one prebuilt query.
 _SENT_BEFORE = (Outbox.game_id == bindparam("game_id"), Outbox.rcpt == bindparam("rcpt"),
-                Outbox.status == "sent", Outbox.id != bindparam("id"))
-_THREAD = (select(Outbox.message_id).where(Outbox.id.in_(union_all(
+                Outbox.status == OutboxStatus.SENT, Outbox.id != bindparam("id"))
+_THREAD = (select(Outbox.message_id).where(col(Outbox.id).in_(union_all(
     select(func.min(Outbox.id)).where(*_SENT_BEFORE),
-    select(func.max(Outbox.id)).where(*_SENT_BEFORE)))).order_by(Outbox.id))
+    select(func.max(Outbox.id)).where(*_SENT_BEFORE)))).order_by(col(Outbox.id)))
 
 
-def thread_of(s, row: Outbox) -> list[str]:
+def thread_of(s: Session, row: Outbox) -> list[str]:
     """Message-IDs this email answers: the first and the latest email this address got
     from the game (both really received, so every mail program can join the thread)."""
     if row.game_id is None:
@@ -210,11 +212,12 @@ def thread_of(s, row: Outbox) -> list[str]:
                                         "id": row.id}))
 
 
-def write_headers(msg: Message, row: Outbox, game: Game | None, subject: str,
+def write_headers(msg: Message[str, Any], row: Outbox, game: Game | None, subject: str,
                   unsubscribe: str, thread: list[str] | None, lang: str) -> None:
     """Set every header of ``row``'s message but the MIME ones (in the order they are
     written): addressing, threading on ``thread``, the List headers with the one-click
-    ``unsubscribe`` link, and the flags that keep auto-responders quiet."""
+    ``unsubscribe`` link, and the flags that keep auto-responders quiet. (``msg`` takes
+    str and ``Header`` values, as every ``compat32`` message does.)"""
     list_name = gettext("pbem games")
     name, sender = current_app.config["MAIL_FROM_PAIR"]
     domain = current_app.config["MAIL_DOMAIN"]

@@ -4,36 +4,39 @@ checks made when an email is queued and again when it is sent (``why_not_send``)
 from __future__ import annotations
 
 from sqlalchemy import bindparam
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from pbem.i18n import mark
+from pbem.kinds import EmailTemplate, GameStatus, Invite, SuppressionScope
 from pbem.models import Decision, Game, Outbox, Seat, Suppression
 
 # Turn emails are never held back by the caps; the player asked for them by playing.
-TURN_TEMPLATES = frozenset({"decision", "result"})
+TURN_TEMPLATES = frozenset({EmailTemplate.DECISION, EmailTemplate.RESULT})
 # Emails to people who have not (yet) joined a game.
-INVITE_TEMPLATES = frozenset({"host_confirm", "invitation", "handover_invite"})
+INVITE_TEMPLATES = frozenset({EmailTemplate.HOST_CONFIRM, EmailTemplate.INVITATION,
+                              EmailTemplate.HANDOVER_INVITE})
 # What a player who chose "only my turns" no longer gets.
-MUTABLE_TEMPLATES = frozenset({"notice", "game_started"})
+MUTABLE_TEMPLATES = frozenset({EmailTemplate.NOTICE, EmailTemplate.GAME_STARTED})
 
 _SUPPRESSED = select(Suppression.scope).where(Suppression.address == bindparam("rcpt"))
 
 
-def why_not_send(s, row: Outbox, game: Game | None, seat: Seat | None,
+def why_not_send(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
                  to_player: bool) -> str | None:
     """Why this email must not go out now (checked at sending, not only at queueing)."""
     if suppressed(s, row.rcpt, row.template):
         return mark("the address asked not to get email from this server")
     decision_id = row.context.get("decision_id")
-    if row.template == "decision" and decision_id is not None:
+    if row.template == EmailTemplate.DECISION and decision_id is not None:
         decision = s.get(Decision, decision_id)
         if decision is None or decision.closed_at is not None:
             return mark("the decision closed before this email could be sent")
     if seat is None:
         return None
-    if row.template == "handover_invite":
+    if row.template == EmailTemplate.HANDOVER_INVITE:
         pending = seat.pending_handover or {}
-        if str(pending.get("email", "")).lower() != row.rcpt or game.status != "active":
+        if (str(pending.get("email", "")).lower() != row.rcpt or game is None
+                or game.status != GameStatus.ACTIVE):
             return mark("the host withdrew or changed this hand-over, or the game ended")
         return None
     if not to_player:
@@ -48,19 +51,19 @@ def why_not_send(s, row: Outbox, game: Game | None, seat: Seat | None,
     return None
 
 
-def suppressed(s, rcpt: str, template: str | None = None) -> bool:
+def suppressed(s: Session, rcpt: str, template: EmailTemplate | None = None) -> bool:
     """Whether address ``rcpt`` (lower case) asked for no email of ``template`` (a
     suppression's scope is a template, or ``all``); without ``template``, whether it
     asked for none at all ("never email me again")."""
     scope = s.execute(_SUPPRESSED, {"rcpt": rcpt}).scalar()
-    return scope == "all" or (scope is not None and scope == template)
+    return scope == SuppressionScope.ALL or (scope is not None and scope == template)
 
 
-def may_mail(game: Game, seat: Seat, template: str) -> bool:
+def may_mail(game: Game, seat: Seat, template: EmailTemplate) -> bool:
     """Before a person has accepted, only their invitation (or the host's confirmation
     link) may reach them. Checked when queueing and again when sending."""
-    if game.status == "awaiting_host":
-        return template == "host_confirm" and seat.is_host
-    if seat.invite != "accepted":
-        return template == "invitation" and seat.invite == "invited"
+    if game.status == GameStatus.AWAITING_HOST:
+        return template == EmailTemplate.HOST_CONFIRM and seat.is_host
+    if seat.invite != Invite.ACCEPTED:
+        return template == EmailTemplate.INVITATION and seat.invite == Invite.INVITED
     return True

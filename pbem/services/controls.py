@@ -3,7 +3,6 @@ bots and coming back, notifications, unsubscribing and leaving, language, abando
 
 from __future__ import annotations
 
-import json
 import secrets
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,13 +11,24 @@ from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import func
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from engine.registry import get_game
-from pbem.db import is_postgres, session_scope
+from pbem.db import get_row, is_postgres, saved_id, session_scope
 from pbem.errors import AlreadyRecorded, InvalidInput, RateLimited, WrongState
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.i18n import number, short_time
+from pbem.kinds import (
+    ENDED,
+    ClosedBy,
+    EmailTemplate,
+    GameStatus,
+    Invite,
+    MoveSource,
+    SeatBot,
+    SuppressionScope,
+    TokenKind,
+)
 from pbem.mail import game_name, suppressed
 from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, utcnow
 from pbem.services.deadlines import queue_reminder
@@ -32,8 +42,10 @@ from pbem.services.games import (
 from pbem.services.playing import bot_choice, end_abandoned, play_move, queue_decision
 from pbem.services.plumbing import (
     LANGUAGES,
+    PAGE_LINK,
     admin_game,
     live_token,
+    load_state,
     lock_game,
     log_notice,
     next_reminder,
@@ -95,9 +107,9 @@ def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
         decision = s.get(Decision, wanted)
         if decision is None or decision.game_id != game.id:
             raise InvalidInput(gettext("this game has no such decision; reload the host page"))
-        seat = s.get(Seat, decision.seat_id)
+        seat = get_row(s, Seat, decision.seat_id)
         host_tz = seats_of(s, game.id)[0].timezone
-        if decision.closed_at is not None or game.status != "active":
+        if decision.closed_at is not None or game.status != GameStatus.ACTIVE:
             raise WrongState(gettext("%(name)s has decided meanwhile (or the turn ended): "
                                      "there is nothing to remind of", name=seat.name))
         if decision.host_reminded_at is not None:
@@ -122,11 +134,12 @@ def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
 def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = None) -> int:
     now = utcnow()
     rows = s.exec(select(Decision).where(Decision.game_id == game.id,
-                                         Decision.closed_at.is_(None))).all()
+                                         col(Decision.closed_at).is_(None))).all()
     rows = [d for d in rows if seat_id is None or d.seat_id == seat_id]
     for d in rows:
-        d.deadline_at = d.deadline_at + shift
-        d.next_reminder_at = next_reminder(game, d.deadline_at, now)
+        if d.deadline_at is not None:
+            d.deadline_at += shift
+            d.next_reminder_at = next_reminder(game, d.deadline_at, now)
     return len(rows)
 
 
@@ -149,16 +162,17 @@ def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> str:
             seat.name, seat.language, seat.timezone = new.name, new.language, new.timezone
             return "updated"
         check_may_invite(s, new.email)
-        if recent_emails(s, Outbox.game_id == game.id, frozenset({"handover_invite"}),
-                   timedelta(days=1)) >= int(current_app.config["HANDOVER_LIMIT_PER_GAME"]):
+        if recent_emails(s, Outbox.game_id == game.id,
+                         frozenset({EmailTemplate.HANDOVER_INVITE}), timedelta(days=1)) \
+                >= int(current_app.config["HANDOVER_LIMIT_PER_GAME"]):
             raise RateLimited(gettext("this game has sent as many hand-over invitations as one day "
                               "allows; try again tomorrow"))
         _revoke_handover(s, seat)
         seat.pending_handover = {"name": new.name, "email": new.email,
                                  "language": new.language, "timezone": new.timezone,
                                  "at": utcnow().isoformat()}
-        answer = {"kind": "handover"}
-        queue_email(s, game, seat, "handover_invite",
+        answer = {"kind": TokenKind.HANDOVER}
+        queue_email(s, game, seat, EmailTemplate.HANDOVER_INVITE,
                {"host": seats_of(s, game.id)[0].name, "old": seat.name, "new": new.name},
                links={"accept": {**answer, "action": {"answer": "accept",
                                                       "email": new.email}},
@@ -171,8 +185,9 @@ def hand_over(admin_raw: str, position: Any, player: PlayerIn) -> str:
 
 def _revoke_handover(s: Session, seat: Seat) -> None:
     seat.pending_handover = None
-    for token in s.exec(select(Token).where(Token.seat_id == seat.id, Token.kind == "handover",
-                                            Token.revoked_at.is_(None))):
+    for token in s.exec(select(Token).where(Token.seat_id == seat.id,
+                                            Token.kind == TokenKind.HANDOVER,
+                                            col(Token.revoked_at).is_(None))):
         token.revoked_at = utcnow()
 
 
@@ -189,9 +204,9 @@ def withdraw_handover(admin_raw: str, position: Any) -> None:
 def describe_handover(raw: str) -> dict[str, Any]:
     """What a hand-over invitation offers, for its page (changes nothing)."""
     with session_scope() as s:
-        token = live_token(s, raw, "handover")
-        game = s.get(Game, token.game_id)
-        seat = s.get(Seat, token.seat_id)
+        token = live_token(s, raw, TokenKind.HANDOVER)
+        game = get_row(s, Game, token.game_id)
+        seat = get_row(s, Seat, token.seat_id)
         return {"game": game, "seat": seat, "seats": seats_of(s, game.id),
                 "answer": (token.action or {}).get("answer", "accept"),
                 "state": _handover_state(game, seat, token)}
@@ -201,7 +216,7 @@ def _handover_state(game: Game, seat: Seat, token: Token) -> str:
     email = str((token.action or {}).get("email", "")).lower()
     if seat.email.lower() == email:
         return "accepted"
-    if game.status != "active":
+    if game.status != GameStatus.ACTIVE:
         return "ended"
     if (seat.pending_handover or {}).get("email", "").lower() != email:
         return "withdrawn"
@@ -212,16 +227,16 @@ def answer_handover(raw: str, accept: bool) -> tuple[str, str | None]:
     """The invited person takes the seat over (or declines; the host is told). Returns
     "accepted" with a fresh link to the seat's game page (raw token), or "declined"."""
     with session_scope() as s:
-        token = live_token(s, raw, "handover")
+        token = live_token(s, raw, TokenKind.HANDOVER)
         game = lock_game(s, token.game_id)
-        seat = s.get(Seat, token.seat_id)
+        seat = get_row(s, Seat, token.seat_id)
         state = _handover_state(game, seat, token)
         if state == "accepted":
             raise AlreadyRecorded(gettext("you already took over this seat"), game_id=game.id)
-        if state != "open":
+        pending = seat.pending_handover
+        if state != "open" or pending is None:
             raise WrongState(gettext("this offer is no longer open: the host withdrew it or the "
                              "game has ended"), game_id=game.id)
-        pending = seat.pending_handover
         _revoke_handover(s, seat)
         if not accept:
             tell_host_declined(s, game, seat, handover=pending)
@@ -229,32 +244,32 @@ def answer_handover(raw: str, accept: bool) -> tuple[str, str | None]:
         new = validate_newcomer(s, game, seat, PlayerIn(
             pending["name"], pending["email"], pending["language"], pending["timezone"]))
         _give_seat(s, game, seat, new)
-        return "accepted", mint(s, "page", game.id, seat.id)
+        return "accepted", mint(s, TokenKind.PAGE, game.id, seat.id)
 
 
 def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:
     """The seat now belongs to ``new``: the old links die at once; the new player is
     welcomed with the state (and gets the seat's open decision, if any)."""
     old_name = seat.name
-    revoke_seat(s, seat.id)
+    revoke_seat(s, saved_id(seat))
     seat.name, seat.email, seat.language, seat.timezone = (
         new.name, new.email, new.language, new.timezone)
     seat.timeouts_in_row, seat.bot, seat.left_at, seat.mute_notices = 0, None, None, False
     seat.seen_event_seq = 0
     log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
                                                             "new": new.name})
-    queue_email(s, game, seat, "welcome", {"old": old_name}, links={"page": {"kind": "page"}},
-           key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
+    queue_email(s, game, seat, EmailTemplate.WELCOME, {"old": old_name}, links=PAGE_LINK,
+                key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
     mod = get_game(game.engine)
-    state = mod.from_json(json.loads(game.state))
+    state = load_state(mod, game)
     for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
-                                           Decision.closed_at.is_(None))):
+                                           col(Decision.closed_at).is_(None))):
         queue_decision(s, game, mod, state, seat, d,
                         key=f"handover:{d.id}:{seat.id}:{secrets.token_hex(4)}")
     for other in seats_of(s, game.id):
         if other.id != seat.id:
-            queue_email(s, game, other, "notice", {"headline": "seat_handed_over"},
-                   links={"page": {"kind": "page"}})
+            queue_email(s, game, other, EmailTemplate.NOTICE, {"headline": "seat_handed_over"},
+                        links=PAGE_LINK)
 
 
 # --------------------------------------------------------------------------- bots
@@ -262,31 +277,33 @@ def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:
 
 def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
     """The host puts a seat on a bot (``heuristic`` or ``default``) or takes it off."""
-    if bot not in (None, "heuristic", "default"):
-        raise InvalidInput(gettext("the bot is 'heuristic' or 'default'"))
+    try:
+        chosen = None if bot is None else SeatBot(bot)
+    except ValueError:
+        raise InvalidInput(gettext("the bot is 'heuristic' or 'default'")) from None
     with session_scope() as s:
         game = admin_game(s, admin_raw)
         _require_active(game)
         seat = _seat_at(s, game, position)
-        _switch_bot(s, game, seat, bot, by="host")
+        _switch_bot(s, game, seat, chosen, by="host")
 
 
 def is_on_bot(raw: str) -> bool:
     """Whether the seat behind a page or one-click link is being played by a bot (in a
     running game: once it has ended, nobody comes back to it)."""
     with session_scope() as s:
-        token = lookup(s, raw, "page", "action")
-        return (token is not None and bool(s.get(Seat, token.seat_id).bot)
-                and s.get(Game, token.game_id).status == "active")
+        token = lookup(s, raw, TokenKind.PAGE, TokenKind.ACTION)
+        return (token is not None and bool(get_row(s, Seat, token.seat_id).bot)
+                and get_row(s, Game, token.game_id).status == GameStatus.ACTIVE)
 
 
 def come_back(page_raw: str) -> str:
     """An absent player takes the seat back from the bot (the POST behind 'I'm back')."""
     with session_scope() as s:
-        token = live_token(s, page_raw, "page", "action")
+        token = live_token(s, page_raw, TokenKind.PAGE, TokenKind.ACTION)
         game = lock_game(s, token.game_id)
         _require_active(game)
-        seat = s.get(Seat, token.seat_id)
+        seat = get_row(s, Seat, token.seat_id)
         if seat.bot is None:
             raise WrongState(gettext("no bot is playing for you; you are already in charge"))
         seat.left_at = None
@@ -294,7 +311,7 @@ def come_back(page_raw: str) -> str:
         return game.id
 
 
-def _switch_bot(s: Session, game: Game, seat: Seat, bot: str | None, by: str) -> None:
+def _switch_bot(s: Session, game: Game, seat: Seat, bot: SeatBot | None, by: str) -> None:
     if seat.bot == bot:
         raise WrongState(gettext("that seat is already played that way"))
     seat.bot = bot
@@ -308,11 +325,12 @@ def _switch_bot(s: Session, game: Game, seat: Seat, bot: str | None, by: str) ->
 def _play_open_for_bot(s: Session, game: Game, seat: Seat) -> None:
     """A seat just put on a bot plays its open decision now (unless paused)."""
     open_rows = s.exec(select(Decision).where(Decision.seat_id == seat.id,
-                                              Decision.closed_at.is_(None))).all()
+                                              col(Decision.closed_at).is_(None))).all()
     if open_rows and game.paused_at is None:
         mod = get_game(game.engine)
-        state = mod.from_json(json.loads(game.state))
-        play_move(s, game, seat, open_rows[0], bot_choice(game, mod, state, seat), "bot")
+        state = load_state(mod, game)
+        play_move(s, game, seat, open_rows[0], bot_choice(game, mod, state, seat),
+                  MoveSource.BOT)
 
 
 # -------------------------------------------------- notifications, unsubscribing, leaving, language
@@ -328,7 +346,7 @@ def describe_unsubscribe(raw: str) -> dict[str, Any]:
     in (the page says that stopping everything stops their turn emails too, and offers
     to let a bot play each seat)."""
     with session_scope() as s:
-        token = live_token(s, raw, "unsubscribe")
+        token = live_token(s, raw, TokenKind.UNSUBSCRIBE)
         address = str((token.action or {}).get("address", ""))
         game = s.get(Game, token.game_id)
         seat = s.get(Seat, token.seat_id) if token.seat_id else None
@@ -337,7 +355,7 @@ def describe_unsubscribe(raw: str) -> dict[str, Any]:
                 "ended": _played_in_ended_game(game, seat, address),
                 "suppressed": suppressed(s, address.lower()),
                 "list": _of_list(token),
-                "lists_stopped": suppressed(s, address.lower(), "my_games"),
+                "lists_stopped": suppressed(s, address.lower(), EmailTemplate.MY_GAMES),
                 "playing": _playing(s, address.lower())}
 
 
@@ -352,16 +370,17 @@ def unsubscribe(raw: str, how: str, seat_id: Any = None) -> str:
     if how not in NOTIFY_CHOICES:
         raise InvalidInput(gettext("choose what to stop"))
     with session_scope() as s:
-        token = live_token(s, raw, "unsubscribe")
+        token = live_token(s, raw, TokenKind.UNSUBSCRIBE)
         address = str((token.action or {}).get("address", "")).lower()
         if how == "leave" and seat_id is not None:
             return _leave_seat_of(s, address, seat_id)
         game = lock_game(s, token.game_id)
         seat = s.get(Seat, token.seat_id) if token.seat_id else None
-        if _is_player(game, seat, address) and how not in ("suppress", "lists"):
+        if seat is not None and _is_player(game, seat, address) \
+                and how not in ("suppress", "lists"):
             return _notification_choice(s, game, seat, "mute" if how == "one-click" else how)
         if how in ("one-click", "lists") and _of_list(token):
-            _stop(s, address, "my_games")
+            _stop(s, address, SuppressionScope.MY_GAMES)
             return "lists"
         if how == "one-click" and _played_in_ended_game(game, seat, address):
             return "ended"  # it sends nothing more; their other games are not touched
@@ -375,15 +394,16 @@ def _of_list(token: Token) -> bool:
     """Whether an unsubscribe link came with a list of one's games (a link minted before
     links named their email: the only emails without a seat are such lists)."""
     action = token.action or {}
-    return action.get("of", "my_games" if token.seat_id is None else None) == "my_games"
+    return action.get("of", EmailTemplate.MY_GAMES if token.seat_id is None else None) \
+        == EmailTemplate.MY_GAMES
 
 
 def _playing(s: Session, address: str) -> list[dict[str, Any]]:
     """The seats ``address`` holds in games running or about to start, oldest first."""
     found = []
     for seat in s.exec(select(Seat).where(func.lower(Seat.email) == address)
-                       .order_by(Seat.id)):
-        game = s.get(Game, seat.game_id)
+                       .order_by(col(Seat.id))):
+        game = get_row(s, Game, seat.game_id)
         if _is_player(game, seat, address):
             found.append({"seat_id": seat.id, "title": game_name(game, seats_of(s, game.id)),
                           "status": game.status})
@@ -393,13 +413,13 @@ def _playing(s: Session, address: str) -> list[dict[str, Any]]:
 def _leave_seat_of(s: Session, address: str, seat_id: Any) -> str:
     """Leave one seat that ``address`` holds (a bot plays it; its host is told)."""
     seat = s.get(Seat, parse_int(seat_id, 1, DB_INT_MAX, gettext("choose a game")))
-    game = lock_game(s, seat.game_id) if seat is not None else None
-    if game is not None:
+    if seat is not None:
+        game = lock_game(s, seat.game_id)
         s.refresh(seat)  # read again under the game's lock
-    if not _is_player(game, seat, address):
-        raise WrongState(gettext("this address has no seat in that game (any more)"))
-    _leave(s, game, seat)
-    return "left"
+        if _is_player(game, seat, address):
+            _leave(s, game, seat)
+            return "left"
+    raise WrongState(gettext("this address has no seat in that game (any more)"))
 
 
 def set_notifications(page_raw: str, how: str) -> str:
@@ -407,9 +427,9 @@ def set_notifications(page_raw: str, how: str) -> str:
     if how not in ("mute", "unmute", "leave"):
         raise InvalidInput(gettext("choose a setting"))
     with session_scope() as s:
-        token = live_token(s, page_raw, "page")
+        token = live_token(s, page_raw, TokenKind.PAGE)
         game = lock_game(s, token.game_id)
-        seat = s.get(Seat, token.seat_id)
+        seat = get_row(s, Seat, token.seat_id)
         if not _is_player(game, seat, seat.email.lower()):
             raise WrongState(gettext("the game is not running"))
         return _notification_choice(s, game, seat, how)
@@ -420,23 +440,24 @@ def set_language(page_raw: str, lang: str) -> str:
     if lang not in LANGUAGES:
         raise InvalidInput(gettext("choose one of the languages offered"))
     with session_scope() as s:
-        token = live_token(s, page_raw, "page")
+        token = live_token(s, page_raw, TokenKind.PAGE)
         lock_game(s, token.game_id)
-        s.get(Seat, token.seat_id).language = lang
+        get_row(s, Seat, token.seat_id).language = lang
         return lang
 
 
 def _is_player(game: Game | None, seat: Seat | None, address: str) -> bool:
     """A person playing (or about to play) this game, as opposed to someone who was only
     invited, or whose game has ended."""
-    return (game is not None and seat is not None and game.status in ("inviting", "active")
-            and seat.invite == "accepted" and seat.left_at is None
+    return (game is not None and seat is not None
+            and game.status in (GameStatus.INVITING, GameStatus.ACTIVE)
+            and seat.invite == Invite.ACCEPTED and seat.left_at is None
             and seat.email.lower() == address.lower())
 
 
 def _played_in_ended_game(game: Game | None, seat: Seat | None, address: str) -> bool:
-    return (game is not None and seat is not None and game.status in ("finished", "abandoned")
-            and seat.invite == "accepted" and seat.email.lower() == address.lower())
+    return (game is not None and seat is not None and game.status in ENDED
+            and seat.invite == Invite.ACCEPTED and seat.email.lower() == address.lower())
 
 
 def _notification_choice(s: Session, game: Game, seat: Seat, how: str) -> str:
@@ -450,29 +471,29 @@ def _notification_choice(s: Session, game: Game, seat: Seat, how: str) -> str:
 def _leave(s: Session, game: Game, seat: Seat) -> None:
     """The player leaves: a bot plays the seat, nothing more is sent to them, and the
     host is told (and can hand the seat to someone else)."""
-    if game.status != "active":
-        seat.invite, seat.left_at = "declined", utcnow()
+    if game.status != GameStatus.ACTIVE:
+        seat.invite, seat.left_at = Invite.DECLINED, utcnow()
         tell_host_declined(s, game, seat)
         return
     seat.left_at = utcnow()
     log_notice(s, game, "seat_left", seat.position, {"bot": game.policy.absent_bot})
     host = seats_of(s, game.id)[0]
     if host.id != seat.id:
-        queue_email(s, game, host, "notice", {"headline": "seat_left"},
-               links={"admin": {"kind": "admin"}, "page": {"kind": "page"}})
+        queue_email(s, game, host, EmailTemplate.NOTICE, {"headline": "seat_left"},
+                    links={"admin": {"kind": TokenKind.ADMIN}, **PAGE_LINK})
     if seat.bot is None:
         seat.bot = game.policy.absent_bot
         _play_open_for_bot(s, game, seat)
 
 
-def _stop(s: Session, address: str, scope: str) -> None:
+def _stop(s: Session, address: str, scope: SuppressionScope) -> None:
     """Record that ``address`` wants no email of ``scope`` (``all`` wins over any)."""
     dialect = postgresql if is_postgres() else sqlite
     insert = dialect.insert(Suppression).values(address=address, scope=scope,
                                                 created_at=utcnow())
-    if scope == "all":
+    if scope == SuppressionScope.ALL:
         s.execute(insert.on_conflict_do_update(index_elements=["address"],
-                                               set_={"scope": "all"}))
+                                               set_={"scope": SuppressionScope.ALL}))
     else:
         s.execute(insert.on_conflict_do_nothing(index_elements=["address"]))
 
@@ -480,11 +501,11 @@ def _stop(s: Session, address: str, scope: str) -> None:
 def _suppress(s: Session, game: Game, seat: Seat | None, address: str) -> None:
     """Never email ``address`` again; an open invitation of theirs in this game counts as
     declined, and a hand-over offered to them is withdrawn (the host is told)."""
-    _stop(s, address, "all")
+    _stop(s, address, SuppressionScope.ALL)
     if seat is None:
         return
-    if seat.email.lower() == address and seat.invite == "invited":
-        seat.invite = "declined"
+    if seat.email.lower() == address and seat.invite == Invite.INVITED:
+        seat.invite = Invite.DECLINED
         tell_host_declined(s, game, seat)
         start_if_ready(s, game, seats_of(s, game.id))
     pending = seat.pending_handover or {}
@@ -500,20 +521,20 @@ def abandon_game(admin_raw: str) -> None:
     """The host ends the game for everyone, without a winner."""
     with session_scope() as s:
         game = admin_game(s, admin_raw)
-        if game.status in ("finished", "abandoned"):
+        if game.status in ENDED:
             raise WrongState(gettext("the game has already ended"))
         mod = get_game(game.engine)
-        state = mod.from_json(json.loads(game.state)) if game.state else None
-        end_abandoned(s, game, mod, state, "game_abandoned_by_host", {}, by="host")
+        state = load_state(mod, game) if game.state else None
+        end_abandoned(s, game, mod, state, "game_abandoned_by_host", {}, by=ClosedBy.HOST)
 
 
 def take_vacation(page_raw: str, days: Any) -> float:
     """Pause my deadlines for some days (up to the game's allowance); returns days left."""
     with session_scope() as s:
-        token = live_token(s, page_raw, "page")
+        token = live_token(s, page_raw, TokenKind.PAGE)
         game = lock_game(s, token.game_id)
         _require_active(game)
-        seat = s.get(Seat, token.seat_id)
+        seat = get_row(s, Seat, token.seat_id)
         try:
             wanted = float(days)
         except (TypeError, ValueError):
@@ -524,16 +545,17 @@ def take_vacation(page_raw: str, days: Any) -> float:
                                        "vacation in this game", left=number(left)))
         now = utcnow()
         shift = timedelta(days=wanted)
-        seat.vacation_until = max(now, seat.vacation_until or now) + shift
+        until = max(now, seat.vacation_until or now) + shift
+        seat.vacation_until = until
         seat.vacation_used_hours += wanted * 24
         _shift_open(s, game, shift, seat_id=seat.id)
         notice_all(s, game, "vacation_taken", seat.position,
-                    {"days": wanted, "until": seat.vacation_until.isoformat()})
+                   {"days": wanted, "until": until.isoformat()})
         return left - wanted
 
 
 def _require_active(game: Game) -> None:
-    if game.status != "active":
+    if game.status != GameStatus.ACTIVE:
         raise WrongState(gettext("the game is not running"))
 
 

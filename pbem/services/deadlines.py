@@ -4,18 +4,25 @@ times."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from engine.registry import get_game
-from pbem.db import session_scope
-from pbem.models import Decision, Game, Seat
+from pbem.db import get_row, session_scope
+from pbem.kinds import EmailTemplate, GameStatus, MoveSource
+from pbem.models import Decision, Game, Seat, id_column
 from pbem.services.playing import play_move, queue_decision
-from pbem.services.plumbing import lock_game, log_notice, next_reminder, queue_email
+from pbem.services.plumbing import (
+    PAGE_LINK,
+    load_state,
+    lock_game,
+    log_notice,
+    next_reminder,
+    queue_email,
+)
 
 
 def due_reminders(now: datetime, limit: int = 500) -> list[int]:
@@ -33,9 +40,9 @@ def _due(column: Any, now: datetime, limit: int) -> list[int]:
     earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at))."""
     with session_scope() as s:
         return list(s.exec(
-            select(Decision.id).join(Game, Game.id == Decision.game_id)
-            .where(Decision.closed_at.is_(None), column <= now,
-                   Game.status == "active", Game.paused_at.is_(None))
+            select(id_column(Decision.id)).join(Game, col(Game.id) == Decision.game_id)
+            .where(col(Decision.closed_at).is_(None), column <= now,
+                   Game.status == GameStatus.ACTIVE, col(Game.paused_at).is_(None))
             .order_by(column).limit(limit)))
 
 
@@ -50,8 +57,9 @@ def _running_decision(s: Session, decision_id: int) -> tuple[Decision, Game] | N
     if game_id is None:
         return None
     game = lock_game(s, game_id)
-    decision = s.get(Decision, decision_id)  # first read in this session: under the lock
-    if decision.closed_at is not None or game.status != "active" or game.paused_at is not None:
+    decision = get_row(s, Decision, decision_id)  # first read in this session: under the lock
+    if decision.closed_at is not None or game.status != GameStatus.ACTIVE \
+            or game.paused_at is not None:
         return None
     return decision, game
 
@@ -63,14 +71,14 @@ def send_reminder(decision_id: int, now: datetime) -> bool:
         if found is None:
             return False
         decision, game = found
-        due = decision.next_reminder_at
-        if due is None or due > now:
+        due, deadline = decision.next_reminder_at, decision.deadline_at
+        if due is None or due > now or deadline is None:
             return False
-        if decision.deadline_at <= now:  # overdue: the timeout comes next, not a reminder
+        if deadline <= now:  # overdue: the timeout comes next, not a reminder
             decision.next_reminder_at = None
             return False
-        seat = s.get(Seat, decision.seat_id)
-        decision.next_reminder_at = next_reminder(game, decision.deadline_at, now)
+        seat = get_row(s, Seat, decision.seat_id)
+        decision.next_reminder_at = next_reminder(game, deadline, now)
         queue_reminder(s, game, decision, seat, now)
         return True
 
@@ -84,7 +92,7 @@ def queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: 
     decision.reminded_at = now
     if not seat.bot:
         mod = get_game(game.engine)
-        state = mod.from_json(json.loads(game.state))
+        state = load_state(mod, game)
         queue_decision(s, game, mod, state, seat, decision, reminder=True, key=key)
 
 
@@ -92,12 +100,12 @@ def time_out(decision_id: int, now: datetime) -> bool:
     """Play the default action of an expired decision, exactly once; tell everyone."""
     with session_scope() as s:
         found = _running_decision(s, decision_id)
-        if found is None or found[0].deadline_at > now:
+        if found is None or found[0].deadline_at is None or found[0].deadline_at > now:
             return False
         decision, game = found
-        seat = s.get(Seat, decision.seat_id)
+        seat = get_row(s, Seat, decision.seat_id)
         mod = get_game(game.engine)
-        state = mod.from_json(json.loads(game.state))
+        state = load_state(mod, game)
         action = mod.default_action(state, seat.position)
         seat.timeouts_in_row += 1
         to_bot = seat.bot is None and seat.timeouts_in_row >= game.policy.absent_after
@@ -108,11 +116,11 @@ def time_out(decision_id: int, now: datetime) -> bool:
         if to_bot:
             log_notice(s, game, "seat_on_bot", seat.position,
                         {"bot": seat.bot, "timeouts": seat.timeouts_in_row, "by": "absence"})
-        played = play_move(s, game, seat, decision, action, "timeout", state)
+        played = play_move(s, game, seat, decision, action, MoveSource.TIMEOUT, state)
         told = {d.seat_id for d in played.opened
                 if not played.seats[d.position].bot}  # a turn email
         for other in played.seats:
-            if other.id not in told and game.status == "active":
-                queue_email(s, game, other, "notice", {"headline": "decision_timed_out"},
-                       links={"page": {"kind": "page"}})
+            if other.id not in told and game.status == GameStatus.ACTIVE:
+                queue_email(s, game, other, EmailTemplate.NOTICE,
+                            {"headline": "decision_timed_out"}, links=PAGE_LINK)
         return True

@@ -14,13 +14,13 @@ from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import delete
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from engine.core import EngineError
 from engine.core import Game as EngineGame
 from engine.registry import get_game, listing, listings
 from pbem import zones
-from pbem.db import is_postgres, session_scope
+from pbem.db import get_row, is_postgres, saved_id, session_scope
 from pbem.errors import (
     AlreadyRecorded,
     InvalidInput,
@@ -28,6 +28,7 @@ from pbem.errors import (
     RateLimited,
     WrongState,
 )
+from pbem.kinds import ENDED, EmailTemplate, GameStatus, Invite, TokenKind
 from pbem.mail import INVITE_TEMPLATES, default_title, suppressed
 from pbem.mail.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.models import Game, Outbox, RateLimit, Seat, Token, utcnow
@@ -35,6 +36,7 @@ from pbem.policy import GamePolicy
 from pbem.services.playing import sync_decisions
 from pbem.services.plumbing import (
     LANGUAGES,
+    PAGE_LINK,
     admin_game,
     dump_json,
     host_address,
@@ -92,16 +94,10 @@ def validate_players(players: Sequence[PlayerIn | None], game: EngineGame | None
     own = problems is None
     problems = Problems() if problems is None else problems
     rows = [(i, p) for i, p in enumerate(players) if p is not None]
-    if game is not None and not game.MIN_PLAYERS <= len(rows) <= game.MAX_PLAYERS:
-        problems.add("players", gettext("a game needs %(low)s to %(high)s players, not %(n)s",
-                                        low=game.MIN_PLAYERS, high=game.MAX_PLAYERS,
-                                        n=len(rows)))
-    for i in [i for i, _p in rows if game is not None and i >= game.MAX_PLAYERS]:
-        # a row of the home form the chosen game has no seat for (the form hides it)
-        problems.add(f"name{i}", gettext(
-            "this game takes at most %(n)s players: leave player %(i)s empty, or choose "
-            "a game for more players", n=game.MAX_PLAYERS, i=i + 1))
-    out, seen = [], set()
+    if game is not None:
+        _check_player_count(game, [i for i, _p in rows], problems)
+    out: list[PlayerIn] = []
+    seen: set[str] = set()
     for i, p in rows:
         player = _check_player(p, i, seen, problems)
         if player is not None:
@@ -109,6 +105,20 @@ def validate_players(players: Sequence[PlayerIn | None], game: EngineGame | None
     if own:
         problems.raise_any()
     return out
+
+
+def _check_player_count(game: EngineGame, rows: list[int], problems: Problems) -> None:
+    """The players of ``rows`` (their rows on the home page's form) are as many as
+    ``game`` takes, each in a row the game has a seat for."""
+    if not game.MIN_PLAYERS <= len(rows) <= game.MAX_PLAYERS:
+        problems.add("players", gettext("a game needs %(low)s to %(high)s players, not %(n)s",
+                                        low=game.MIN_PLAYERS, high=game.MAX_PLAYERS,
+                                        n=len(rows)))
+    for i in [i for i in rows if i >= game.MAX_PLAYERS]:
+        # a row of the home form the chosen game has no seat for (the form hides it)
+        problems.add(f"name{i}", gettext(
+            "this game takes at most %(n)s players: leave player %(i)s empty, or choose "
+            "a game for more players", n=game.MAX_PLAYERS, i=i + 1))
 
 
 def _check_player(p: PlayerIn, i: int, seen: set[str], problems: Problems) -> PlayerIn | None:
@@ -122,23 +132,23 @@ def _check_player(p: PlayerIn, i: int, seen: set[str], problems: Problems) -> Pl
         email = None
     if email is not None:
         seen.add(email.lower())
-    language = p.language
+    language: str | None = p.language
     if language not in LANGUAGES:
         problems.add(f"lang{i}", gettext("player %(i)s: language must be one of %(codes)s",
                                          i=n, codes=", ".join(LANGUAGES)))
         language = None
-    timezone = p.timezone
-    if not zones.is_known(timezone):
+    timezone: str | None = p.timezone
+    if not zones.is_known(p.timezone):
         problems.add(f"tz{i}", gettext("player %(i)s: unknown time zone %(tz)s", i=n,
                                        tz=repr(str(timezone)[:64])))
         timezone = None
-    if None in (name, email, language, timezone):
+    if name is None or email is None or language is None or timezone is None:
         return None
     return PlayerIn(name, email, language, timezone)
 
 
 def _check_email(text: str | None, n: int) -> str:
-    if not (text or "").strip():
+    if text is None or not text.strip():
         raise InvalidInput(gettext("player %(i)s: the email address is missing", i=n))
     try:
         return parse_address(text)
@@ -254,7 +264,7 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], policy: GameP
                 options=dict(listing(engine_name).options),
                 policy=policy,
                 spectator_key=secrets.token_hex(8),
-                status="awaiting_host" if confirm_by_email else "inviting")
+                status=GameStatus.AWAITING_HOST if confirm_by_email else GameStatus.INVITING)
     s.add(game)
     s.flush()
     seats = []
@@ -262,15 +272,16 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], policy: GameP
         joined = start or (pos == 0 if host is None else p.email.lower() == host)
         seat = Seat(game_id=gid, position=pos, name=p.name, email=p.email,
                     language=p.language, timezone=p.timezone, is_host=pos == 0,
-                    invite="accepted" if joined else "invited")
+                    invite=Invite.ACCEPTED if joined else Invite.INVITED)
         s.add(seat)
         seats.append(seat)
     s.flush()
-    admin = mint(s, "admin", gid, seats[0].id,
+    admin = mint(s, TokenKind.ADMIN, gid, seats[0].id,
                  action={"address": host if host is not None else seats[0].email.lower()})
     if confirm_by_email:
-        queue_email(s, game, seats[0], "host_confirm", {"days": UNCONFIRMED_DAYS}, links={
-            "confirm": {"kind": "host_confirm"}, "admin": {"kind": "admin"}})
+        queue_email(s, game, seats[0], EmailTemplate.HOST_CONFIRM, {"days": UNCONFIRMED_DAYS},
+                    links={"confirm": {"kind": TokenKind.HOST_CONFIRM},
+                           "admin": {"kind": TokenKind.ADMIN}})
     elif start:
         _start(s, game, seats)
     else:
@@ -295,9 +306,9 @@ def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool
         if old.follow_up_game_id is not None:
             first = seats_of(s, old.follow_up_game_id)[0]
             return Created(old.follow_up_game_id,
-                           mint(s, "admin", old.follow_up_game_id, first.id,
+                           mint(s, TokenKind.ADMIN, old.follow_up_game_id, first.id,
                                 action={"address": asker})), False
-        if old.status not in ("finished", "abandoned"):
+        if old.status not in ENDED:
             raise WrongState(gettext("a game can be played again once it has ended"))
         mod = get_game(old.engine)
         seats = [seat for seat, _joined in play_again_players(s, old, asker)]
@@ -366,9 +377,9 @@ def expired_unconfirmed(now: datetime, limit: int = 500) -> list[str]:
     (for the clock)."""
     with session_scope() as s:
         return list(s.exec(select(Game.id).where(
-            Game.status == "awaiting_host",
-            Game.created_at <= now - timedelta(days=UNCONFIRMED_DAYS))
-            .order_by(Game.created_at).limit(limit)))
+            Game.status == GameStatus.AWAITING_HOST,
+            col(Game.created_at) <= now - timedelta(days=UNCONFIRMED_DAYS))
+            .order_by(col(Game.created_at)).limit(limit)))
 
 
 def expire_unconfirmed(game_id: str, now: datetime) -> bool:
@@ -377,11 +388,11 @@ def expire_unconfirmed(game_id: str, now: datetime) -> bool:
     and only the host was ever emailed); False if it was confirmed meanwhile."""
     with session_scope() as s:
         game = lock_game(s, game_id)
-        if game.status != "awaiting_host" or \
+        if game.status != GameStatus.AWAITING_HOST or \
                 game.created_at > now - timedelta(days=UNCONFIRMED_DAYS):
             return False
         for model in (Token, Outbox, Seat):
-            s.execute(delete(model).where(model.game_id == game_id))
+            s.execute(delete(model).where(col(model.game_id) == game_id))
         s.delete(game)
         return True
 
@@ -389,10 +400,10 @@ def expire_unconfirmed(game_id: str, now: datetime) -> bool:
 def describe_host_confirm(raw: str) -> dict[str, Any]:
     """What a host's confirmation link would confirm, for its page (changes nothing)."""
     with session_scope() as s:
-        token = live_token(s, raw, "host_confirm")
-        game = s.get(Game, token.game_id)
+        token = live_token(s, raw, TokenKind.HOST_CONFIRM)
+        game = get_row(s, Game, token.game_id)
         return {"game": game, "seats": seats_of(s, game.id),
-                "confirmed": game.status != "awaiting_host"}
+                "confirmed": game.status != GameStatus.AWAITING_HOST}
 
 
 def confirm_host(raw: str) -> tuple[str, bool, str | None]:
@@ -401,57 +412,62 @@ def confirm_host(raw: str) -> tuple[str, bool, str | None]:
     saying so instead of turning into an unknown link) and, when it did, a fresh link
     to the host page (raw token) for the page that says so."""
     with session_scope() as s:
-        token = live_token(s, raw, "host_confirm")
+        token = live_token(s, raw, TokenKind.HOST_CONFIRM)
         game = lock_game(s, token.game_id)
-        if game.status == "abandoned":
+        if game.status == GameStatus.ABANDONED:
             raise WrongState(gettext("the host ended this game before it started"))
-        if game.status != "awaiting_host":
+        if game.status != GameStatus.AWAITING_HOST:
             return game.id, False, None
-        game.status = "inviting"
+        game.status = GameStatus.INVITING
         _send_invitations(s, game, seats_of(s, game.id))
-        return game.id, True, mint(s, "admin", game.id, token.seat_id)
+        return game.id, True, mint(s, TokenKind.ADMIN, game.id, token.seat_id)
+
+
+# The links of an invitation: accept or decline.
+_INVITE_LINKS: dict[str, dict[str, Any]] = {
+    "accept": {"kind": TokenKind.INVITE, "action": {"answer": "accept"}},
+    "decline": {"kind": TokenKind.INVITE, "action": {"answer": "decline"}}}
 
 
 def _send_invitations(s: Session, game: Game, seats: list[Seat]) -> None:
     host = seats[0]
     for seat in seats:
-        if seat.invite == "invited":
-            queue_email(s, game, seat, "invitation", {"host": host.name}, links={
-                "accept": {"kind": "invite", "action": {"answer": "accept"}},
-                "decline": {"kind": "invite", "action": {"answer": "decline"}}})
+        if seat.invite == Invite.INVITED:
+            queue_email(s, game, seat, EmailTemplate.INVITATION, {"host": host.name},
+                        links=_INVITE_LINKS)
     start_if_ready(s, game, seats)
 
 
 def describe_invitation(raw: str) -> dict[str, Any]:
     """What an invitation link answers, for its confirmation page (changes nothing)."""
     with session_scope() as s:
-        token = live_token(s, raw, "invite")
-        game = s.get(Game, token.game_id)
+        token = live_token(s, raw, TokenKind.INVITE)
+        game = get_row(s, Game, token.game_id)
         seats = seats_of(s, game.id)
         seat = next(x for x in seats if x.id == token.seat_id)
         return {"game": game, "seat": seat, "seats": seats,
                 "answer": (token.action or {}).get("answer", "accept"),
-                "answered": seat.invite if seat.invite != "invited" else None}
+                "answered": seat.invite if seat.invite != Invite.INVITED else None}
 
 
-def answer_invitation(raw: str, accept: bool) -> tuple[str, str, str | None]:
+def answer_invitation(raw: str, accept: bool) -> tuple[str, Invite, str | None]:
     """Accept or decline; returns the game id, the new invite status and, for an
     acceptance, a fresh link to the player's game page (raw token). Starts when all
     accepted."""
     with session_scope() as s:
-        token = live_token(s, raw, "invite")
+        token = live_token(s, raw, TokenKind.INVITE)
         game = lock_game(s, token.game_id)
-        seat = s.get(Seat, token.seat_id)
-        if seat.invite != "invited":
+        seat = get_row(s, Seat, token.seat_id)
+        if seat.invite != Invite.INVITED:
             raise AlreadyRecorded(gettext("you already answered this invitation"),
                                   game_id=game.id, answer=seat.invite)
-        if game.status != "inviting":
+        if game.status != GameStatus.INVITING:
             raise WrongState(gettext("this game no longer waits for players: the host ended it"))
-        seat.invite = "accepted" if accept else "declined"
+        seat.invite = Invite.ACCEPTED if accept else Invite.DECLINED
         if not accept:
             tell_host_declined(s, game, seat)
         start_if_ready(s, game, seats_of(s, game.id))
-        page = mint(s, "page", game.id, seat.id) if accept else None
+        page = mint(s, TokenKind.PAGE, game.id, seat.id) if accept else None
         return game.id, seat.invite, page
 
 
@@ -459,27 +475,25 @@ def replace_player(admin_raw: str, position: int, player: PlayerIn) -> None:
     """The host invites someone else for a seat whose invitation was declined."""
     with session_scope() as s:
         game = admin_game(s, admin_raw)
-        if game.status != "inviting":
+        if game.status != GameStatus.INVITING:
             raise WrongState(gettext("players can be replaced only while invitations are open"))
         seats = seats_of(s, game.id)
-        if not 0 <= position < len(seats) or seats[position].invite != "declined":
+        if not 0 <= position < len(seats) or seats[position].invite != Invite.DECLINED:
             raise InvalidInput(gettext("only a seat whose invitation was declined can be "
                                        "re-invited"))
         seat = seats[position]
         new = validate_newcomer(s, game, seat, player)
         check_may_invite(s, new.email)
-        revoke_seat(s, seat.id)
-        seat.name, seat.email, seat.invite = new.name, new.email, "invited"
+        revoke_seat(s, saved_id(seat))
+        seat.name, seat.email, seat.invite = new.name, new.email, Invite.INVITED
         seat.left_at, seat.mute_notices = None, False
         seat.language, seat.timezone = new.language, new.timezone
-        queue_email(s, game, seat, "invitation", {"host": seats[0].name}, links={
-            "accept": {"kind": "invite", "action": {"answer": "accept"}},
-            "decline": {"kind": "invite", "action": {"answer": "decline"}}},
-            key=f"invitation:{seat.id}:{secrets.token_hex(4)}")
+        queue_email(s, game, seat, EmailTemplate.INVITATION, {"host": seats[0].name},
+                    links=_INVITE_LINKS, key=f"invitation:{seat.id}:{secrets.token_hex(4)}")
 
 
 def start_if_ready(s: Session, game: Game, seats: list[Seat]) -> None:
-    if game.status == "inviting" and all(x.invite == "accepted" for x in seats):
+    if game.status == GameStatus.INVITING and all(x.invite == Invite.ACCEPTED for x in seats):
         _start(s, game, seats)
 
 
@@ -491,7 +505,7 @@ def _start(s: Session, game: Game, seats: list[Seat]) -> None:
         state, events = setup(names, game.seed, game.options)
     else:
         state, events = mod.setup(names, game.seed, game.options), []
-    game.status = "active"
+    game.status = GameStatus.ACTIVE
     game.started_at = utcnow()
     game.version = 1
     game.state = dump_json(mod.to_json(state))
@@ -499,7 +513,7 @@ def _start(s: Session, game: Game, seats: list[Seat]) -> None:
     deciding = {d.seat_id for d in sync_decisions(s, game, mod, state, seats)}
     for seat in seats:
         if seat.id not in deciding:
-            queue_email(s, game, seat, "game_started", {}, links={"page": {"kind": "page"}})
+            queue_email(s, game, seat, EmailTemplate.GAME_STARTED, {}, links=PAGE_LINK)
 
 
 def validate_newcomer(s: Session, game: Game, seat: Seat, player: PlayerIn) -> PlayerIn:
@@ -511,12 +525,12 @@ def validate_newcomer(s: Session, game: Game, seat: Seat, player: PlayerIn) -> P
 
 
 def tell_host_declined(s: Session, game: Game, seat: Seat,
-                        handover: dict | None = None) -> None:
+                       handover: dict[str, Any] | None = None) -> None:
     """Tell the host that someone declined a seat (or a hand-over of one)."""
     host = seats_of(s, game.id)[0]
     who = handover or {"name": seat.name, "email": seat.email}
     if host.id != seat.id or handover:
-        queue_email(s, game, host, "declined",
-               {"who": who["name"], "email": who["email"], "handover": bool(handover)},
-               links={"admin": {"kind": "admin"}},
-               key=f"declined:{game.id}:{seat.id}:{secrets.token_hex(4)}")
+        queue_email(s, game, host, EmailTemplate.DECLINED,
+                    {"who": who["name"], "email": who["email"], "handover": bool(handover)},
+                    links={"admin": {"kind": TokenKind.ADMIN}},
+                    key=f"declined:{game.id}:{seat.id}:{secrets.token_hex(4)}")

@@ -16,25 +16,31 @@ cap every email that is not a turn counts against), so the form cannot flood any
 
 from __future__ import annotations
 
-import json
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import bindparam, func, insert
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from engine.registry import get_game
-from pbem.db import session_scope
+from pbem.db import get_row, session_scope
 from pbem.errors import FormInvalid, LinkExpired, NotFound
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.i18n import language
+from pbem.kinds import ENDED, EmailTemplate, GameStatus, Invite, OutboxStatus, TokenKind
 from pbem.mail import PREPARE_AT_SENDING, TURN_TEMPLATES, game_name
 from pbem.mail.headers import BadAddress, address_problem, message_id, parse_address
-from pbem.models import Decision, Game, Outbox, Seat, utcnow
-from pbem.services.plumbing import live_token, recent_emails, seats_of, wake_deliverer
+from pbem.models import Decision, Game, Outbox, Seat, Token, utcnow
+from pbem.services.plumbing import (
+    live_token,
+    load_state,
+    recent_emails,
+    seats_of,
+    wake_deliverer,
+)
 from pbem.services.reading import end_notice
 from pbem.tokens import hash_token, mint
 
@@ -57,18 +63,19 @@ def request_my_games(address: str) -> None:
         now = utcnow()
         s.execute(insert(Outbox).values(
             game_id=None, seat_id=None, to_addr=rcpt, rcpt=rcpt, to_name="",
-            language=language(), template="my_games",
-            context={"links": {"list": {"kind": "my_games", "action": {"address": rcpt}}},
+            language=language(), template=EmailTemplate.MY_GAMES,
+            context={"links": {"list": {"kind": TokenKind.MY_GAMES,
+                                        "action": {"address": rcpt}}},
                      "request": True},
             idempotency_key=key, message_id=message_id(key.replace(":", ".")),
-            status="pending", attempts=0, next_attempt_at=now, created_at=now))
+            status=OutboxStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now))
         wake_deliverer(s)
 
 
 # Requests for an address's list in a time, whatever became of them (sent or not): the
 # same count for an address that plays here and one that does not.
 _REQUESTS = select(func.count()).select_from(Outbox).where(
-    Outbox.rcpt == bindparam("rcpt"), Outbox.template == "my_games",
+    Outbox.rcpt == bindparam("rcpt"), Outbox.template == EmailTemplate.MY_GAMES,
     Outbox.created_at >= bindparam("since"))
 
 
@@ -84,16 +91,16 @@ def prepare_list(s: Session, row: Outbox) -> str | None:
     if recent_emails(s, Outbox.rcpt == row.rcpt, None, timedelta(hours=1), exclude=TURN_TEMPLATES,
                other_than=row.id) >= int(current_app.config["NOTICE_LIMIT_PER_ADDRESS"]):
         return "not sent: this address had as many notices as one hour allows"
-    seat = s.get(Seat, max(g["seat_id"] for g in games))  # the newest: name, language
+    seat = get_row(s, Seat, max(g["seat_id"] for g in games))  # the newest: name, language
     row.to_addr, row.to_name, row.language = seat.email, seat.name, seat.language
     row.context = {"links": row.context["links"], "token_game": seat.game_id,
                    "games": games, "days": LINK_DAYS, "name": seat.name}
     return None
 
 
-_JOINED = (select(Seat.id).join(Game, Game.id == Seat.game_id)
-           .where(func.lower(Seat.email) == bindparam("rcpt"), Seat.invite == "accepted",
-                  Game.status != "awaiting_host").limit(1))
+_JOINED = (select(Seat.id).join(Game, col(Game.id) == Seat.game_id)
+           .where(func.lower(Seat.email) == bindparam("rcpt"), Seat.invite == Invite.ACCEPTED,
+                  Game.status != GameStatus.AWAITING_HOST).limit(1))
 
 
 def _has_joined(s: Session, rcpt: str) -> bool:
@@ -119,7 +126,7 @@ def my_games(raw: str) -> dict[str, Any]:
     ``_listing``), ``expires`` (ISO time)."""
     with session_scope() as s:
         token = _live_token(s, raw)
-        address = str(token.action["address"])
+        address = str((token.action or {}).get("address", ""))
         return {"address": address, "games": _listing(s, address),
                 "expires": (token.created_at + timedelta(days=LINK_DAYS)).isoformat()}
 
@@ -129,15 +136,15 @@ def open_my_game(raw: str, seat_id: Any) -> str:
     wanted = parse_int(seat_id, 1, DB_INT_MAX, gettext("choose a game from the list"))
     with session_scope() as s:
         token = _live_token(s, raw)
-        entry = next((g for g in _listing(s, str(token.action["address"]))
+        entry = next((g for g in _listing(s, str((token.action or {}).get("address", "")))
                       if g["seat_id"] == wanted and g["can_open"]), None)
         if entry is None:
             raise NotFound(gettext("that game is not on your list (any more)"))
-        return mint(s, "page", entry["game_id"], wanted)
+        return mint(s, TokenKind.PAGE, entry["game_id"], wanted)
 
 
-def _live_token(s: Session, raw: str):
-    token = live_token(s, raw, "my_games")
+def _live_token(s: Session, raw: str) -> Token:
+    token = live_token(s, raw, TokenKind.MY_GAMES)
     if token.created_at + timedelta(days=LINK_DAYS) < utcnow():
         raise LinkExpired(gettext("this link to your games has expired (it works for "
                                   "%(days)s days); ask for a new one below", days=LINK_DAYS))
@@ -156,7 +163,7 @@ def _listing(s: Session, rcpt: str) -> list[dict[str, Any]]:
     seats = s.exec(select(Seat).where(func.lower(Seat.email) == rcpt)).all()
     entries = []
     for seat in seats:
-        game = s.get(Game, seat.game_id)
+        game = get_row(s, Game, seat.game_id)
         if _listed(game, seat, now):
             entries.append(_entry(s, game, seat))
     entries.sort(key=lambda e: e["ended_at"] or e["created_at"], reverse=True)  # newest
@@ -169,27 +176,28 @@ def _first_deadline(entry: dict[str, Any]) -> str:
     return min((t["deadline"] for t in entry["turns"] if t["deadline"]), default="~")
 
 
-def _listed(game: Game, seat: Seat, now) -> bool:
+def _listed(game: Game, seat: Seat, now: datetime) -> bool:
     """A game is listed once its host has confirmed it (before that, it may be the
     work of someone who typed in addresses and a title, and it expires)."""
-    if seat.invite == "declined" or seat.left_at is not None or game.status == "awaiting_host":
+    if seat.invite == Invite.DECLINED or seat.left_at is not None \
+            or game.status == GameStatus.AWAITING_HOST:
         return False
-    if seat.invite != "accepted":
-        return game.status == "inviting"  # an open invitation
-    if game.status in ("finished", "abandoned"):
+    if seat.invite != Invite.ACCEPTED:
+        return game.status == GameStatus.INVITING  # an open invitation
+    if game.status in ENDED:
         return (game.ended_at or game.created_at) >= now - timedelta(days=ENDED_DAYS)
     return True
 
 
 def _entry(s: Session, game: Game, seat: Seat) -> dict[str, Any]:
     seats = seats_of(s, game.id)
-    section = {"active": "active", "finished": "ended", "abandoned": "ended"}.get(
-        game.status, "waiting")
+    section = ("active" if game.status == GameStatus.ACTIVE
+               else "ended" if game.status in ENDED else "waiting")
     turns = []
-    if game.status == "active":
+    if game.status == GameStatus.ACTIVE:
         decisions = s.exec(select(Decision).where(Decision.game_id == game.id,
-                                                  Decision.closed_at.is_(None))
-                           .order_by(Decision.deadline_at, Decision.position)).all()
+                                                  col(Decision.closed_at).is_(None))
+                           .order_by(col(Decision.deadline_at), col(Decision.position))).all()
         turns = [{"name": seats[d.position].name, "yours": d.seat_id == seat.id,
                   "kind": d.kind,
                   "deadline": d.deadline_at.isoformat() if d.deadline_at else None}
@@ -198,10 +206,10 @@ def _entry(s: Session, game: Game, seat: Seat) -> dict[str, Any]:
         "game_id": game.id, "seat_id": seat.id, "title": game_name(game, seats),
         "engine": game.engine, "status": game.status, "section": section,
         "paused": game.paused_at is not None, "name": seat.name, "tz": seat.timezone,
-        "host": seat.is_host, "invited": seat.invite == "invited",
-        "can_open": seat.invite == "accepted",
+        "host": seat.is_host, "invited": seat.invite == Invite.INVITED,
+        "can_open": seat.invite == Invite.ACCEPTED,
         "turns": turns, "yours": any(t["yours"] for t in turns),
-        "waiting_for": [x.name for x in seats if x.invite == "invited" and x.id != seat.id],
+        "waiting_for": [x.name for x in seats if x.invite == Invite.INVITED and x.id != seat.id],
         "winners": _winners(game, seats),
         "ended_idle": getattr(end_notice(s, game), "kind", None) == "game_abandoned_idle",
         "created_at": game.created_at.isoformat(),
@@ -210,11 +218,11 @@ def _entry(s: Session, game: Game, seat: Seat) -> dict[str, Any]:
 
 
 def _winners(game: Game, seats: list[Seat]) -> list[str]:
-    if game.status != "finished" or not game.state:
+    if game.status != GameStatus.FINISHED or not game.state:
         return []
     mod = get_game(game.engine)
-    result = mod.result(mod.from_json(json.loads(game.state)))
+    result = mod.result(load_state(mod, game))
     return [seats[w].name for w in result.winners] if result else []
 
 
-PREPARE_AT_SENDING["my_games"] = prepare_list
+PREPARE_AT_SENDING[EmailTemplate.MY_GAMES] = prepare_list

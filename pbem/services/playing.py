@@ -4,7 +4,6 @@ opened and closed, and the decision emails with their one-click choices."""
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from datetime import timedelta
@@ -14,13 +13,13 @@ from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm.attributes import set_committed_value
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import session_scope
+from pbem.db import get_row, saved_id, session_scope
 from pbem.errors import (
     AlreadyRecorded,
     Conflict,
@@ -31,12 +30,15 @@ from pbem.errors import (
     WrongState,
 )
 from pbem.forms import DB_INT_MAX, parse_int
-from pbem.models import Decision, Game, Move, Seat, utcnow
+from pbem.kinds import ClosedBy, EmailTemplate, GameStatus, MoveSource, SeatBot, TokenKind
+from pbem.models import Decision, Game, Move, Seat, table_of, utcnow
 from pbem.services.plumbing import (
+    PAGE_LINK,
     deadline_for,
     dump_json,
     insert_events,
     live_token,
+    load_state,
     lock_game,
     log_events,
     next_reminder,
@@ -57,14 +59,14 @@ BOT_MOVES_PER_PLAY = 1000
 class Outcome:
     game_id: str
     seat_position: int
-    action: dict
+    action: dict[str, Any]
     page_token: str  # a fresh game-page link for the response page
     again: bool  # the same seat must decide again at once
     finished: bool
     names: tuple[str, ...] = ()  # players by seat
     waiting: tuple[tuple[int, str], ...] = ()  # (seat, decision kind) now open
     winners: tuple[int, ...] = ()
-    cards: dict | None = None  # printed data of the cards the action names
+    cards: dict[str, Any] | None = None  # printed data of the cards the action names
     language: str = "en"  # the player's
     engine: str = ""  # the game's engine name (which templates narrate it)
 
@@ -88,18 +90,20 @@ def describe_token(raw: str) -> dict[str, Any]:
     (``effect``) and the ``variants`` the page lets the player choose from instead (see
     ``reading.variants_of``); ``closed`` once the decision has closed."""
     with session_scope() as s:
-        token = live_token(s, raw, "action")
-        game = s.get(Game, token.game_id)
-        decision = s.get(Decision, token.decision_id)
-        seat = s.get(Seat, token.seat_id)
-        info = {"game": game, "seat": seat, "decision": decision, "action": token.action,
-                "card": card_lookup(game, seat.language), "effect": {}, "variants": []}
+        token = live_token(s, raw, TokenKind.ACTION)
+        game = get_row(s, Game, token.game_id)
+        decision = get_row(s, Decision, token.decision_id)
+        seat = get_row(s, Seat, token.seat_id)
+        action_json = token.action or {}
+        info: dict[str, Any] = {
+            "game": game, "seat": seat, "decision": decision, "action": token.action,
+            "card": card_lookup(game, seat.language), "effect": {}, "variants": []}
         if decision.closed_at is not None:
-            info["closed"] = _closed_reason(s, decision, seat)
+            info["closed"] = _closed_reason(decision)
         elif game.state:
             mod = get_game(game.engine)
-            state = mod.from_json(json.loads(game.state))
-            action = Action.from_json(token.action)
+            state = load_state(mod, game)
+            action = Action.from_json(action_json)
             info["effect"] = mod.choice_effect(state, seat.position, action)
             info["variants"] = variants_of(mod, state, seat.position, action)
         return info
@@ -110,13 +114,14 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
     confirmation page offers variants of it, the variant ``choice`` names (exactly, in
     the game's notation); anything else is refused and nothing is recorded."""
     with session_scope() as s:
-        token = live_token(s, raw, "action")
+        token = live_token(s, raw, TokenKind.ACTION)
         game, seat, decision = locked_decision(s, token.game_id, token.seat_id,
                                                 token.decision_id)
         mod = get_game(game.engine)
-        state = mod.from_json(json.loads(game.state))
-        action = _chosen(mod, state, seat.position, Action.from_json(token.action), choice)
-        return act(s, game, seat, decision, action, "player", state)
+        state = load_state(mod, game)
+        action = _chosen(mod, state, seat.position, Action.from_json(token.action or {}),
+                         choice)
+        return act(s, game, seat, decision, action, MoveSource.PLAYER, state)
 
 
 def _chosen(mod: EngineGame, state: Any, position: int, action: Action,
@@ -143,11 +148,11 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
     legal action in full: nothing is completed or guessed. A refusal carries the game's
     explanation of what was wrong (``explain``, optional in the contract)."""
     with session_scope() as s:
-        token = live_token(s, page_raw, "page")
+        token = live_token(s, page_raw, TokenKind.PAGE)
         game, seat, decision = locked_decision(s, token.game_id, token.seat_id,
                                                 _decision_id(decision_id))
         mod = get_game(game.engine)
-        state = mod.from_json(json.loads(game.state))
+        state = load_state(mod, game)
         if not command.strip():
             raise IllegalMove("action/missing", decision.kind)
         try:
@@ -157,7 +162,7 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
             explain = getattr(mod, "explain", None)
             detail = explain(state, decision.position, command) if explain else {}
             raise IllegalMove(exc.code, decision.kind, detail) from None
-        return act(s, game, seat, decision, action, "player", state)
+        return act(s, game, seat, decision, action, MoveSource.PLAYER, state)
 
 
 def _decision_id(value: Any) -> int:
@@ -165,12 +170,13 @@ def _decision_id(value: Any) -> int:
                      gettext("the form is missing its decision; reload the page"))
 
 
-def _open_decision(s: Session, game_id: str, seat_id: int, decision_id: int) -> Decision:
-    decision = s.get(Decision, decision_id)
+def _open_decision(s: Session, game_id: str, seat_id: int | None,
+                   decision_id: int | None) -> Decision:
+    decision = s.get(Decision, decision_id) if decision_id is not None else None
     if decision is None or decision.game_id != game_id or decision.seat_id != seat_id:
         raise NotFound(gettext("this decision does not belong to this link"))
     if decision.closed_at is not None:
-        reason = _closed_reason(s, decision, s.get(Seat, seat_id))
+        reason = _closed_reason(decision)
         if reason == "recorded":
             raise AlreadyRecorded(gettext("your choice for this turn is already recorded"),
                                   game_id=game_id, decision_id=decision_id)
@@ -178,23 +184,24 @@ def _open_decision(s: Session, game_id: str, seat_id: int, decision_id: int) -> 
     return decision
 
 
-def locked_decision(s: Session, game_id: str, seat_id: int,
-                     decision_id: int) -> tuple[Game, Seat, Decision]:
-    """The game (locked for this transaction), the seat, and its decision if still open."""
+def locked_decision(s: Session, game_id: str, seat_id: int | None,
+                    decision_id: int | None) -> tuple[Game, Seat, Decision]:
+    """The game (locked for this transaction), the seat, and its decision if still open
+    (NotFound for a link that names no decision of that seat)."""
     game = lock_game(s, game_id)
     decision = _open_decision(s, game_id, seat_id, decision_id)
-    return game, s.get(Seat, seat_id), decision
+    return game, get_row(s, Seat, decision.seat_id), decision
 
 
 def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
-         source: str, state: Any = None) -> Outcome:
+        source: MoveSource, state: Any = None) -> Outcome:
     """A player's move on their open decision of the locked game (``state``: the game's
     state, if the caller has read it already)."""
     game_id, seat_id = game.id, seat.id
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
                          game_id=game_id)
-    if source == "player":
+    if source == MoveSource.PLAYER:
         seat.timeouts_in_row = 0
     played = play_move(s, game, seat, decision, action, source, state)
     again = any(d.seat_id == seat_id for d in played.opened)
@@ -204,8 +211,9 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
     # every word the action names (a card, a place, a resource...), printed for the page
     named = {w for _, v in action.args for w in (v if isinstance(v, tuple) else (v,))
              if isinstance(w, str)}
-    return Outcome(game_id, seat.position, action.to_json(), mint(s, "page", game_id, seat_id),
-                   again, game.status == "finished",
+    return Outcome(game_id, seat.position, action.to_json(),
+                   mint(s, TokenKind.PAGE, game_id, seat_id),
+                   again, game.status == GameStatus.FINISHED,
                    names=tuple(x.name for x in played.seats),
                    waiting=tuple((d.seat, d.kind) for d in mod.pending(state)),
                    winners=tuple(result.winners) if result else (),
@@ -214,34 +222,35 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
 
 
 def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
-          source: str, state: Any = None) -> Played:
+              source: MoveSource, state: Any = None) -> Played:
     """Apply one move to the locked game, then let bots play their seats; returns the
     new state, the seats and the decisions opened for people (their emails are queued)."""
     mod = get_game(game.engine)
     if state is None:
-        state = mod.from_json(json.loads(game.state))
+        state = load_state(mod, game)
     try:
         state, events = mod.apply(state, seat.position, action)
     except EngineError as exc:
         raise IllegalMove(exc.code, decision.kind) from None
-    _insert_move(s, game.id, decision.id, seat.position, action, source)
-    decision.closed_at, decision.closed_by = utcnow(), source
-    played = source == "player" or (source == "bot" and not _stands_in(game, seat))
+    _insert_move(s, game.id, saved_id(decision), seat.position, action, source)
+    decision.closed_at, decision.closed_by = utcnow(), ClosedBy(source)
+    played = source == MoveSource.PLAYER or (source == MoveSource.BOT
+                                             and not _stands_in(game, seat))
     _commit_state(s, game, mod, state, events, played)
     seats = seats_of(s, game.id)
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
-    follow_up = seat.id if source == "player" else None
+    follow_up = seat.id if source == MoveSource.PLAYER else None
     opened = sync_decisions(s, game, mod, state, seats, follow_up)
     for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
         bot_row = next((d for d in opened if seats[d.position].bot), None)
-        if bot_row is None or game.status != "active":
+        if bot_row is None or game.status != GameStatus.ACTIVE:
             break
         bot_seat = seats[bot_row.position]
         choice = bot_choice(game, mod, state, bot_seat)
         state, events = mod.apply(state, bot_seat.position, choice)
-        _insert_move(s, game.id, bot_row.id, bot_seat.position, choice, "bot")
-        bot_row.closed_at, bot_row.closed_by = utcnow(), "bot"
+        _insert_move(s, game.id, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT)
+        bot_row.closed_at, bot_row.closed_by = utcnow(), ClosedBy.BOT
         _commit_state(s, game, mod, state, events, not _stands_in(game, bot_seat))
         state = _end_if_idle(s, game, mod, state, seats)
         opened = [d for d in opened if d.closed_at is None]
@@ -251,19 +260,19 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
 
 # Statements of every move, built once (SQLAlchemy memoises a statement's cache key on
 # the statement object: a prebuilt one is neither built nor keyed again).
-_INSERT_MOVE = insert(Move.__table__)  # Core: see plumbing._INSERT_EVENTS
-_GAME_TABLE = Game.__table__
+_INSERT_MOVE = insert(table_of(Move))  # Core: see plumbing._INSERT_EVENTS
+_GAME_TABLE = table_of(Game)
 _UPDATE_STATE = (update(_GAME_TABLE).where(_GAME_TABLE.c.id == bindparam("game_id"),
                                            _GAME_TABLE.c.version == bindparam("old_version"))
                  .values(version=bindparam("new_version"), state=bindparam("new_state"),
                          event_seq=bindparam("new_event_seq"),
                          idle_rounds=bindparam("new_idle_rounds")))
 _OPEN_DECISIONS = select(Decision).where(Decision.game_id == bindparam("game_id"),
-                                         Decision.closed_at.is_(None))
+                                         col(Decision.closed_at).is_(None))
 
 
 def _insert_move(s: Session, game_id: str, decision_id: int, position: int, action: Action,
-                 source: str) -> None:
+                 source: MoveSource) -> None:
     s.connection().execute(_INSERT_MOVE, [{"game_id": game_id, "decision_id": decision_id,
                               "position": position, "action": action.to_json(),
                               "source": source, "created_at": utcnow()}])
@@ -271,14 +280,16 @@ def _insert_move(s: Session, game_id: str, decision_id: int, position: int, acti
 
 def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
     """What a bot plays for an absent seat: the game's heuristic bot, or the default."""
-    if seat.bot == "heuristic":
+    if seat.bot == SeatBot.HEURISTIC:
         rng = random.Random(f"{game.id}:{game.version}")
-        return mod.BOTS["heuristic"](state, seat.position, rng)
+        return mod.BOTS[SeatBot.HEURISTIC](state, seat.position, rng)
     return mod.default_action(state, seat.position)
 
 
-def _closed_reason(s: Session, decision: Decision, seat: Seat) -> str:
-    if decision.closed_by == "player":
+def _closed_reason(decision: Decision) -> str:
+    """Why a decision is closed, for the page that says so: ``recorded`` (the player's
+    own move), else what closed it (``ClosedBy``)."""
+    if decision.closed_by == ClosedBy.PLAYER:
         return "recorded"
     return decision.closed_by or "closed"
 
@@ -305,12 +316,13 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
     s.expire(game, ["state"])  # read back only if someone needs it
     result = mod.result(state)
     insert_events(s, game.id, first_seq, events)
-    if result is not None and game.status == "active":
-        game.status = "finished" if result.reason != "abandoned" else "abandoned"
+    if result is not None and game.status == GameStatus.ACTIVE:
+        game.status = (GameStatus.FINISHED if result.reason != "abandoned"
+                       else GameStatus.ABANDONED)
         game.ended_at = utcnow()
         for seat in seats_of(s, game.id):
-            queue_email(s, game, seat, "result", {"result": result.to_json()},
-                   links={"page": {"kind": "page"}})
+            queue_email(s, game, seat, EmailTemplate.RESULT, {"result": result.to_json()},
+                        links=PAGE_LINK)
 
 
 # ------------------------------------------------------------------------- games nobody plays
@@ -350,13 +362,14 @@ def _end_if_idle(s: Session, game: Game, mod: EngineGame, state: Any,
     decision timed out or played by a bot standing in): the host's abandon, told to
     everyone with the reason. Returns the state (the ended one if it ended)."""
     unit, limit = _idle_limit(mod, len(seats))
-    if game.status != "active" or game.idle_rounds < limit:
+    if game.status != GameStatus.ACTIVE or game.idle_rounds < limit:
         return state
-    return end_abandoned(s, game, mod, state, "game_abandoned_idle", {unit: limit}, by="idle")
+    return end_abandoned(s, game, mod, state, "game_abandoned_idle", {unit: limit},
+                         by=ClosedBy.IDLE)
 
 
 def end_abandoned(s: Session, game: Game, mod: EngineGame, state: Any, notice: str,
-             data: dict[str, Any], by: str) -> Any:
+                 data: dict[str, Any], by: ClosedBy) -> Any:
     """End a running (or not yet started: ``state`` None) game without a winner: the
     engine's ``abandon``, every open decision closed (``by``), the game ``abandoned``,
     and ``notice`` logged and emailed to every player. Returns the ended state."""
@@ -367,7 +380,7 @@ def end_abandoned(s: Session, game: Game, mod: EngineGame, state: Any, notice: s
         log_events(s, game, events)
     for d in s.exec(_OPEN_DECISIONS, params={"game_id": game.id}):
         d.closed_at, d.closed_by = utcnow(), by
-    game.status, game.ended_at = "abandoned", utcnow()
+    game.status, game.ended_at = GameStatus.ABANDONED, utcnow()
     notice_all(s, game, notice, None, data)
     return state
 
@@ -380,18 +393,18 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     player leaves the decision open that long."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
     open_rows = s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all()
-    have = set()
+    have: set[tuple[int, str]] = set()
     for row in open_rows:
         if (row.position, row.kind) in wanted:
             have.add((row.position, row.kind))
         else:
-            row.closed_at, row.closed_by = utcnow(), "superseded"
+            row.closed_at, row.closed_by = utcnow(), ClosedBy.SUPERSEDED
     opened = []
     now = utcnow()
     for position, kind in sorted(wanted - have):
         seat = seats[position]
         deadline = deadline_for(game, seat, now)
-        row = Decision(game_id=game.id, seat_id=seat.id, position=position,
+        row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
                        seq=game.version, kind=kind, deadline_at=deadline,
                        next_reminder_at=next_reminder(game, deadline, now))
         s.add(row)
@@ -408,14 +421,16 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
 def queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,
                     decision: Decision, reminder: bool = False, key: str | None = None,
                     delay: timedelta | None = None) -> None:
+    if decision.deadline_at is None:  # every decision the server opens has one
+        raise ValueError(f"decision {decision.id} has no deadline")
     legal = mod.legal_actions(state, seat.position)
-    links = {"page": {"kind": "page"}}
+    links = dict(PAGE_LINK)
     for i, action in enumerate(mod.email_choices(state, seat.position)):
-        links[f"choice{i}"] = {"kind": "action", "decision_id": decision.id,
+        links[f"choice{i}"] = {"kind": TokenKind.ACTION, "decision_id": decision.id,
                                "action": action.to_json(),
                                "effect": mod.choice_effect(state, seat.position, action),
                                "variants": variants_of(mod, state, seat.position, action)}
-    queue_email(s, game, seat, "decision", {
+    queue_email(s, game, seat, EmailTemplate.DECISION, {
         "decision_id": decision.id, "kind": decision.kind,
         "deadline": decision.deadline_at.isoformat(),
         "more_choices": len(legal) > len(links) - 1,

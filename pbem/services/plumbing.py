@@ -13,16 +13,18 @@ from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import bindparam, case, func, insert, or_, text
 from sqlalchemy.orm import SessionTransaction
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from engine.core import Event
+from engine.core import Game as EngineGame
 from pbem import i18n
 from pbem.db import is_postgres
-from pbem.errors import NotFound
+from pbem.errors import NotFound, WrongState
 from pbem.i18n import mark
+from pbem.kinds import EmailTemplate, OutboxStatus, TokenKind
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
 from pbem.mail.headers import message_id
-from pbem.models import EventLog, Game, Outbox, Seat, Token, utcnow
+from pbem.models import EventLog, Game, Outbox, Seat, Token, table_of, utcnow
 from pbem.tokens import lookup
 
 OUTBOX_CHANNEL = "pbem_outbox"  # PostgreSQL NOTIFY channel: new mail to deliver
@@ -32,7 +34,7 @@ LANGUAGES = tuple(i18n.LANGUAGES)
 # ------------------------------------------------------------------------ tokens, locking and seats
 
 
-def live_token(s: Session, raw: str, *kinds: str) -> Token:
+def live_token(s: Session, raw: str, *kinds: TokenKind) -> Token:
     """The live token of one of ``kinds`` behind ``raw``, or a friendly NotFound."""
     token = lookup(s, raw, *kinds)
     if token is None:
@@ -55,17 +57,24 @@ def lock_game(s: Session, game_id: str) -> Game:
 
 
 def admin_game(s: Session, raw: str) -> Game:
-    token = live_token(s, raw, "admin")
+    token = live_token(s, raw, TokenKind.ADMIN)
     return lock_game(s, token.game_id)
 
 
 def host_address(s: Session, raw: str) -> str:
     """The address a host link was sent to (lower case; "" for a link from before links
     named it): the person who presses the buttons of that host page."""
-    return str((live_token(s, raw, "admin").action or {}).get("address", "")).lower()
+    return str((live_token(s, raw, TokenKind.ADMIN).action or {}).get("address", "")).lower()
 
 
-_SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(Seat.position)
+def load_state(mod: EngineGame, game: Game) -> Any:
+    """The engine state of a game that has started (WrongState before that)."""
+    if game.state is None:
+        raise WrongState(gettext("the game is not running"), game_id=game.id)
+    return mod.from_json(json.loads(game.state))
+
+
+_SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(col(Seat.position))
 
 
 def seats_of(s: Session, game_id: str) -> list[Seat]:
@@ -101,8 +110,8 @@ def log_events(s: Session, game: Game, events: list[Event]) -> None:
 # path, several times the cost of the statement itself; these rows are never loaded as
 # objects by the transaction that writes them (the game and seat rows they point to are
 # already in the database).
-_INSERT_EVENTS = insert(EventLog.__table__)
-_INSERT_OUTBOX = insert(Outbox.__table__)
+_INSERT_EVENTS = insert(table_of(EventLog))
+_INSERT_OUTBOX = insert(table_of(Outbox))
 
 
 def insert_events(s: Session, game_id: str, first_seq: int, events: list[Event]) -> None:
@@ -117,24 +126,34 @@ def insert_events(s: Session, game_id: str, first_seq: int, events: list[Event])
         for i, ev in enumerate(events, 1)])
 
 
-def log_notice(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
+def log_notice(s: Session, game: Game, kind: str, actor: int | None,
+               data: dict[str, Any]) -> None:
     """A server event (timeout, pause, ...) in the game log, narrated like engine events."""
     log_events(s, game, [Event(kind, actor, data)])
 
 
-def notice_all(s: Session, game: Game, kind: str, actor: int | None, data: dict) -> None:
+def notice_all(s: Session, game: Game, kind: str, actor: int | None,
+               data: dict[str, Any]) -> None:
     log_notice(s, game, kind, actor, data)
     for seat in seats_of(s, game.id):
-        queue_email(s, game, seat, "notice", {"headline": kind}, links={"page": {"kind": "page"}})
+        queue_email(s, game, seat, EmailTemplate.NOTICE, {"headline": kind},
+                    links=PAGE_LINK)
 
 
 # --------------------------------------------------------------------------- the outbox
 
 
-def queue_email(s: Session, game: Game, seat: Seat, template: str, context: dict[str, Any],
-           links: dict[str, dict] | None = None, key: str | None = None,
-           to: tuple[str, str, str] | None = None, delay: timedelta | None = None) -> None:
-    """Write one email to the outbox; links are minted as tokens only when it is sent.
+# The link of most emails: the seat's game page (a link spec: see ``queue_email``).
+PAGE_LINK: dict[str, dict[str, Any]] = {"page": {"kind": TokenKind.PAGE}}
+
+
+def queue_email(s: Session, game: Game, seat: Seat, template: EmailTemplate,
+                context: dict[str, Any], links: dict[str, dict[str, Any]] | None = None,
+                key: str | None = None, to: tuple[str, str, str] | None = None,
+                delay: timedelta | None = None) -> None:
+    """Write one email to the outbox; links are minted as tokens only when it is sent
+    (``links``: name -> spec, a ``kind`` of token and what the token names: see
+    ``pbem.mail.compose.mint_links``).
     ``to`` (name, address, language) sends it somewhere other than the seat's player;
     ``delay`` holds it back that long (it is checked again when it is due: a decision
     closed by then is not mailed). An email over the sending caps is written as ``held``
@@ -152,13 +171,13 @@ def queue_email(s: Session, game: Game, seat: Seat, template: str, context: dict
         context={**context, "links": links or {}, "event_seq": game.event_seq,
                  "version": game.version},
         idempotency_key=key, message_id=message_id(key.replace(":", ".")),
-        status="held" if held else "pending", last_error=held, attempts=0,
+        status=OutboxStatus.HELD if held else OutboxStatus.PENDING, last_error=held, attempts=0,
         next_attempt_at=now + delay if delay else now, created_at=now)])
     if not held:
         wake_deliverer(s)
 
 
-def _hold_reason(s: Session, game_id: str, rcpt: str, template: str) -> str | None:
+def _hold_reason(s: Session, game_id: str, rcpt: str, template: EmailTemplate) -> str | None:
     """Why an email must wait instead of going out: nobody can use the server to flood
     an address (turn emails are never held; they come from the player's own game).
     A held notice is summarised in the recipient's next turn email."""
@@ -184,29 +203,30 @@ def _hold_reason(s: Session, game_id: str, rcpt: str, template: str) -> str | No
 # Statements of every queued email, built once: SQLAlchemy memoises a statement's cache
 # key on the statement object, so a prebuilt one is neither built nor keyed again (most
 # of the cost of queueing an email when each was built anew).
-_SENDS = ("pending", "sending", "sent")  # emails that went or will go out
+# Emails that went or will go out.
+_SENDS = (OutboxStatus.PENDING, OutboxStatus.SENDING, OutboxStatus.SENT)
 # The notices (not turn emails) queued since ``since`` to an address and in a game, in one
 # query (the two counts of ``_hold_reason``).
 _RECENT_NOTICES = select(
-    func.count(case((Outbox.rcpt == bindparam("rcpt"), 1))),
-    func.count(case((Outbox.game_id == bindparam("game_id"), 1))),
-).where(or_(Outbox.rcpt == bindparam("rcpt"), Outbox.game_id == bindparam("game_id")),
-        Outbox.created_at >= bindparam("since"), Outbox.status.in_(_SENDS),
-        Outbox.template.not_in(sorted(TURN_TEMPLATES)))
+    func.count(case((col(Outbox.rcpt) == bindparam("rcpt"), 1))),
+    func.count(case((col(Outbox.game_id) == bindparam("game_id"), 1))),
+).where(or_(col(Outbox.rcpt) == bindparam("rcpt"), col(Outbox.game_id) == bindparam("game_id")),
+        col(Outbox.created_at) >= bindparam("since"), col(Outbox.status).in_(_SENDS),
+        col(Outbox.template).not_in(sorted(TURN_TEMPLATES)))
 
 
-def recent_emails(s: Session, where: Any, templates: frozenset[str] | None,
-            within: timedelta, exclude: frozenset[str] = frozenset(),
-            other_than: int | None = None) -> int:
+def recent_emails(s: Session, where: Any, templates: frozenset[EmailTemplate] | None,
+                  within: timedelta, exclude: frozenset[EmailTemplate] = frozenset(),
+                  other_than: int | None = None) -> int:
     """Emails matching ``where`` queued within ``within`` that went or will go out (but
     for the row ``other_than``, the one being sent)."""
     query = select(func.count()).select_from(Outbox).where(
         where, Outbox.created_at >= utcnow() - within, Outbox.id != (other_than or 0),
-        Outbox.status.in_(("pending", "sending", "sent")))
+        col(Outbox.status).in_(_SENDS))
     if templates is not None:
-        query = query.where(Outbox.template.in_(templates))
+        query = query.where(col(Outbox.template).in_(templates))
     if exclude:
-        query = query.where(Outbox.template.not_in(exclude))
+        query = query.where(col(Outbox.template).not_in(exclude))
     return s.exec(query).one()
 
 
@@ -224,5 +244,5 @@ def wake_deliverer(s: Session) -> None:
         _WOKEN.add(transaction)
 
 
-def dump_json(data: dict) -> str:
+def dump_json(data: dict[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"), sort_keys=True)

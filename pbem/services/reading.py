@@ -3,7 +3,6 @@ host's admin page, printed card data for narration. Changes nothing."""
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
@@ -12,28 +11,29 @@ from zoneinfo import ZoneInfo
 
 from flask_babel import gettext
 from sqlalchemy import bindparam
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from engine.core import Action, format_action
+from engine.core import Action, Effect, format_action
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import session_scope
+from pbem.db import get_row, session_scope
 from pbem.errors import NotFound
 from pbem.i18n import language
+from pbem.kinds import GameStatus, Invite, TokenKind
 from pbem.mail import open_deadlines, suppressed
 from pbem.models import Decision, EventLog, Game, Outbox, Seat
-from pbem.services.plumbing import admin_game, host_address, live_token, seats_of
+from pbem.services.plumbing import admin_game, host_address, live_token, load_state, seats_of
 
 
 def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
     """Everything a seat's game page shows, from that seat's view. A one-click (action)
     link opens the page read-only: only a game-page link offers the decision form."""
     with session_scope() as s:
-        token = live_token(s, raw, "page", "action")
-        game = s.get(Game, token.game_id)
-        seat = s.get(Seat, token.seat_id)
+        token = live_token(s, raw, TokenKind.PAGE, TokenKind.ACTION)
+        game = get_row(s, Game, token.game_id)
+        seat = get_row(s, Seat, token.seat_id)
         data = _page_data(s, game, seat, with_log)
-        data["readonly"] = token.kind != "page"
+        data["readonly"] = token.kind != TokenKind.PAGE
         return data
 
 
@@ -58,27 +58,33 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
     seats = seats_of(s, game.id)
     position = seat.position if seat else None
     decisions = s.exec(select(Decision).where(Decision.game_id == game.id,
-                                              Decision.closed_at.is_(None))).all()
+                                              col(Decision.closed_at).is_(None))).all()
     mine = next((d for d in decisions if seat and d.seat_id == seat.id), None)
     mod = get_game(game.engine)
-    state = mod.from_json(json.loads(game.state)) if game.state else None
-    legal = mod.legal_actions(state, seat.position) if mine is not None else []
+    state = load_state(mod, game) if game.state else None
+    legal: list[Action] = []
+    choices: list[Action] = []  # the ready-made choices its email offers, listed first
+    if mine is not None and position is not None:
+        legal = mod.legal_actions(state, position)
+        choices = mod.email_choices(state, position)
+
+    def effect(action: Action) -> Effect:
+        """What a legal action costs and brings, for the words of the form's choices."""
+        return mod.choice_effect(state, position, action) if position is not None else {}
+
     log = _log(s, game, mod, seat) if with_log else []
     tr = localize.translation_for(mod, state, seat.language if seat else language())
     return {
         "game": game, "seat": seat, "seats": seats, "card": localize.lookup(mod, state, tr),
         "view": localize.view(mod, mod.view(state, position), tr) if state is not None else None,
         "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
-        # the ready-made choices its email offers, listed first on the form
-        "choices": mod.email_choices(state, seat.position) if mine is not None else [],
-        "log_zone": str(_zone(seat)),
-        # what a legal action costs and brings, for the words of the form's choices
-        "effect": lambda action: mod.choice_effect(state, position, action),
+        "choices": choices, "log_zone": str(_zone(seat)), "effect": effect,
         "variants": lambda action: variants_of(mod, state, position, action),
     }
 
 
-def variants_of(mod: Any, state: Any, position: int | None, action: Action) -> list[dict]:
+def variants_of(mod: Any, state: Any, position: int | None,
+                action: Action) -> list[dict[str, Any]]:
     """What a one-click link for ``action`` lets its confirmation page choose instead (the
     game's optional ``choice_variants``; [] without one): each as ``action`` (JSON),
     ``effect`` (``choice_effect``) and ``text`` (the action in the game's notation, which
@@ -93,7 +99,7 @@ def variants_of(mod: Any, state: Any, position: int | None, action: Action) -> l
 def card_lookup(game: Game, lang: str) -> localize.CardLookup:
     """A function from card id to printed card data in ``lang``, for narration."""
     mod = get_game(game.engine)
-    state = mod.from_json(json.loads(game.state)) if game.state else None
+    state = load_state(mod, game) if game.state else None
     return localize.lookup(mod, state, localize.translation_for(mod, state, lang))
 
 
@@ -106,9 +112,9 @@ def admin_data(raw: str) -> dict[str, Any]:
         seats = seats_of(s, game.id)
         data = _page_data(s, game, seats[0], with_log=False)
         data["waiting"] = (open_deadlines(s, game, seats, seats[0].timezone)
-                           if game.status == "active" else [])
+                           if game.status == GameStatus.ACTIVE else [])
         data["outbox"] = s.exec(select(Outbox).where(Outbox.game_id == game.id)
-                                .order_by(Outbox.id.desc())).all()
+                                .order_by(col(Outbox.id).desc())).all()
         data["again"] = [seat.name for seat, joined
                          in play_again_players(s, game, host_address(s, raw)) if not joined]
         data["end_notice"] = end_notice(s, game)
@@ -121,17 +127,17 @@ ABANDON_NOTICES = ("game_abandoned_by_host", "game_abandoned_idle")
 def end_notice(s: Session, game: Game) -> EventLog | None:
     """Why an abandoned game ended: the server's notice in its log (the host abandoned
     it, or nobody played any more); None for a game that did not end that way."""
-    if game.status != "abandoned":
+    if game.status != GameStatus.ABANDONED:
         return None
     return s.exec(select(EventLog).where(EventLog.game_id == game.id,
-                                         EventLog.kind.in_(ABANDON_NOTICES))
-                  .order_by(EventLog.seq.desc())).first()
+                                         col(EventLog.kind).in_(ABANDON_NOTICES))
+                  .order_by(col(EventLog.seq).desc())).first()
 
 
 def host_language(raw: str) -> str:
     """The language of the host behind an admin link (the host page speaks it)."""
     with session_scope() as s:
-        token = live_token(s, raw, "admin")
+        token = live_token(s, raw, TokenKind.ADMIN)
         return seats_of(s, token.game_id)[0].language
 
 
@@ -142,7 +148,7 @@ def play_again_players(s: Session, game: Game, asker: str) -> list[tuple[Seat, b
     left, or asked for no email), the first seat too."""
     return [(seat, seat.email.lower() == asker) for seat in seats_of(s, game.id)
             if seat.email.lower() == asker or (
-                seat.invite != "declined" and seat.left_at is None
+                seat.invite != Invite.DECLINED and seat.left_at is None
                 and not suppressed(s, seat.email.lower()))]
 
 
@@ -173,11 +179,11 @@ class LogRound:
 _ROUND_MARKS = (select(EventLog.seq, EventLog.data, EventLog.created_at, EventLog.visible_to)
                 .where(EventLog.game_id == bindparam("game_id"),
                        EventLog.kind == bindparam("kind"))
-                .order_by(EventLog.seq))
+                .order_by(col(EventLog.seq)))
 _EVENTS_FROM = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
                                        EventLog.seq >= bindparam("first"),
                                        EventLog.seq < bindparam("end"))
-                .order_by(EventLog.seq))
+                .order_by(col(EventLog.seq)))
 
 
 def _log(s: Session, game: Game, mod: Any, seat: Seat | None) -> list[LogRound]:
@@ -241,10 +247,8 @@ def _zone(seat: Seat | None) -> tzinfo:
         return UTC
 
 
-def _aware(when: datetime | None) -> datetime | None:
+def _aware(when: datetime) -> datetime:
     """A stored time as UTC (SQLite gives it back without its zone)."""
-    if when is None:
-        return None
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
@@ -253,9 +257,9 @@ def log_round_for_page(raw: str, number: Any) -> dict[str, Any]:
     link of the seat's game page (or of a one-click email, as that page takes).
     ``round`` is None when the log has no such part."""
     with session_scope() as s:
-        token = live_token(s, raw, "page", "action")
-        game = s.get(Game, token.game_id)
-        return _round_data(s, game, s.get(Seat, token.seat_id), number)
+        token = live_token(s, raw, TokenKind.PAGE, TokenKind.ACTION)
+        game = get_row(s, Game, token.game_id)
+        return _round_data(s, game, get_row(s, Seat, token.seat_id), number)
 
 
 def log_round_for_spectator(key: str, number: Any) -> dict[str, Any]:
@@ -270,7 +274,7 @@ def _round_data(s: Session, game: Game, seat: Seat | None, number: Any) -> dict[
     if part is None:  # the caller says so, in the reader's language
         return {"game": game, "seat": seat, "round": None}
     part.entries = _entries(_events(s, game, part.first_seq, part.end_seq), part, seat)
-    state = mod.from_json(json.loads(game.state)) if game.state else None
+    state = load_state(mod, game) if game.state else None
     tr = localize.translation_for(mod, state, seat.language if seat else language())
     return {"game": game, "seat": seat, "seats": seats_of(s, game.id), "round": part,
             "card": localize.lookup(mod, state, tr), "log_zone": str(_zone(seat))}
