@@ -106,10 +106,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 # Static types, before the tests: the engine strictly (engine/conformance.py checks each
-# game module against the Game protocol). pbem/ joins with plain mypy once it passes:
-# add the line `$(BIN)/mypy pbem` here.
+# game module against the Game protocol), the server with plain mypy (the settings in
+# pyproject.toml).
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine
+	$(BIN)/mypy pbem
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine_speed.py

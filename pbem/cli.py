@@ -5,17 +5,18 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup
+from werkzeug.local import LocalProxy
 
 from engine.registry import listings
 from pbem import clock as clock_mod
 from pbem import mail, services
 from pbem.errors import ServiceError
-from pbem.policy import AbsentBot
+from pbem.kinds import SeatBot
 
 pbem_cli = AppGroup("pbem", help="pbem: games by email.")
 
@@ -63,8 +64,8 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
                    "(default: half time and 2 hours before).")
 @click.option("--absent-after", default=2, show_default=True,
               help="Timeouts in a row after which a bot plays the seat.")
-@click.option("--absent-bot", type=click.Choice([str(b) for b in AbsentBot]),
-              default="heuristic", show_default=True)
+@click.option("--absent-bot", type=click.Choice([str(b) for b in SeatBot]),
+              default=SeatBot.HEURISTIC.value, show_default=True)
 @click.option("--vacation-days", default=7.0, show_default=True)
 @sends_mail
 def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
@@ -104,7 +105,8 @@ def clock() -> None:
     for due reminders and deadlines every few seconds."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per sweep is noise
-    clock_mod.run(current_app._get_current_object())
+    # the app itself, not the proxy of this thread's context: the clock runs threads
+    clock_mod.run(cast("LocalProxy[Flask]", current_app)._get_current_object())
 
 
 @pbem_cli.command("migrate")

@@ -8,20 +8,28 @@ ones included.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import MutableMapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 from gunicorn.glogging import Logger
+from gunicorn.http import Request
+from gunicorn.http.wsgi import Response
 
 from pbem.tokens import redact
+
+if TYPE_CHECKING:  # the stubs' name of the atoms' dict (no such class at run time)
+    from gunicorn.glogging import _AtomsDict
 
 
 class RedactingLogger(Logger):
     """Gunicorn's logger, with every secret token taken out of the access log."""
 
-    def atoms(self, resp: Any, req: Any, environ: dict, request_time: Any) -> dict:
+    def atoms(self, resp: Response, req: Request, environ: MutableMapping[str, Any],
+              request_time: timedelta) -> _AtomsDict:
         found = super().atoms(resp, req, environ, request_time)
-        return {key: redact(value) if isinstance(value, str) else value
-                for key, value in found.items()}
+        return cast("_AtomsDict", {key: redact(value) if isinstance(value, str) else value
+                                   for key, value in found.items()})
 
 
 logger_class = RedactingLogger

@@ -228,7 +228,7 @@ class Suppression(SQLModel, table=True):
     address: str = Field(primary_key=True, max_length=254)  # lower case
     scope: SuppressionScope = Field(default=SuppressionScope.ALL,
                                     sa_type=EnumText(SuppressionScope, 16),
-                                    sa_column_kwargs={"server_default": "all"})
+                                    sa_column_kwargs={"server_default": SuppressionScope.ALL.value})
     created_at: datetime = Field(default_factory=utcnow)
 
 

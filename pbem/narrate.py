@@ -131,7 +131,8 @@ def init_app(app: Flask) -> None:
     env = app.jinja_env
     env.globals["game_part"] = game_part
     env.globals["game_title"] = game_title
+    assert env.loader is not None  # Flask's own: templates/ and the blueprints'
     games = GameLoader(env.loader)
     env.loader = ChoiceLoader([HtmlVariantLoader(games), games])
-    env.autoescape = lambda name: bool(name) and (name.endswith(HTML_SUFFIX)
-                                                  or app.select_jinja_autoescape(name))
+    env.autoescape = lambda name: bool(name and (name.endswith(HTML_SUFFIX)
+                                                 or app.select_jinja_autoescape(name)))

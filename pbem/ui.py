@@ -155,7 +155,8 @@ def css_view() -> Response:
     resp.set_etag(hashlib.sha256(body.encode()).hexdigest()[:16])
     resp.cache_control.public = True
     resp.cache_control.max_age = 0 if current_app.debug else 3600
-    return resp.make_conditional(request)
+    resp.make_conditional(request)  # in place (304 when the browser has it already)
+    return resp
 
 
 def init_app(app: Flask) -> None:
