@@ -118,8 +118,10 @@ E = TypeVar("E", bound=StrEnum)
 
 class EnumText(TypeDecorator[E]):
     """A column of one ``StrEnum``, stored as its values in plain text (``AutoString`` of
-    ``length``, the type these columns always had, so migrations see no change). Rows
-    load as members; writing a value that is not one raises ValueError."""
+    ``length``, the type these columns always had, so migrations see no change). Values
+    load as members. Text that is no member (a row from another version, or damaged) is
+    written and read as it is, as before this type: it fails where it is used (an email
+    that cannot be rendered), not where it is read (the host page that lists it)."""
 
     impl = AutoString
     cache_ok = True
@@ -127,9 +129,10 @@ class EnumText(TypeDecorator[E]):
     def __init__(self, enum: type[E], length: int) -> None:
         super().__init__(length=length)
         self.enum = enum
+        self.members: dict[str, E] = {member.value: member for member in enum}
 
-    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
-        return None if value is None else self.enum(value).value
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return value.value if isinstance(value, self.enum) else value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> E | None:
-        return None if value is None else self.enum(value)
+        return None if value is None else self.members.get(value, value)
