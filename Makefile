@@ -109,7 +109,7 @@ lint: $(STAMP)
 # game module against the Game protocol). pbem/ joins with plain mypy once it passes:
 # add the line `$(BIN)/mypy pbem` here.
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict engine
+	$(BIN)/mypy --strict engine tests/toygame
 
 bench: $(STAMP)
 	$(BIN)/python bench/engine_speed.py
