@@ -109,7 +109,7 @@ lint: $(STAMP)
 # game module against the Game protocol), the server with plain mypy (the settings in
 # pyproject.toml).
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict engine
+	$(BIN)/mypy --strict engine tests/toygame
 	$(BIN)/mypy pbem
 
 bench: $(STAMP)

@@ -136,7 +136,7 @@ def main() -> int:
               f"{entries} log entries, game {status}, built in "
               f"{time.perf_counter() - start:.0f} s")
         pages = {"game page (seat 0)": f"/g/{raw}", "spectators' page": f"/watch/{key}"}
-        if "web.game_log_round" in app.view_functions:
+        if "play.game_log_round" in app.view_functions:
             pages["oldest round, fragment"] = f"/g/{raw}/log/1?part=1"
             pages["oldest round, own page"] = f"/g/{raw}/log/1"
         client = app.test_client()

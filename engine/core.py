@@ -510,7 +510,7 @@ class DescribesCards(Protocol[S_contra]):
 
 
 class HasCatalog(Protocol[S_contra]):
-    """``catalog``: the card glossary of the rules page (``pbem/rules.py``); without
+    """``catalog``: the card glossary of the rules page (``pbem/web/rules.py``); without
     it the page has none."""
 
     def catalog(self, state: S_contra) -> list[CardData]:

@@ -78,7 +78,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     if config:
         app.config.update(config)
     _fill_defaults(app)
-    from pbem import cli, db, i18n, mail, rules, ui, web
+    from pbem import cli, db, i18n, mail, ui, web
 
     if int(app.config["PROXY_HOPS"]) > 0:
         from werkzeug.middleware.proxy_fix import ProxyFix
@@ -92,7 +92,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     i18n.init_app(app)
     web.init_app(app)
     ui.init_app(app)
-    rules.init_app(app)
     cli.init_app(app)
     return app
 

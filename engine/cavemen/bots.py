@@ -16,7 +16,7 @@ from engine.cavemen.rules import (
     FORAGE,
     PASS,
     State,
-    _auction,
+    auction_of,
     default_action,
     legal_actions,
     pending,
@@ -57,7 +57,7 @@ def _fire_in_reach(state: State, seat: int) -> bool:
 
 
 def _bid(state: State, seat: int) -> Action:
-    a = _auction(state)
+    a = auction_of(state)
     teeth = state.tribes[seat].teeth
     rivals = [s for s in range(state.n) if s != seat and _fire_in_reach(state, s)]
     if a.bidder == seat:

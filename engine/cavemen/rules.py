@@ -168,7 +168,7 @@ def pending(state: State) -> list[Decision]:
     """The open decisions; empty only when the game is over."""
     phase = state.phase
     if phase == "auction":
-        a = _auction(state)
+        a = auction_of(state)
         return [Decision(a.turn, "bid", (("high", a.high), ("max", _tribe(state, a.turn).teeth)))]
     if phase == "action":
         return [Decision(_actor(state), "act", (("second", state.acted == state.n),))]
@@ -201,7 +201,7 @@ def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
     if kind == "bid":
         teeth = state.tribes[seat].teeth
         return [PASS, *(Action("bid", (("amount", v),))
-                        for v in range(_auction(state).high + 1, teeth + 1))]
+                        for v in range(auction_of(state).high + 1, teeth + 1))]
     if kind == "act":
         return _act_actions(state, seat)
     if kind in ("starve", "casualty"):
@@ -527,7 +527,7 @@ def _advance(state: State, events: list[Event]) -> State:
         if phase == "draw":
             state = _draw_phase(state, events)
         elif phase == "auction":
-            a = _auction(state)
+            a = auction_of(state)
             if a.bidder is None and a.passes == state.n:
                 events.append(Event("conch_kept", state.conch, {"price": 0}))
                 state = state._replace(phase="feed", auction=None)
@@ -572,7 +572,7 @@ def _draw_phase(state: State, events: list[Event]) -> State:
 
 
 def _bid(state: State, seat: int, action: Action, events: list[Event]) -> State:
-    a = _auction(state)
+    a = auction_of(state)
     if action.kind == "pass":
         events.append(Event("bid_passed", seat, {"forced": False}))
         return state._replace(auction=_next_bidder(state, a, passed=True))
@@ -751,7 +751,7 @@ def _legal_set(state: State, seat: int, kind: str,
             return {PASS} if action == PASS else set()
         amount = action.get("amount")
         ok = (action.kind == "bid" and len(action.args) == 1 and type(amount) is int
-              and _auction(state).high < amount <= state.tribes[seat].teeth)
+              and auction_of(state).high < amount <= state.tribes[seat].teeth)
         return {action} if ok else set()
     return legal_actions(state, seat)  # the same code that lists them
 
@@ -768,7 +768,7 @@ def _in_pool_order(state: State, action: Action) -> Action:
     return Action("discard", (("cards", tuple(sorted(cards, key=rank.__getitem__))),))
 
 
-def _auction(state: State) -> Auction:
+def auction_of(state: State) -> Auction:
     """The conch auction (the phase is ``auction``)."""
     if state.auction is None:
         raise StateCorrupt("the auction phase has no auction")

@@ -24,16 +24,16 @@ from engine.stoneage.rules import (
     STARVE,
     YIELD,
     State,
-    _building_payments,
-    _home,
-    _pay_value,
-    _payments_of_size,
-    _step,
+    at_home,
+    building_payments,
     card_in_slot,
     data,
     default_action,
     final_scores,
     legal_actions,
+    open_step,
+    pay_value,
+    payments_of_size,
     pending,
 )
 
@@ -158,14 +158,14 @@ def _place_value(state: State, seat: int, action: Action) -> float:
     if place.startswith("building"):
         stack = state.stacks[int(place[-1]) - 1]
         tile = d.buildings[stack[0]]
-        payments = _building_payments(board, tile)
+        payments = building_payments(board, tile)
         if not payments:
             return 0.0
         best = max(sum(RESOURCE_VALUE[r] for r in p) for p in payments)
         return best + 3
     if place.startswith("card"):
         slot = int(place[-1]) - 1
-        if not _payments_of_size(board, slot + 1):
+        if not payments_of_size(board, slot + 1):
             return 0.0
         return card_value(state, seat, card_in_slot(state, slot)) - 2.5 * (slot + 1)
     # resource places: the expected yield, as points
@@ -180,7 +180,7 @@ def _place_value(state: State, seat: int, action: Action) -> float:
 
 def _place(state: State, seat: int) -> Action:
     legal = legal_actions(state, seat)
-    home = _home(state, seat)
+    home = at_home(state, seat)
     need = food_need(state, seat)
     hunting = any(s.place == "hunt" and s.seat == seat for s in state.spots)
     # People to keep for hunting so that nobody starves.
@@ -223,10 +223,10 @@ def _use(state: State, seat: int) -> Action:
 
 def _card(state: State, seat: int) -> Action:
     legal = legal_actions(state, seat)
-    slot = int(_step(state).place[-1]) - 1
+    slot = int(open_step(state).place[-1]) - 1
     if card_value(state, seat, card_in_slot(state, slot)) < 1.5 * (slot + 1):
         return DECLINE
-    return min((a for a in legal if a != DECLINE), key=_pay_value)
+    return min((a for a in legal if a != DECLINE), key=pay_value)
 
 
 def _build(state: State, seat: int) -> Action:
@@ -237,7 +237,7 @@ def _build(state: State, seat: int) -> Action:
     def key(action: Action) -> tuple[int, int]:
         pay = action.get("pay")
         keeps = sum(board.res) + board.wild - len(pay) >= short
-        return (keeps, _pay_value(action))
+        return (keeps, pay_value(action))
 
     return max(legal, key=key)
 

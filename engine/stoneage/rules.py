@@ -231,7 +231,7 @@ def pending(state: State) -> list[Decision]:
     """The open decisions; empty only when the game is over."""
     phase = state.phase
     if phase == "place":
-        home = _home(state, state.turn)
+        home = at_home(state, state.turn)
         return [Decision(state.turn, "place", (("home", home),))]
     if phase == "use":
         step = state.step
@@ -285,17 +285,17 @@ def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
         return [NO_TOOLS, *(Action("tools", (("use", combo),))
                             for combo in _tool_sets(board))]
     if kind == "card":
-        cost = _slot(_step(state).place) + 1
-        return [*(Action("take", (("pay", p),)) for p in _payments_of_size(board, cost)),
+        cost = _slot(open_step(state).place) + 1
+        return [*(Action("take", (("pay", p),)) for p in payments_of_size(board, cost)),
                 DECLINE]
     if kind == "build":
-        tile = data().buildings[state.stacks[_slot(_step(state).place)][0]]
-        return [*(Action("build", (("pay", p),)) for p in _building_payments(board, tile)),
+        tile = data().buildings[state.stacks[_slot(open_step(state).place)][0]]
+        return [*(Action("build", (("pay", p),)) for p in building_payments(board, tile)),
                 DECLINE]
     if kind == "pick":
-        return [Action("pick", (("face", f),)) for f in sorted(set(_step(state).dice))]
+        return [Action("pick", (("face", f),)) for f in sorted(set(open_step(state).dice))]
     # feed
-    return [*(Action("feed", (("pay", p),)) for p in _payments_of_size(board, board.short)),
+    return [*(Action("feed", (("pay", p),)) for p in payments_of_size(board, board.short)),
             STARVE]
 
 
@@ -341,9 +341,9 @@ def default_action(state: State, seat: int) -> Action:
     if kind == "tools":
         return _best_tools(state, legal)
     if kind in ("card", "feed"):
-        return min(legal[:-1], key=_pay_value)
+        return min(legal[:-1], key=pay_value)
     if kind == "build":
-        return max(legal[:-1], key=_pay_value)
+        return max(legal[:-1], key=pay_value)
     faces = [a.get("face") for a in legal]
     for face in (6, 5, 4, 3, 2, 1):
         if face in faces and _face_helps(board, face):
@@ -372,7 +372,7 @@ def email_choices(state: State, seat: int) -> list[Action]:
         best = default_action(state, seat)
         return [NO_TOOLS] if best == NO_TOOLS else [best, NO_TOOLS]
     if kind in ("card", "build", "feed"):
-        payments = sorted(legal[:-1], key=_pay_value, reverse=kind == "build")
+        payments = sorted(legal[:-1], key=pay_value, reverse=kind == "build")
         return [*payments[:EMAIL_PAYMENTS], legal[-1]]
     return legal
 
@@ -482,11 +482,11 @@ def _explain_payment(state: State, seat: int, kind: str, pay: list[str]) -> Expl
         return {"why": "pay/unknown", "word": unknown[0]}
     tile = None
     if kind == "card":
-        need = _slot(_step(state).place) + 1
+        need = _slot(open_step(state).place) + 1
     elif kind == "feed":
         need = board.short
     else:
-        tile = data().buildings[state.stacks[_slot(_step(state).place)][0]]
+        tile = data().buildings[state.stacks[_slot(open_step(state).place)][0]]
         need = sum(tile.cost) if tile.cost is not None else tile.count
     if tile is not None and tile.kind == "any":
         if len(pay) > tile.max:
@@ -533,10 +533,10 @@ def _claim_effect(state: State, seat: int, place: str) -> dict[str, Any]:
     slot = _slot(place)
     if place.startswith("card"):
         return {"card": state.civ[slot], "cost": slot + 1, "have": have,
-                "affordable": bool(_payments_of_size(board, slot + 1))}
+                "affordable": bool(payments_of_size(board, slot + 1))}
     tile = state.stacks[slot][0]
     return {"building": tile, "have": have,
-            "affordable": bool(_building_payments(board, data().buildings[tile]))}
+            "affordable": bool(building_payments(board, data().buildings[tile]))}
 
 
 def _average_yield(count: int, resource: str) -> int:
@@ -573,7 +573,7 @@ def view(state: State, seat: int | None) -> View:
         mine = over or s == seat
         entry: dict[str, Any] = {
             "seat": s, "player": state.players[s], "start": s == state.start,
-            "people": b.people, "home": _home(state, s), "food": b.food,
+            "people": b.people, "home": at_home(state, s), "food": b.food,
             "resources": dict(zip(PAYABLE, b.res, strict=True)), "wild": b.wild,
             "agriculture": b.agriculture, "tools": list(b.tools), "spent": list(b.spent),
             "tool_value": sum(b.tools) + sum(b.spent),
@@ -787,7 +787,7 @@ def check_invariants(state: State) -> None:
         need(set(b.one_time) <= set(b.cards), "one-time tools are held cards")
         cards.extend(b.cards)
     for s in range(n):
-        need(_home(state, s) >= 0, "every person in exactly one place")
+        need(at_home(state, s) >= 0, "every person in exactly one place")
     need(sorted(cards) == sorted(d.card_ids), "every civilization card in one place")
     tiles_seen = [t for st in state.stacks for t in st]
     tiles_seen += [t for b in state.boards for t in b.buildings]
@@ -833,12 +833,12 @@ def _next_placer(state: State, seat: int, events: list[Event]) -> State:
     nobody can. Ruling: a seat with people at home but no legal place keeps them home."""
     for i in range(state.n):
         s = (seat + i) % state.n
-        if _home(state, s) == 0:
+        if at_home(state, s) == 0:
             continue
         if _place_actions(state, s):
             return state._replace(turn=s)
         if s not in state.home:
-            events.append(Event("no_place_left", s, {"home": _home(state, s)}))
+            events.append(Event("no_place_left", s, {"home": at_home(state, s)}))
             state = state._replace(home=(*state.home, s))
     events.append(Event("placement_over", None, {"round": state.round}))
     return _begin_use(state._replace(phase="use"), state.start, events)
@@ -882,13 +882,13 @@ def _resolve(state: State, seat: int, place: str, events: list[Event]) -> State:
         return _agriculture(state, seat, events)
     slot = _slot(place)
     if place.startswith("card"):
-        if not _payments_of_size(board, slot + 1):
+        if not payments_of_size(board, slot + 1):
             events.append(Event("card_unaffordable", seat, {"slot": slot + 1,
                                                             "cost": slot + 1}))
             return state
         return state._replace(step=Step("card", seat, place))
     tile = data().buildings[state.stacks[slot][0]]
-    if not _building_payments(board, tile):
+    if not building_payments(board, tile):
         events.append(Event("building_unaffordable", seat, {"stack": slot + 1,
                                                             "tile": tile.id}))
         return state
@@ -978,7 +978,7 @@ def _agriculture(state: State, seat: int, events: list[Event]) -> State:
 
 
 def _take_card(state: State, seat: int, action: Action, events: list[Event]) -> State:
-    step = _step(state)
+    step = open_step(state)
     slot = _slot(step.place)
     card_id = card_in_slot(state, slot)
     state = state._replace(step=None)
@@ -1048,7 +1048,7 @@ def _top_effect(state: State, seat: int, card_id: str, place: str,
 
 def _next_pick(state: State, events: list[Event]) -> State:
     """Dice for all: the picker picks while the dice left differ; the rest is automatic."""
-    step = _step(state)
+    step = open_step(state)
     while step.dice and len(set(step.dice)) == 1:
         state = _apply_face(state, step.seat, step.dice[0], events)
         step = step._replace(seat=(step.seat + 1) % state.n, dice=step.dice[1:])
@@ -1058,7 +1058,7 @@ def _next_pick(state: State, events: list[Event]) -> State:
 
 
 def _pick(state: State, seat: int, face: int, events: list[Event]) -> State:
-    step = _step(state)
+    step = open_step(state)
     dice = list(step.dice)
     dice.remove(face)
     state = _apply_face(state, seat, face, events)
@@ -1077,7 +1077,7 @@ def _apply_face(state: State, seat: int, face: int, events: list[Event]) -> Stat
 
 
 def _build(state: State, seat: int, action: Action, events: list[Event]) -> State:
-    slot = _slot(_step(state).place)
+    slot = _slot(open_step(state).place)
     state = state._replace(step=None)
     stack = state.stacks[slot]
     if action.kind == "decline":
@@ -1200,7 +1200,7 @@ def _spots_of(state: State, seat: int) -> list[Spot]:
     return [s for s in state.spots if s.seat == seat]
 
 
-def _home(state: State, seat: int) -> int:
+def at_home(state: State, seat: int) -> int:
     """People of a seat not standing on a place (not placed yet, or back home)."""
     return state.boards[seat].people - sum(s.count for s in state.spots if s.seat == seat)
 
@@ -1209,7 +1209,7 @@ def _slot(place: str) -> int:
     return int(place[-1]) - 1
 
 
-def _step(state: State) -> Step:
+def open_step(state: State) -> Step:
     """The open step of the use phase (every decision of it but ``use`` has one)."""
     if state.step is None:
         raise StateCorrupt("the use phase has no open step")
@@ -1218,7 +1218,7 @@ def _step(state: State) -> Step:
 
 def _roll(state: State) -> tuple[Step, str]:
     """The open ``tools`` step and the resource its roll is for."""
-    step = _step(state)
+    step = open_step(state)
     if step.resource is None:
         raise StateCorrupt("the roll names no resource")
     return step, step.resource
@@ -1239,7 +1239,7 @@ _PLACE_ROWS = {place: tuple(Action("place", (("at", place), ("count", c)))
 
 
 def _place_actions(state: State, seat: int) -> list[Action]:
-    home = _home(state, seat)
+    home = at_home(state, seat)
     if not home:
         return []
     taken: dict[str, list[Spot]] = {}
@@ -1290,21 +1290,21 @@ def _payable(board: Board, pay: tuple[str, ...]) -> bool:
     return missing <= board.wild
 
 
-def _payments_of_size(board: Board, size: int) -> list[tuple[str, ...]]:
+def payments_of_size(board: Board, size: int) -> list[tuple[str, ...]]:
     if size <= 0 or sum(board.res) + board.wild < size:
         return []
     return [p for p in _multisets(size) if _payable(board, p)]
 
 
-def _building_payments(board: Board, tile: Building) -> list[tuple[str, ...]]:
+def building_payments(board: Board, tile: Building) -> list[tuple[str, ...]]:
     if tile.cost is not None:
         pay = tuple(r for r, n in zip(PAYABLE, tile.cost, strict=True) for _ in range(n))
         return [pay] if _payable(board, pay) else []
     if tile.count:
-        return [p for p in _payments_of_size(board, tile.count) if len(set(p)) == tile.kinds]
+        return [p for p in payments_of_size(board, tile.count) if len(set(p)) == tile.kinds]
     out = []
     for size in range(1, tile.max + 1):
-        found = _payments_of_size(board, size)
+        found = payments_of_size(board, size)
         if not found:
             break
         out.extend(found)
@@ -1351,7 +1351,7 @@ def _best_tools(state: State, legal: list[Action]) -> Action:
     return min(legal, key=key)
 
 
-def _pay_value(action: Action) -> int:
+def pay_value(action: Action) -> int:
     return sum(RESOURCE_VALUE[r] for r in action.get("pay", ()))
 
 
@@ -1361,7 +1361,7 @@ def _default_place(state: State, seat: int, legal: list[Action]) -> Action:
     by_place: dict[str, list[Action]] = {}
     for a in legal:
         by_place.setdefault(a.get("at"), []).append(a)  # counts ascend from 1
-    home = _home(state, seat)
+    home = at_home(state, seat)
     short = feeding_forecast(state, seat)["short"]
     if short and "hunt" in by_place:
         hunters = next((c for c in range(1, home + 1) if _average_yield(c, "food") >= short),

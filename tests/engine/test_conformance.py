@@ -627,6 +627,9 @@ def test_every_registered_game_has_a_spec_here() -> None:
     assert set(SPECS) == set(listings())
     for name, listing in listings().items():
         assert SPECS[name].game is listing.game and name == listing.game.NAME
+        assert listing.bots and set(listing.bots) <= set(listing.game.BOTS), "bot levels"
+        listing.game.setup([f"p{i}" for i in range(listing.min_players)], 1,
+                           dict(listing.options))  # the default options set a game up
 
 
 GAME_PLAYERS = [(name, n) for name in sorted(SPECS)

@@ -131,7 +131,7 @@ def test_a_whole_game_by_email(live):
     for invitation in invitations:
         accept = live.links(invitation, "/invite/")[0]
         assert "You accepted" in live.confirm(accept).text
-    (game,) = _games(app)
+    (game,) = games_in(app)
     assert game.status == "active" and game.seed == SEED
 
     # Play: answer each decision email as it arrives.
@@ -147,14 +147,14 @@ def test_a_whole_game_by_email(live):
         if mail.template != "decision":
             assert mail.template == "game_started", mail.subject
             continue
-        decision = _check_addressee(app, game.id, mail)
+        decision = check_addressee(app, game.id, mail)
         decided.append(decision.id)
         state = game_state(app, game.id)[1]
         choice = heuristic_bot(state, decision.position, rng)
         via[_answer(live, mail, decision, choice)] += 1
 
     # The game finished; everyone got the result, naming the winner.
-    (game,) = _games(app)
+    (game,) = games_in(app)
     assert game.status == "finished"
     winner = game_state(app, game.id)[1].winner
     assert sorted(m.to_addr for m in results) == sorted(emails)
@@ -187,12 +187,12 @@ def test_a_whole_game_by_email(live):
                                                          strict=True))
 
 
-def _games(app) -> list[Game]:
+def games_in(app) -> list[Game]:
     with app.app_context(), session_scope() as s:
         return list(s.exec(select(Game)))
 
 
-def _check_addressee(app, game_id: str, mail) -> Decision:
+def check_addressee(app, game_id: str, mail) -> Decision:
     """The email is about an open decision of the seat it was sent to."""
     open_rows = {d.id: d for d in open_decisions(app, game_id)}
     assert mail.decision_id in open_rows, (mail.subject, list(open_rows))

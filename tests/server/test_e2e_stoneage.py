@@ -37,7 +37,7 @@ from tests.server.helpers import (
     token_of,
     token_row,
 )
-from tests.server.test_e2e import _games, live  # noqa: F401 (fixture)
+from tests.server.test_e2e import games_in, live  # noqa: F401 (fixture)
 
 MAX_DECISIONS = 3000
 DEE = services.PlayerIn("Dee", "dee@example.com", "en", "UTC")
@@ -65,7 +65,7 @@ def test_a_whole_stone_age_game_by_email(live, players: int, monkeypatch) -> Non
     for invitation in live.mails_until(players - 1):
         assert "a game of Stone Age" in invitation.text
         assert "You accepted" in live.confirm(live.links(invitation, "/invite/")[0]).text
-    (game,) = _games(app)
+    (game,) = games_in(app)
     assert game.status == "active" and game.engine == "stoneage"
 
     rng = random.Random(seed)
@@ -92,7 +92,7 @@ def test_a_whole_stone_age_game_by_email(live, players: int, monkeypatch) -> Non
             via["page, at once"] += 1
             decided.append(decision.id)
 
-    (game,) = _games(app)
+    (game,) = games_in(app)
     assert game.status == "finished"
     state = game_state(app, game.id)[1]
     winners = [people[w].name for w in state.winners]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.registry import games, listings
+from engine.core import SetupError
+from engine.registry import Listing, games, listing, listings, register
 from pbem.i18n import LANGUAGES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,3 +69,19 @@ def test_every_part_but_the_narration_has_a_default() -> None:
                  "rules_cards.html"):
         assert (folder / part).is_file(), part
     assert not (folder / "narration.jinja").exists()
+
+
+def test_a_listing_is_checked_when_registered() -> None:
+    """A name that cannot be a template folder or a listing without an English title is
+    refused; registering again replaces a listing in its place; unknown names are a
+    SetupError, not a KeyError."""
+    with pytest.raises(SetupError):
+        register(Listing("../x", "engine.cavemen", {"en": "X"}))
+    with pytest.raises(SetupError):
+        register(Listing("nogame", "engine.cavemen", {"de": "X"}))
+    with pytest.raises(SetupError):
+        listing("nogame")
+    order = list(listings())
+    first = listings()[order[0]]
+    register(first)
+    assert list(listings()) == order

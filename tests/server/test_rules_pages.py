@@ -13,8 +13,9 @@ from flask import Flask, render_template_string
 from flask_babel import force_locale
 
 from engine.registry import get_game, listings
-from pbem import create_app, rules
-from pbem.rules import UnknownTerm, glossary, rules_url
+from pbem import create_app
+from pbem.web import rules
+from pbem.web.rules import UnknownTerm, glossary, rules_url
 from tests.server.test_german import ONLY_IN, words
 
 ROOT = Path(__file__).resolve().parents[2]

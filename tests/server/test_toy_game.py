@@ -30,7 +30,7 @@ from tests.server.helpers import (
     token_of,
     token_row,
 )
-from tests.server.test_e2e import _check_addressee, _games, live  # noqa: F401 (fixture)
+from tests.server.test_e2e import check_addressee, games_in, live  # noqa: F401 (fixture)
 
 TOY = Path(toygame.__file__).parent
 PLAYERS = [
@@ -91,7 +91,7 @@ def test_pebbles_by_email_from_the_home_page_to_the_result(live):  # noqa: F811
     (invitation,) = live.mails_until(1)
     assert invitation.to_addr == bob.email and "Kiesel" in invitation.text
     live.confirm(live.links(invitation, "/invite/")[0])
-    (game,) = _games(live.app)
+    (game,) = games_in(live.app)
     assert (game.engine, game.status) == ("pebbles", "active")
 
     # Play: every decision email answered, by one-click link or by the page's form.
@@ -104,7 +104,7 @@ def test_pebbles_by_email_from_the_home_page_to_the_result(live):  # noqa: F811
             continue
         if mail.template != "decision":
             continue
-        decision = _check_addressee(live.app, game.id, mail)
+        decision = check_addressee(live.app, game.id, mail)
         state = game_state(live.app, game.id)[1]
         board = (f"On the pile: {state.pile} pebble{'s' * (state.pile != 1)}."
                  if mail.to_addr == ann.email else f"Auf dem Haufen: {state.pile} Kiesel.")
@@ -114,7 +114,7 @@ def test_pebbles_by_email_from_the_home_page_to_the_result(live):  # noqa: F811
         taken += choice.get("count")
 
     # The game ended with the last pebble; both heard who won, each in their language.
-    (game,) = _games(live.app)
+    (game,) = games_in(live.app)
     state = game_state(live.app, game.id)[1]
     assert game.status == "finished" and state.pile == 0 and taken == 10
     winner = PLAYERS[state.winner].name

@@ -8,13 +8,15 @@ The rules, all four of them:
 3. Whoever takes the last pebble wins.
 4. A player who lets the deadline pass takes 1.
 
-It offers the whole contract of ``engine.core.Game`` and nothing optional but
-``abandon``; ``tests/server/test_toy_game.py`` registers it and plays it by email.
+It offers the contract of ``engine.core.Game`` and none of the optional hooks (mypy checks
+it: ``conformance.py``); ``tests/server/test_toy_game.py`` registers it and plays it by
+email.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,10 +28,12 @@ from engine.core import (
     GameOver,
     IllegalAction,
     NotYourTurn,
+    Record,
     Result,
     Rng,
     SetupError,
     StateCorrupt,
+    Summary,
     listed,
 )
 
@@ -154,11 +158,12 @@ def _heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
 BOTS = {"random": _random_bot, "heuristic": _heuristic_bot}
 
 
-class stats:  # noqa: N801  (the simulator's figures: none of its own)
+class stats:  # noqa: N801  (the simulator's figures: who won, nothing scored or taken)
     @staticmethod
-    def summary(state: State, events: list[Event]) -> dict[str, Any]:
-        return {}
+    def summary(state: State, events: Sequence[Event]) -> Summary:
+        how = "unfinished" if state.end is None else f"{state.end} by seat {state.winner}"
+        return {"how": how, "taken": Counter(), "points": None}
 
     @staticmethod
-    def report(records: list[dict[str, Any]]) -> list[str]:
+    def report(records: Sequence[Record]) -> list[str]:
         return []

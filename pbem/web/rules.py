@@ -45,7 +45,7 @@ class UnknownTerm(LookupError):
 
 
 def init_app(app: Flask) -> None:
-    app.register_blueprint(bp)
+    """The ``rules_url`` of templates (the blueprint is registered with the others)."""
     app.jinja_env.globals["rules_url"] = rules_url
 
 

@@ -1,0 +1,93 @@
+"""What the blueprints share: the security headers and error pages, speaking a
+seat's language, the checks of a form (the signature of a link's form, the session's
+CSRF token), and a short page that says one thing."""
+
+from __future__ import annotations
+
+from flask import (
+    current_app,
+    g,
+    render_template,
+    request,
+    session,
+)
+from flask_babel import gettext as _
+from flask_babel import refresh
+
+from pbem.errors import (
+    NotFound,
+    ServiceError,
+)
+from pbem.tokens import check_signature, same_secret
+
+CSP = ("default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+       "frame-ancestors 'none'; base-uri 'none'")
+
+
+CSP_MAILBOX = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
+
+
+SCRIPTS = "; script-src 'self'"
+
+
+LOG_FETCH = "; connect-src 'self'"  # the game page's script fetches older rounds of the log
+
+
+def security_headers(resp):
+    resp.headers.setdefault("Content-Security-Policy", CSP)
+    resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+    resp.headers.setdefault("Referrer-Policy", "no-referrer")  # links carry secrets
+    resp.headers.setdefault("X-Frame-Options", "DENY")
+    resp.headers.setdefault("Cache-Control", "no-store")
+    if current_app.config["BASE_URL"].startswith("https:"):
+        resp.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
+    return resp
+
+
+def service_error(exc: ServiceError):
+    return render_template("pages/error.html", error=exc), exc.status
+
+
+def not_found(exc):
+    return render_template("pages/error.html", error=NotFound(_(
+        "there is nothing at this address; the link may be mistyped or cut short"))), 404
+
+
+def http_error(exc):
+    code = getattr(exc, "code", 400)
+    message = (_("this address does not take that kind of request") if code == 405 else
+               _("the request could not be read; go back and try again"))
+    return render_template("pages/error.html", error=ServiceError(message)), code
+
+
+def server_error(exc):  # pragma: no cover - a bug if it ever runs
+    return render_template("pages/error.html", error=ServiceError(_(
+        "something went wrong on our side; nothing was changed"))), 500
+
+
+def speak(language: str) -> None:
+    """Speak ``language`` from here on in this request, even if a message was already
+    translated (a refusal, a parsed number) and so fixed the language Babel had chosen."""
+    g.language = language
+    refresh()
+
+
+def require_sig(raw: str) -> None:
+    if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
+        raise ServiceError(_("this form is out of date or did not come from this site; "
+                             "open the link again"))
+
+
+def check_csrf() -> None:
+    expected = session.get("csrf")
+    if not expected or not same_secret(expected, request.form.get("csrf", "")):
+        raise ServiceError(_("the form expired; please fill it in again"))
+
+
+def message_page(title: str, text: str, status: int = 200, element: str = "message",
+             onward: list[tuple[str, str]] | None = None):
+    """A short page that says one thing, with links onwards (``onward``: address and
+    words; the home page and a player's list of games are always offered)."""
+    return render_template("pages/message.html", title=title, text=text, element=element,
+                           onward=onward or []), status
+

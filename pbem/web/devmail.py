@@ -1,0 +1,83 @@
+"""The dev mailbox: the emails the dev backend wrote, in the browser of this machine only
+(404 for any other address, and with any other mail backend)."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import email.utils
+import ipaddress
+from datetime import UTC, datetime
+from pathlib import Path
+
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    render_template,
+    request,
+)
+
+from pbem import mail
+from pbem.web.common import (
+    CSP_MAILBOX,
+    SCRIPTS,
+)
+
+bp = Blueprint("devmail", __name__)
+
+
+def _mailbox() -> mail.DevMailbox:
+    """The dev mailbox, only with the dev backend and only for this machine's browser."""
+    box = mail.backend()
+    if not isinstance(box, mail.DevMailbox) or not _from_loopback():
+        abort(404)
+    return box
+
+
+def _from_loopback() -> bool:
+    try:
+        return ipaddress.ip_address(request.remote_addr or "").is_loopback
+    except ValueError:
+        return False
+
+
+@bp.get("/dev/mail")
+def dev_mailbox():
+    box = _mailbox()
+    items = []
+    for path in box.messages()[:500]:
+        msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        items.append({"name": path.name, "to": msg["To"], "subject": msg["Subject"],
+                      "date": _sent_at(msg), "preview": _preview(msg)})
+    return render_template("pages/mailbox.html", items=items)
+
+
+def _sent_at(msg) -> datetime | None:
+    """When the email was sent (its Date header), in UTC; None if unreadable."""
+    try:
+        return email.utils.parsedate_to_datetime(str(msg["Date"])).astimezone(UTC)
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _preview(msg) -> str:
+    text = msg.get_body(("plain",))
+    return text.get_content().strip().split("\n", 1)[0] if text else ""
+
+
+@bp.get("/dev/mail/<name>")
+def dev_message(name: str):
+    box = _mailbox()
+    path = box.dir / Path(name).name
+    if not name.endswith(".eml") or not path.is_file():
+        abort(404)
+    msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+    html = msg.get_body(("html",))
+    text = msg.get_body(("plain",))
+    resp = current_app.make_response(render_template(
+        "pages/mail_message.html", msg=msg, html=html.get_content() if html else None,
+        text=text.get_content() if text else "", date=_sent_at(msg)))
+    resp.headers["Content-Security-Policy"] = CSP_MAILBOX + SCRIPTS
+    return resp
+

@@ -1,0 +1,244 @@
+"""The host: the new-game form, confirming a new game from the host's email, the host's
+page and its controls (pause, resume, extend, abandon, bots, hand-overs, remind now,
+play again)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    redirect,
+    render_template,
+    request,
+    session,
+)
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext
+
+from pbem import services
+from pbem.errors import (
+    AlreadyRecorded,
+    FormInvalid,
+    InvalidInput,
+    RateLimited,
+    ServiceError,
+    WrongState,
+)
+from pbem.forms import DB_INT_MAX, parse_int
+from pbem.web.common import (
+    CSP,
+    SCRIPTS,
+    check_csrf,
+    message_page,
+    require_sig,
+    speak,
+)
+
+bp = Blueprint("host", __name__)
+
+
+PLAYER_FIELD_RE = re.compile(r"^(?:name|email)(\d{1,4})$")
+
+
+def home_page(form, errors: list[tuple[str, str]] = (), error: ServiceError | None = None,
+               status: int = 200):
+    """The home page: the new-game form (with every problem of a refused one, its values
+    kept) and the form that asks for a link to one's games."""
+    csrf = session.setdefault("csrf", secrets.token_urlsafe(16))
+    resp = current_app.make_response((render_template(
+        "pages/home.html", games=services.offered_games(), form=form, errors=dict(errors),
+        error_list=list(errors), error=error, csrf=csrf), status))
+    resp.headers["Content-Security-Policy"] = CSP + SCRIPTS
+    return resp
+
+
+@bp.post("/new")
+def new_game():
+    check_csrf()
+    form = request.form
+    try:
+        rows = _players_from_form(form)
+        policy = {"hours_per_decision": form.get("hours", "48"),
+                  "reminder_hours": form.get("reminders") or None,
+                  "absent_after": form.get("absent_after", 2),
+                  "absent_bot": form.get("absent_bot", "heuristic"),
+                  "vacation_days": form.get("vacation_days", 7)}
+        created = services.create_game(
+            form.get("game") or services.offered_games()[0]["name"], rows, policy,
+            title=form.get("title", ""), client=request.remote_addr or "unknown")
+    except FormInvalid as exc:
+        return home_page(form, exc.errors, status=exc.status)
+    except ServiceError as exc:
+        return home_page(form, error=exc, status=exc.status)
+    host = next(p for p in rows if p is not None)
+    return render_template("pages/created.html", host=host, game_id=created.game_id)
+
+
+def _players_from_form(form) -> list[services.PlayerIn | None]:
+    """The form's player rows, None for an empty one (it keeps its place, so a problem is
+    shown at its row); a row beyond the largest game offered is refused, not dropped (one
+    beyond the chosen game's largest number is refused by the service, at its row)."""
+    rows = max(g["max"] for g in services.offered_games())
+    beyond = [key for key in form if (m := PLAYER_FIELD_RE.match(key))
+              and int(m.group(1)) >= rows and form.get(key, "").strip()]
+    if beyond:
+        raise InvalidInput(_("a game has at most %(n)s players; this form has more: remove "
+                             "the extra ones", n=rows))
+    players: list[services.PlayerIn | None] = []
+    for i in range(rows):
+        name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()
+        players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
+                                         form.get(f"tz{i}", "UTC") or "UTC")
+                       if name or addr else None)
+    return players
+
+
+@bp.route("/host/confirm/<raw>", methods=["GET", "POST"])
+def host_confirm(raw: str):
+    if request.method == "POST":
+        require_sig(raw)
+        _game_id, fresh, admin_raw = services.confirm_host(raw)
+        if fresh:
+            return message_page(_("Game confirmed"),
+                            _("Invitations are on their way to the players. Your host page "
+                              "shows who has accepted; the game starts when everyone has."),
+                            element="confirmed",
+                            onward=[(f"/admin/{admin_raw}", _("Open your host page"))])
+        return _already_confirmed()
+    info = services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
+    if info["game"].status == "abandoned":
+        return message_page(_("Game ended"), _("The host ended this game before it started; "
+                                           "nothing was sent to the players."), 409,
+                        element="confirmed")
+    if info["confirmed"]:
+        return _already_confirmed()
+    return render_template("pages/confirm.html", raw=raw, title=_("Confirm your game"),
+                           question=_("Send the invitations to the players now?"),
+                           button=_("Send invitations"))
+
+
+def _already_confirmed():
+    """A used confirmation link, opened or posted again: 409, as every used link answers."""
+    return message_page(_("Already confirmed"), _("This game is confirmed and the invitations "
+                                              "are out. The game starts when everyone has "
+                                              "accepted."), 409, element="confirmed")
+
+
+@bp.get("/admin/<raw>")
+def admin(raw: str):
+    return _admin_page(raw)
+
+
+def _as_host(raw: str) -> None:
+    """Speak the host's language from here on (their messages and page)."""
+    speak(services.host_language(raw))
+
+
+def _admin_page(raw: str, notice: str | None = None, error: str | None = None,
+                status: int = 200):
+    _as_host(raw)
+    data = services.admin_data(raw)
+    return render_template("pages/admin.html", data=data, raw=raw, notice=notice,
+                           error=error), status
+
+
+@bp.post("/admin/<raw>/remind")
+def admin_remind(raw: str):
+    """The host's "remind now" for one open decision (at most once per decision)."""
+    require_sig(raw)
+    _as_host(raw)
+    try:
+        name, _when = services.remind_now(raw, request.form.get("decision"))
+    except (AlreadyRecorded, WrongState, InvalidInput) as exc:
+        return _admin_page(raw, error=exc.message, status=exc.status)
+    return _admin_page(raw, _("Done: a reminder is on its way to %(name)s.", name=name))
+
+
+@bp.post("/admin/<raw>/again")
+def admin_play_again(raw: str):
+    """Play again with the same players: a new game, and its host page (a second press
+    opens the same new game)."""
+    require_sig(raw)
+    _as_host(raw)
+    try:
+        created, _fresh = services.play_again(raw, client=request.remote_addr or "unknown")
+    except (WrongState, InvalidInput, RateLimited) as exc:
+        return _admin_page(raw, error=exc.message, status=exc.status)
+    return redirect(f"/admin/{created.admin_token}", code=303)
+
+
+@bp.post("/admin/<raw>/replace")
+def admin_replace(raw: str):
+    require_sig(raw)
+    _as_host(raw)
+    position = parse_int(request.form.get("position", ""), 0, DB_INT_MAX,
+                         _("choose the seat to re-invite"))
+    services.replace_player(raw, position, _player_fields(request.form))
+    return _admin_page(raw, _("Invitation sent."))
+
+
+def _player_fields(f) -> services.PlayerIn:
+    return services.PlayerIn(f.get("name", ""), f.get("email", ""), f.get("lang", "en"),
+                             f.get("tz", "UTC") or "UTC")
+
+
+def _hand_over(raw: str, f) -> str:
+    done = services.hand_over(raw, f.get("position"), _player_fields(f))
+    if done == "updated":
+        return _("Done: the seat's name, language and time zone are updated.")
+    return _("Invitation sent: the seat changes hands when they accept. Until then the "
+             "seat stays as it is, and nothing else is sent to that address.")
+
+
+def _abandon(raw: str, f) -> str:
+    if f.get("sure") != "yes":
+        raise ServiceError(_("tick the box to confirm that the game ends for everyone"))
+    services.abandon_game(raw)
+    return _("Done: the game is over for everyone.")
+
+
+def _set_bot(raw: str, f) -> None:
+    """Who plays a seat: a bot (``heuristic``, ``default``) or its player (empty). The
+    form names no choice until the host makes one, so a press without one changes
+    nothing."""
+    if "bot" not in f:
+        raise InvalidInput(_("choose who plays the seat: a bot or its player"))
+    services.set_bot(raw, f.get("position"), f.get("bot") or None)
+
+
+CONTROL_DONE = {
+    "pause": lazy_gettext("Done: the game is paused."),
+    "resume": lazy_gettext("Done: the game goes on."),
+    "extend": lazy_gettext("Done: the deadline is extended."),
+    "bot": lazy_gettext("Done: the seat is played as you chose."),
+    "withdraw": lazy_gettext("Done: the offer is withdrawn."),
+}
+
+
+ADMIN_ACTIONS = {
+    "pause": lambda raw, f: services.pause_game(raw),
+    "resume": lambda raw, f: services.resume_game(raw),
+    "extend": lambda raw, f: services.extend_deadline(raw, f.get("hours")),
+    "abandon": _abandon,
+    "bot": _set_bot,
+    "handover": _hand_over,
+    "withdraw": lambda raw, f: services.withdraw_handover(raw, f.get("position")),
+}
+
+
+@bp.post("/admin/<raw>/<control>")
+def admin_control(raw: str, control: str):
+    """The host's controls: pause, resume, extend, abandon, bot on/off, hand a seat over
+    (or withdraw a hand-over not yet accepted)."""
+    handler = ADMIN_ACTIONS.get(control)
+    if handler is None:
+        abort(404)
+    require_sig(raw)
+    _as_host(raw)
+    notice = handler(raw, request.form)
+    return _admin_page(raw, notice if isinstance(notice, str) else str(CONTROL_DONE[control]))
+

@@ -1,0 +1,230 @@
+"""Playing: answering an invitation or a hand-over, the one-click links of the emails and
+their confirmation pages, a seat's game page with its decision form, the game log, the
+spectators' page, and the in-game controls of a seat (vacation, coming back)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import (
+    Blueprint,
+    current_app,
+    render_template,
+    request,
+)
+from flask_babel import LazyString, lazy_gettext, ngettext
+from flask_babel import gettext as _
+
+from pbem import i18n, services
+from pbem.errors import (
+    AlreadyRecorded,
+    IllegalMove,
+    InvalidInput,
+    NotFound,
+    TurnOver,
+)
+from pbem.forms import DB_INT_MAX, parse_int
+from pbem.tokens import check_signature
+from pbem.web.common import (
+    CSP,
+    LOG_FETCH,
+    SCRIPTS,
+    message_page,
+    require_sig,
+    speak,
+)
+
+bp = Blueprint("play", __name__)
+
+
+@bp.route("/invite/<raw>", methods=["GET", "POST"])
+def invitation(raw: str):
+    info = services.describe_invitation(raw)
+    if not info["answered"] and info["game"].status != "inviting":
+        return message_page(_("Game ended"), _("This game no longer waits for players: the "
+                                           "host ended it."), 409, element="answered")
+    if request.method == "POST" and not info["answered"]:
+        require_sig(raw)
+        page = services.answer_invitation(raw, info["answer"] == "accept")[2]
+        return render_template("pages/invited.html", info=info, done=True, page=page)
+    if info["answered"]:
+        return render_template("pages/invited.html", info=info, done=False), 409
+    return render_template("pages/invited.html", info=info, raw=raw, done=False)
+
+
+@bp.route("/handover/<raw>", methods=["GET", "POST"])
+def handover(raw: str):
+    """An invitation to take over a seat: a page, and only its POST answers."""
+    info = services.describe_handover(raw)
+    if request.method == "POST" and info["state"] == "open":
+        require_sig(raw)
+        info["done"], page = services.answer_handover(raw, info["answer"] == "accept")
+        return render_template("pages/handover.html", info=info, raw=raw, page=page)
+    status = 200 if info["state"] == "open" else 409
+    return render_template("pages/handover.html", info=info, raw=raw), status
+
+
+@bp.route("/a/<raw>", methods=["GET", "POST"])
+def one_click(raw: str):
+    if request.method != "POST":  # GET and HEAD never act
+        info = services.describe_token(raw)
+        speak(info["seat"].language)
+        status = 409 if info.get("closed") else 200
+        return render_template("pages/action.html", info=info, raw=raw), status
+    if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
+        info = services.describe_token(raw)  # a closed turn says so before a bad form does
+        if info.get("closed"):
+            return render_template("pages/action.html", info=info, raw=raw), 409
+        require_sig(raw)
+    try:
+        outcome = services.act_by_token(raw, request.form.get("choice"))
+    except InvalidInput as exc:
+        if isinstance(exc, IllegalMove):
+            raise
+        info = services.describe_token(raw)  # the page again, saying what was wrong
+        speak(info["seat"].language)
+        return render_template("pages/action.html", info=info, raw=raw,
+                               error=exc.data.get("reason", "choice/unknown")), 400
+    except (AlreadyRecorded, TurnOver) as exc:
+        if isinstance(exc, TurnOver) and services.is_on_bot(raw):
+            services.come_back(raw)  # a player on a bot who acts through any link is back
+            return message_page(_("Welcome back"), _("A bot played your seat while you were "
+                                                 "away. You play it again from your next "
+                                                 "decision on; watch for the next email."))
+        closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
+        return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
+    return _after_move(outcome)
+
+
+def _after_move(outcome: services.Outcome):
+    """A short page: what was recorded, who acts next, and this seat's next decision at
+    once if it has one (no board or log: the game page has those)."""
+    data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
+    speak(outcome.language)
+    return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
+                           outcome=outcome)
+
+
+@bp.get("/g/<raw>")
+def game_page(raw: str):
+    return show_game_page(raw)
+
+
+def show_game_page(raw: str, status: int = 200, **extra: Any):
+    data = services.game_for_page(raw)
+    if data["seat"] is not None:
+        speak(data["seat"].language)
+    return _with_log_script(data, render_template("pages/game.html", data=data, raw=raw,
+                                                  **extra), status)
+
+
+def _with_log_script(data: dict[str, Any], page: str, status: int = 200):
+    """A game page whose log has folded rounds carries a script (static/log.js) that
+    loads one when it is opened, from this server only; other pages run no script."""
+    resp = current_app.make_response((page, status))
+    if any(part.entries is None for part in data["log"]):
+        resp.headers["Content-Security-Policy"] = CSP + SCRIPTS + LOG_FETCH
+    return resp
+
+
+@bp.get(f"/g/<raw>/log/<int(max={DB_INT_MAX}):number>")
+def game_log_round(raw: str, number: int):
+    """One round of the game log from the seat's view: a page of its own, or with
+    ``?part=1`` only the round's entries (what the game page's script fetches)."""
+    data = services.log_round_for_page(raw, number)
+    if data["seat"] is not None:
+        speak(data["seat"].language)
+    return _log_round(data, f"/g/{raw}")
+
+
+@bp.get(f"/watch/<key>/log/<int(max={DB_INT_MAX}):number>")
+def spectator_log_round(key: str, number: int):
+    return _log_round(services.log_round_for_spectator(key, number), f"/watch/{key}")
+
+
+def _log_round(data: dict[str, Any], back: str):
+    if data["round"] is None:
+        raise NotFound(_("this game's log has no such round"))
+    if request.args.get("part"):
+        return render_template("pages/_log_round.html", data=data)
+    return render_template("pages/log_round.html", data=data, back=back)
+
+
+@bp.post("/g/<raw>")
+def game_act(raw: str):
+    require_sig(raw)
+    form = request.form
+    try:
+        outcome = services.act_from_page(raw, form.get("decision_id"), form_command(form))
+    except IllegalMove as exc:  # the page again, the form as entered, and what was wrong
+        return show_game_page(raw, 400, refusal=exc, entered=form)
+    except (AlreadyRecorded, TurnOver) as exc:  # as a one-click link answers
+        closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
+        return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
+    return _after_move(outcome)
+
+
+MAX_FORM_COUNT = 20  # no count field of any game goes higher
+
+
+MAX_FORM_WORDS = 40
+
+
+def form_command(form) -> str:
+    """The full decision form of any game as a command in the game's notation: ``choice``
+    (a radio: a whole action as written, or a verb), else ``kind`` (the verb of a form
+    with one), followed by the fields of that verb only: ``<verb>.word`` and
+    ``<verb>.cards`` (words, repeatable), ``<verb>.amount`` (a number) and
+    ``<verb>.count.<word>`` (the word N times, e.g. ``take.count.wood=2``). Fields of
+    another verb are ignored, so "leave it" is read as itself whatever the pay fields
+    hold. Nothing here knows a game or completes anything: the engine matches the words
+    against the legal actions in full. Raises IllegalMove for a count that is not a
+    number from 0 to MAX_FORM_COUNT."""
+    choice = form.get("choice", "").strip() or form.get("kind", "").strip()
+    if not choice:
+        return ""
+    verb = choice.split()[0]
+    words = [choice, *form.getlist(f"{verb}.word"), *form.getlist(f"{verb}.cards")]
+    amount = form.get(f"{verb}.amount", "").strip()
+    if amount:
+        words.append(amount)
+    for key, value in form.items(multi=True):
+        if key.startswith(f"{verb}.count.") and value.strip():
+            words += [key.removeprefix(f"{verb}.count.")] * _count(value, verb)
+    words = [w.strip() for w in words if w.strip()]
+    if len(words) > MAX_FORM_WORDS:
+        raise IllegalMove("form/too_long", verb)
+    return " ".join(words)
+
+
+def _count(value: str, verb: str) -> int:
+    """A ``<verb>.count.<word>`` field: a whole number from 0 to MAX_FORM_COUNT, else the
+    form again with what to enter."""
+    try:
+        return parse_int(value, 0, MAX_FORM_COUNT, "bad count")
+    except InvalidInput:
+        raise IllegalMove("form/count", verb) from None
+
+
+@bp.get("/watch/<key>")
+def spectator(key: str):
+    data = services.game_for_spectator(key)
+    return _with_log_script(data, render_template("pages/game.html", data=data, raw=None))
+
+
+@bp.post("/g/<raw>/vacation")
+def vacation(raw: str):
+    require_sig(raw)
+    left = services.take_vacation(raw, request.form.get("days"))
+    return show_game_page(raw, notice=LazyString(lambda: ngettext(
+        "Your deadlines moved. Vacation left: %(d)s day.",
+        "Your deadlines moved. Vacation left: %(d)s days.", 1 if left == 1 else 2,
+        d=i18n.number(left))))
+
+
+@bp.post("/g/<raw>/back")
+def come_back(raw: str):
+    require_sig(raw)
+    services.come_back(raw)
+    return show_game_page(raw, notice=lazy_gettext("Welcome back: you play your seat again."))
+

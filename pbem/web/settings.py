@@ -1,0 +1,122 @@
+"""What a player sets, by address or by seat: asking for the list of one's games and
+opening one from it, a seat's language and notifications, and unsubscribing (RFC 8058
+one-click, or a page with the choices)."""
+
+from __future__ import annotations
+
+import secrets
+
+from flask import (
+    Blueprint,
+    redirect,
+    render_template,
+    request,
+    session,
+)
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext
+
+from pbem import services
+from pbem.errors import (
+    FormInvalid,
+    LinkExpired,
+    NotFound,
+)
+from pbem.web.common import (
+    check_csrf,
+    message_page,
+    require_sig,
+)
+from pbem.web.play import show_game_page
+
+bp = Blueprint("settings", __name__)
+
+
+@bp.route("/my", methods=["GET", "POST"])
+def my_games_ask():
+    """Ask for a link to one's games. The answer is the same whether the address plays
+    here or not; the link goes to the address only."""
+    if request.method != "POST":
+        return _my_page()
+    check_csrf()
+    address = request.form.get("email", "")
+    try:
+        services.request_my_games(address)
+    except FormInvalid as exc:
+        return _my_page(address, dict(exc.errors).get("my-email"), status=exc.status)
+    return message_page(_("Check your email"), _(
+        "If this address plays in any game here, a link to the list of its games is on its "
+        "way to it. The link works for a week; keep it private."), element="my-games-sent")
+
+
+def _my_page(address: str = "", error: str | None = None, problem: str | None = None,
+             status: int = 200):
+    csrf = session.setdefault("csrf", secrets.token_urlsafe(16))
+    return render_template("pages/my.html", csrf=csrf, my_email=address, my_error=error,
+                           problem=problem), status
+
+
+@bp.get("/my/<raw>")
+def my_games_list(raw: str):
+    try:
+        data = services.my_games(raw)
+    except (NotFound, LinkExpired) as exc:
+        return _my_page(problem=exc.message, status=exc.status)
+    return render_template("pages/my_games.html", data=data, raw=raw)
+
+
+@bp.post("/my/<raw>/open")
+def my_games_open(raw: str):
+    """Open one game of the list: a fresh game-page link for that seat, then its page."""
+    require_sig(raw)
+    try:
+        page = services.open_my_game(raw, request.form.get("seat", ""))
+    except (NotFound, LinkExpired) as exc:
+        return _my_page(problem=exc.message, status=exc.status)
+    return redirect("/g/" + page, code=303)
+
+
+NOTIFY_DONE = {
+    "muted": lazy_gettext("From now on you get an email only when it is your turn (and "
+                          "the result)."),
+    "unmuted": lazy_gettext("You get every email of this game again."),
+    "left": lazy_gettext("You left the game. A bot plays your seat, and the host has been "
+                         "told."),
+    "suppressed": lazy_gettext("This address will get no more email from this server."),
+    "lists": lazy_gettext("This address will get no more lists of its games. The emails "
+                          "of your games go on as before."),
+    "ended": lazy_gettext("This game has ended, so it sends you nothing more. Your other "
+                          "games go on as before."),
+}
+
+
+@bp.post("/g/<raw>/language")
+def player_language(raw: str):
+    require_sig(raw)
+    services.set_language(raw, request.form.get("lang", ""))
+    return show_game_page(raw, notice=lazy_gettext("Your language is saved; your next emails "
+                                               "use it too."))
+
+
+@bp.post("/g/<raw>/notifications")
+def notifications(raw: str):
+    require_sig(raw)
+    done = services.set_notifications(raw, request.form.get("how", ""))
+    return show_game_page(raw, notice=NOTIFY_DONE[done])
+
+
+@bp.route("/u/<raw>", methods=["GET", "POST"])
+def unsubscribe(raw: str):
+    """One-click unsubscribe (RFC 8058): a mail program POSTs ``List-Unsubscribe=
+    One-Click`` without any form of ours; a person gets a page with the choices (and,
+    once the address gets no email, one to let a bot play each seat it still holds)."""
+    done = None
+    if request.method == "POST":
+        how, seat = "one-click", None
+        if request.form.get("List-Unsubscribe") != "One-Click":
+            require_sig(raw)
+            how, seat = request.form.get("how", ""), request.form.get("seat")
+        done = str(NOTIFY_DONE[services.unsubscribe(raw, how, seat)])
+    return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
+                           raw=raw, done=done)
+

@@ -1,0 +1,40 @@
+"""Every URL the server answers, pinned: links in emails sent long ago keep working
+whatever happens to the code behind them (the blueprints of ``pbem.web``)."""
+
+from __future__ import annotations
+
+from pbem.web import BLUEPRINTS
+
+URLS = [
+    ("/", "GET"), ("/a/<raw>", "GET,POST"), ("/admin/<raw>", "GET"),
+    ("/admin/<raw>/<control>", "POST"), ("/admin/<raw>/again", "POST"),
+    ("/admin/<raw>/remind", "POST"), ("/admin/<raw>/replace", "POST"),
+    ("/dev/mail", "GET"), ("/dev/mail/<name>", "GET"), ("/g/<raw>", "GET"),
+    ("/g/<raw>", "POST"), ("/g/<raw>/back", "POST"), ("/g/<raw>/language", "POST"),
+    ("/g/<raw>/log/<int(max=2147483647):number>", "GET"),
+    ("/g/<raw>/notifications", "POST"), ("/g/<raw>/vacation", "POST"),
+    ("/handover/<raw>", "GET,POST"), ("/healthz", "GET"), ("/host/confirm/<raw>", "GET,POST"),
+    ("/invite/<raw>", "GET,POST"), ("/language", "POST"), ("/my", "GET,POST"),
+    ("/my/<raw>", "GET"), ("/my/<raw>/open", "POST"), ("/new", "POST"), ("/rules", "GET"),
+    ("/rules/<game>", "GET"), ("/static/<path:filename>", "GET"), ("/u/<raw>", "GET,POST"),
+    ("/ui.css", "GET"), ("/watch/<key>", "GET"),
+    ("/watch/<key>/log/<int(max=2147483647):number>", "GET"),
+]
+
+
+def test_the_server_answers_exactly_the_urls_it_always_did(app):
+    rules = sorted((r.rule, ",".join(sorted(r.methods - {"HEAD", "OPTIONS"})))
+                   for r in app.url_map.iter_rules())
+    assert rules == URLS
+
+
+def test_each_blueprint_holds_its_own_visitors_urls(app):
+    """Who uses a URL says where it lives (see pbem/web/__init__.py)."""
+    owner = {r.rule: r.endpoint.split(".")[0] for r in app.url_map.iter_rules()}
+    assert {b.name for b in BLUEPRINTS} == {
+        "pages", "rules", "host", "play", "settings", "devmail"}
+    expected = {"/": "pages", "/healthz": "pages", "/rules/<game>": "rules",
+                "/new": "host", "/admin/<raw>/<control>": "host", "/a/<raw>": "play",
+                "/watch/<key>": "play", "/my/<raw>": "settings", "/u/<raw>": "settings",
+                "/g/<raw>/notifications": "settings", "/dev/mail": "devmail"}
+    assert {rule: owner[rule] for rule in expected} == expected
