@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Sequence
 
 from flask import (
     Blueprint,
@@ -29,6 +30,7 @@ from pbem.errors import (
     WrongState,
 )
 from pbem.forms import DB_INT_MAX, parse_int
+from pbem.kinds import GameStatus, SeatBot
 from pbem.web.common import (
     CSP,
     SCRIPTS,
@@ -44,7 +46,7 @@ bp = Blueprint("host", __name__)
 PLAYER_FIELD_RE = re.compile(r"^(?:name|email)(\d{1,4})$")
 
 
-def home_page(form, errors: list[tuple[str, str]] = (), error: ServiceError | None = None,
+def home_page(form, errors: Sequence[tuple[str, str]] = (), error: ServiceError | None = None,
                status: int = 200):
     """The home page: the new-game form (with every problem of a refused one, its values
     kept) and the form that asks for a link to one's games."""
@@ -65,7 +67,7 @@ def new_game():
         policy = {"hours_per_decision": form.get("hours", "48"),
                   "reminder_hours": form.get("reminders") or None,
                   "absent_after": form.get("absent_after", 2),
-                  "absent_bot": form.get("absent_bot", "heuristic"),
+                  "absent_bot": form.get("absent_bot", SeatBot.HEURISTIC),
                   "vacation_days": form.get("vacation_days", 7)}
         created = services.create_game(
             form.get("game") or services.offered_games()[0]["name"], rows, policy,
@@ -110,7 +112,7 @@ def host_confirm(raw: str):
                             onward=[(f"/admin/{admin_raw}", _("Open your host page"))])
         return _already_confirmed()
     info = services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
-    if info["game"].status == "abandoned":
+    if info["game"].status == GameStatus.ABANDONED:
         return message_page(_("Game ended"), _("The host ended this game before it started; "
                                            "nothing was sent to the players."), 409,
                         element="confirmed")

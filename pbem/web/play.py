@@ -24,6 +24,7 @@ from pbem.errors import (
     TurnOver,
 )
 from pbem.forms import DB_INT_MAX, parse_int
+from pbem.kinds import GameStatus
 from pbem.tokens import check_signature
 from pbem.web.common import (
     CSP,
@@ -40,7 +41,7 @@ bp = Blueprint("play", __name__)
 @bp.route("/invite/<raw>", methods=["GET", "POST"])
 def invitation(raw: str):
     info = services.describe_invitation(raw)
-    if not info["answered"] and info["game"].status != "inviting":
+    if not info["answered"] and info["game"].status != GameStatus.INVITING:
         return message_page(_("Game ended"), _("This game no longer waits for players: the "
                                            "host ended it."), 409, element="answered")
     if request.method == "POST" and not info["answered"]:
