@@ -94,8 +94,8 @@ class Bench:
         """Note the moment ``act_by_token`` returns (its transaction has committed)."""
         original = services.act_by_token
 
-        def timed(raw: str):
-            outcome = original(raw)
+        def timed(raw: str, choice: str | None = None):
+            outcome = original(raw, choice)
             self.commit_at.append(time.perf_counter())
             return outcome
 

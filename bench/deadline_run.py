@@ -9,7 +9,7 @@ In a temporary directory this script, through the real command line:
 3. starts the clock (``flask --app pbem pbem clock``, sweeping every second), nobody ever
    clicks: each decision times out and its default action is played; after 2 timeouts in a
    row a seat is handed to the heuristic bot, and once every seat is on a bot the bots
-   play until nobody has played for ``PBEM_IDLE_ROUNDS`` (3) rounds and the server ends
+   play until nobody has played for ``--idle-rounds`` (3) rounds and the server ends
    the game as abandoned (or the bots finish it first);
 4. kills the clock with SIGKILL after ``--kill-after`` seconds, leaves it down for
    ``--down`` seconds (longer than a deadline, so a deadline passes with no clock), then
@@ -78,6 +78,7 @@ class Run:
                     "PBEM_MAIL_BACKEND": "dev",
                     "PBEM_MAILBOX_DIR": str(self.mailbox),
                     "PBEM_CLOCK_INTERVAL": str(args.interval),
+                    "PBEM_IDLE_ROUNDS": str(args.idle_rounds),
                     "PBEM_SECRET_KEY": "deadline-run-secret",
                     "PBEM_BASE_URL": "http://127.0.0.1:5000"}
         self.env_shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items()
@@ -161,6 +162,8 @@ def main() -> int:
                         help="seconds the clock stays down (more than one deadline)")
     parser.add_argument("--timeout", type=float, default=240.0,
                         help="give up if the game has not ended this long after the restart")
+    parser.add_argument("--idle-rounds", type=int, default=3,
+                        help="PBEM_IDLE_ROUNDS: rounds nobody plays before the game ends")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()

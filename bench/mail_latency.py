@@ -89,7 +89,7 @@ from engine.registry import get_game  # noqa: E402
 from pbem import DefaultConfig, create_app, services  # noqa: E402
 from pbem.db import get_engine, session_scope  # noqa: E402
 from pbem.migrate import upgrade  # noqa: E402
-from pbem.models import Decision, Game, Outbox  # noqa: E402
+from pbem.models import Decision, Game, Outbox, utcnow  # noqa: E402
 from pbem.tokens import mint  # noqa: E402
 from tests.pgcluster import PostgresCluster, PostgresUnavailable, free_port  # noqa: E402
 from tests.smtpsink import SmtpSink, Tarpit  # noqa: E402
@@ -307,6 +307,9 @@ class Deployment:
         config = {"DATABASE_URL": url, "BASE_URL": base, "SECRET_KEY": self.secret,
                   "MAIL_BACKEND": "smtp", "SMTP_HOST": "127.0.0.1",
                   "SMTP_PORT": str(self.smtp_port), "MAIL_FROM": MAIL_FROM,
+                  # a player's own next decision is emailed at once, not held back for
+                  # an answer on the page: every confirm causes an email to time
+                  "FOLLOW_UP_MINUTES": "0",
                   **{k: str(v) for k, v in NO_CAPS.items()}}
         # pbem's defaults for everything else: no PBEM_* setting from this shell leaks in
         env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
@@ -366,11 +369,14 @@ class Deployment:
                                                         Decision.closed_at.is_(None))))
         return status, sorted(ids)
 
-    def outbox(self, since_id: int = 0) -> dict[str, int]:
+    def outbox(self, since_id: int = 0, due_only: bool = False) -> dict[str, int]:
+        """Emails by status (``due_only``: those whose time to be sent has come)."""
+        query = select(Outbox.status, func.count()).where(Outbox.id > since_id)
+        if due_only:
+            query = query.where(Outbox.next_attempt_at <= utcnow())
         with session_scope(self.app) as s:
-            rows = s.exec(select(Outbox.status, func.count()).where(Outbox.id > since_id)
-                          .group_by(Outbox.status)).all()
-        return dict(rows)
+            rows = s.exec(query.group_by(Outbox.status)).all()
+        return {str(status): count for status, count in rows}
 
     def last_outbox_id(self) -> int:
         with session_scope(self.app) as s:
@@ -388,11 +394,12 @@ class Deployment:
         return n, last
 
     def drain(self, timeout: float = 120.0) -> None:
-        """Wait until the clock has delivered everything that is due."""
+        """Wait until the clock has delivered everything that is due (a follow-up email
+        held back while its player may answer on the page is not due yet)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             self.clock.check()
-            left = self.outbox()
+            left = self.outbox(due_only=True)
             if not left.get("pending", 0) and not left.get("sending", 0):
                 time.sleep(0.3)  # the pass ends and its connection closes
                 return

@@ -1,0 +1,54 @@
+"""Each script of ``bench/`` run once with tiny sizes, as a subprocess, so a benchmark
+that no longer runs fails the suite (the figures themselves are for ``bench/``, never
+asserted here). Shared by ``tests/test_bench_smoke*.py``: two files, so that two workers
+of pytest-xdist share the minute they take."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# script: (tiny arguments, a line every run prints with its figures)
+BENCHES: dict[str, tuple[list[str], str]] = {
+    "engine_speed.py": (["--games", "1", "--repeats", "1"],
+                        r"stoneage all: [\d,]+ decisions per CPU-second"),
+    "render_mail.py": (["--games", "cavemen", "--players", "2", "--reps", "1", "--every",
+                        "50"], r"overall +\d+ emails: median +[\d.]+ ms"),
+    "page_time.py": (["--players", "2", "--reps", "1"],
+                     r"game page \(seat 0\) +200 +[\d.]+"),
+    "my_timing.py": (["--db", "both", "--pairs", "3", "--games", "2", "--known-games", "1"],
+                     r"postgresql: 3 pairs"),
+    "sweep_time.py": (["--db", "both", "--games", "20", "--decisions", "40", "--due", "5",
+                       "--repeats", "1", "--due-repeats", "1"],
+                      r"steady \(1 sweeps, nothing due\): median +[\d.]+ ms"),
+    "confirm_latency.py": (["--games", "1", "--players", "2"],
+                           r"act_by_token -> commit +n= *\d+ +median +[\d.]+ ms"),
+    "mail_latency.py": (["--confirms", "3", "--page-samples", "3", "--phase-seconds", "1",
+                         "--no-postgres"], r"GET /g/<token> +normal median +[\d.]+ ms"),
+    "confirm_throughput.py": (["--duration", "0.5", "--warmup", "0.2", "--clients", "2",
+                               "--client-procs", "1", "--workers", "1", "--players", "2",
+                               "--baseline-runs", "1", "--max-games", "20"],
+                              r"pbem queued +[\d.]+ confirm POSTs/s"),
+    "deadline_run.py": (["--hours-per-decision", "0.0005", "--idle-rounds", "1",
+                         "--kill-after", "2", "--down", "2.5", "--interval", "0.2",
+                         "--timeout", "120"], r"invariant HELD"),
+}
+
+
+def run_bench(script: str) -> None:
+    """Run ``bench/<script>`` with its tiny arguments; it must exit 0 and print its
+    figures."""
+    args, figure = BENCHES[script]
+    done = subprocess.run([sys.executable, f"bench/{script}", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert re.search(figure, done.stdout), done.stdout[-3000:]
+
+
+def test_every_bench_script_has_a_smoke_run() -> None:
+    assert sorted(BENCHES) == sorted(p.name for p in (ROOT / "bench").glob("*.py"))

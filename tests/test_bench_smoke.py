@@ -1,0 +1,11 @@
+"""The benches that need no server of their own, run once with tiny sizes."""
+
+import pytest
+
+from tests.bench_smoke import run_bench, test_every_bench_script_has_a_smoke_run  # noqa: F401
+
+
+@pytest.mark.parametrize("script", ["engine_speed.py", "render_mail.py", "page_time.py",
+                                    "my_timing.py", "sweep_time.py", "confirm_latency.py"])
+def test_the_bench_runs(script: str) -> None:
+    run_bench(script)

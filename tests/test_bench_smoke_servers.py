@@ -1,0 +1,12 @@
+"""The benches that start servers of their own (gunicorn, a clock, SMTP), run once with
+tiny sizes."""
+
+import pytest
+
+from tests.bench_smoke import run_bench
+
+
+@pytest.mark.parametrize("script", ["mail_latency.py", "confirm_throughput.py",
+                                    "deadline_run.py"])
+def test_the_bench_runs(script: str) -> None:
+    run_bench(script)
