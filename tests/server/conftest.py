@@ -1,17 +1,25 @@
 """Server fixtures: every test that takes ``app`` runs on SQLite and on PostgreSQL.
 
 PostgreSQL is a throwaway cluster started once per session (as the ``postgres`` user when
-the tests run as root, because PostgreSQL refuses to run as root). The schema comes from
-the real migrations, applied once to a database that each test empties first
-(PostgreSQL) or to a template file that each test copies (SQLite). Under ``CI=true`` a
-PostgreSQL that cannot start fails the tests; elsewhere they are skipped with the reason.
+the tests run as root, because PostgreSQL refuses to run as root); under pytest-xdist each
+worker is a session of its own, so each has its own cluster and database, and its own
+SQLite files under its own temporary folder. The schema comes from the real migrations,
+applied once to a database that each test empties first (PostgreSQL) or to a template
+file that each test copies (SQLite). Under ``CI=true`` a PostgreSQL that cannot start
+fails the tests; elsewhere they are skipped with the reason.
+
+A game that takes seconds to play into position (``saved``) is played once per worker and
+database, then copied into the database of each test that asks for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sqlite3
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -19,10 +27,12 @@ import psycopg
 import pytest
 from flask import Flask
 from jinja2 import BytecodeCache
+from sqlalchemy.engine import make_url
 
 from pbem import create_app, mail, services
 from pbem.db import get_engine
 from pbem.migrate import upgrade
+from pbem.models import metadata
 from tests.pgcluster import PostgresCluster, PostgresUnavailable
 from tests.server.helpers import BASE_URL, MAIL_FROM, PLAYERS, SECRET, Inbox, Mail, Table
 from tests.smtpsink import SmtpSink
@@ -60,8 +70,6 @@ def pg_database(pg_cluster: PostgresCluster) -> str:
 
 def empty_tables(dsn: str) -> None:
     """Delete every row (children first); quicker than a new database or TRUNCATE."""
-    from pbem.models import metadata
-
     with psycopg.connect(dsn) as conn:
         for table in reversed(metadata.sorted_tables):
             conn.execute(f'DELETE FROM "{table.name}"')
@@ -195,11 +203,118 @@ def start_game(app: Flask, players=PLAYERS, seed: int = GAME_SEED, hours: float 
     return created
 
 
-@pytest.fixture
-def table(app, client, inbox) -> Table:
+def new_table(app: Flask, client, inbox: Inbox) -> Table:
     """A started 3-player game (Ann, Bob, Cy), its first emails delivered."""
     created = start_game(app)
     return Table(app, client, inbox, created.game_id, created.admin_token, bot_seed=GAME_SEED)
+
+
+@pytest.fixture
+def table(app, client, inbox) -> Table:
+    """A started 3-player game (Ann, Bob, Cy), its first emails delivered."""
+    return new_table(app, client, inbox)
+
+
+# --------------------------------------------------------------------------- saved games
+
+
+def _dsn(db_url: str) -> str:
+    """The psycopg connection string of a SQLAlchemy PostgreSQL URL."""
+    return make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _sqlite_path(db_url: str) -> str:
+    return db_url.split("///", 1)[1]
+
+
+@dataclass
+class DatabaseCopy:
+    """Every row of a test database (and its id counters): a SQLite file, or each
+    PostgreSQL table in COPY's binary format with the sequences' positions."""
+
+    sqlite_file: Path | None = None
+    tables: dict[str, bytes] | None = None
+    sequences: dict[str, tuple[int, bool]] | None = None
+
+    @classmethod
+    def take(cls, db_url: str, folder: Path) -> DatabaseCopy:
+        if db_url.startswith("sqlite"):
+            path = folder / "copy.sqlite3"
+            with (contextlib.closing(sqlite3.connect(_sqlite_path(db_url))) as src,
+                  contextlib.closing(sqlite3.connect(path)) as dst):
+                src.backup(dst)
+            return cls(sqlite_file=path)
+        with psycopg.connect(_dsn(db_url)) as conn:
+            tables = {}
+            for table in metadata.sorted_tables:
+                with conn.cursor().copy(f'COPY "{table.name}" TO STDOUT (FORMAT binary)') as cp:
+                    tables[table.name] = b"".join(cp)
+            names = conn.execute("SELECT relname FROM pg_class WHERE relkind = 'S' AND "
+                                 "relnamespace = 'public'::regnamespace").fetchall()
+            sequences = {name: conn.execute(f'SELECT last_value, is_called FROM "{name}"')
+                         .fetchone() for (name,) in names}
+        return cls(tables=tables, sequences=sequences)
+
+    def put(self, db_url: str) -> None:
+        """Write the rows into the (empty, migrated) database at ``db_url``."""
+        if self.sqlite_file is not None:
+            with (contextlib.closing(sqlite3.connect(self.sqlite_file)) as src,
+                  contextlib.closing(sqlite3.connect(_sqlite_path(db_url))) as dst):
+                src.backup(dst)
+            return
+        with psycopg.connect(_dsn(db_url)) as conn:
+            for table in metadata.sorted_tables:  # parents first
+                with conn.cursor().copy(f'COPY "{table.name}" FROM STDIN (FORMAT binary)') as cp:
+                    cp.write(self.tables[table.name])
+            for name, (value, called) in self.sequences.items():
+                conn.execute("SELECT setval(%s, %s, %s)", (name, value, called))
+
+
+@dataclass
+class SavedTable:
+    """A table played into position: its database, the emails its app had sent, the web
+    client's cookies and the bots' random state."""
+
+    database: DatabaseCopy
+    sent: list
+    cookies: dict
+    rng: object
+    game_id: str
+    admin: str
+
+
+@pytest.fixture(scope="session")
+def saved_tables() -> dict[tuple[str, str], SavedTable]:
+    return {}
+
+
+@pytest.fixture
+def saved(request, app, client, inbox, db_url, saved_tables, tmp_path_factory):
+    """``saved(name, build)``: the Table that ``build()`` plays into position on this
+    test's app, client and inbox. It is built once per worker and database kind; each
+    later test gets a copy of it in its own fresh database, so no test sees another's
+    writes. ``build`` must depend on nothing but ``name`` (no frozen clock, no patches)."""
+
+    def get(name: str, build: Callable[[], Table]) -> Table:
+        key = (name, make_url(db_url).get_backend_name())
+        if key not in saved_tables:
+            table = build()
+            get_engine(app).dispose()  # every write is on disk before the copy
+            saved_tables[key] = SavedTable(
+                DatabaseCopy.take(db_url, tmp_path_factory.mktemp("saved")),
+                list(inbox.backend.sent), dict(client._cookies), table.rng.getstate(),
+                table.game_id, table.admin)
+            return table
+        copy = saved_tables[key]
+        get_engine(app).dispose()
+        copy.database.put(db_url)
+        inbox.backend.sent[:] = copy.sent
+        client._cookies.update(copy.cookies)  # werkzeug's cookie jar has no public setter
+        table = Table(app, client, inbox, copy.game_id, copy.admin)
+        table.rng.setstate(copy.rng)
+        return table
+
+    return get
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from engine.registry import get_game
 from pbem.db import session_scope
 from pbem.models import EventLog, Game, Seat
 from pbem.tokens import mint
+from tests.server.conftest import new_table
 from tests.server.helpers import Table, text_of
 
 ROUND_PART = re.compile(r'<(section|details) class="log-round" id="round-(\d+)"')
@@ -42,10 +43,16 @@ def part_text(html: str, number: int) -> str | None:
 
 
 @pytest.fixture
-def round4(table: Table) -> Table:
-    """The 3-player table played on until its 4th round has begun."""
-    table.play_until(lambda decision, state: state.round >= 4)
-    return table
+def round4(saved, app, client, inbox) -> Table:
+    """The 3-player table played on until its 4th round has begun (played once per worker
+    and database, then copied)."""
+
+    def build() -> Table:
+        table = new_table(app, client, inbox)
+        table.play_until(lambda decision, state: state.round >= 4)
+        return table
+
+    return saved("round4", build)
 
 
 def test_the_log_runs_oldest_first_with_the_last_two_rounds_open(round4, client):

@@ -24,7 +24,6 @@ from pbem.db import session_scope
 from pbem.models import Game, Outbox, Seat
 from tests.server.helpers import (
     PLAYERS,
-    Inbox,
     Table,
     create_on_web,
     only_form,
@@ -94,10 +93,14 @@ def visible(html: str) -> str:
 
 
 @pytest.fixture
-def world(make_app):
-    """A game that went through every kind of email; returns (app, table, web client)."""
-    app = make_app(TESTING=True)
-    client, inbox = app.test_client(), Inbox(app)
+def world(saved, app, client, inbox):
+    """A game that went through every kind of email; returns (app, table, web client).
+    Played once per worker and database, then copied."""
+    return app, saved("german world", lambda: play_world(app, client, inbox)), client
+
+
+def play_world(app, client, inbox) -> Table:
+    """Play a game through every kind of email there is."""
     host_mail = create_on_web(client, app, title=TITLE)
     url = path_of(host_mail.link("/host/confirm/"))
     client.post(url, data=only_form(client.get(url).get_data(as_text=True)).data())
@@ -139,7 +142,7 @@ def world(make_app):
         failed = [r.last_error for r in s.exec(select(Outbox)) if r.attempts > 1
                   or r.status == "undeliverable"]
     assert failed == []  # every email rendered and went out at the first try
-    return app, table, client
+    return table
 
 
 def render(app, row_id: int, lang: str) -> str:
