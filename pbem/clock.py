@@ -156,9 +156,11 @@ class Wakeup:
             self.conn = None
 
 
-def mail_loop(app: Flask, stop: threading.Event, batch: int = 100) -> None:
+def mail_loop(app: Flask, stop: threading.Event, batch: int = 100,
+              waiting: threading.Event | None = None) -> None:
     """Deliver the outbox until ``stop`` is set: at once when woken, again at once while
-    full batches keep coming, and after a failure no sooner than the next wake-up."""
+    full batches keep coming, and after a failure no sooner than the next wake-up.
+    ``waiting`` is set each time the loop goes to sleep until woken (tests wait on it)."""
     wakeup = Wakeup(app)
     try:
         with app.app_context():
@@ -171,16 +173,20 @@ def mail_loop(app: Flask, stop: threading.Event, batch: int = 100) -> None:
                 if any(counts.values()):
                     log.info("mail: %s", counts)
                 if sum(counts.values()) < batch:
+                    if waiting is not None:
+                        waiting.set()
                     wakeup.wait(stop)
     finally:
         wakeup.close()
 
 
-def start_mail_thread(app: Flask) -> tuple[threading.Thread, threading.Event]:
-    """The mail loop in a daemon thread; set the returned event to stop it."""
+def start_mail_thread(app: Flask, waiting: threading.Event | None = None
+                      ) -> tuple[threading.Thread, threading.Event]:
+    """The mail loop in a daemon thread; set the returned event to stop it (``waiting``:
+    see ``mail_loop``)."""
     stop = threading.Event()
-    thread = threading.Thread(target=mail_loop, args=(app, stop), name="pbem-mail",
-                              daemon=True)
+    thread = threading.Thread(target=mail_loop, args=(app, stop, 100, waiting),
+                              name="pbem-mail", daemon=True)
     thread.start()
     return thread, stop
 

@@ -13,6 +13,7 @@ import random
 import re
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import parseaddr
@@ -444,6 +445,15 @@ def create_on_web(client, app: Flask, players=PLAYERS, **extra: str) -> Mail:
 
 
 # --------------------------------------------------------------------------- servers
+
+
+def poll_until(condition: Callable[[], bool], seconds: float, what: str) -> None:
+    """Wait for ``condition`` (a real signal: a file's lines, a count of emails) to hold,
+    looking every 20 ms, at most ``seconds``; fail naming ``what`` was awaited."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {seconds} s in vain for: {what}"
+        time.sleep(0.02)
 
 
 def wait_for(base: str, server: subprocess.Popen, errors: Path) -> None:

@@ -9,7 +9,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -26,6 +25,7 @@ from tests.server.helpers import (
     SECRET,
     forms,
     path_of,
+    poll_until,
     wait_for,
 )
 
@@ -227,7 +227,9 @@ def test_gunicorn_access_log_never_holds_a_link_token(tmp_path, started):
                          f"/host/confirm/{raw}?again={raw}"):
                 requests.get(base + path, timeout=5)
                 requests.post(base + path, data={"sig": raw}, timeout=5)
-        time.sleep(0.5)
+        # the worker writes each request's line once it has answered: wait for the last
+        poll_until(lambda: log.read_text().count('"POST /host/confirm/') == len(secrets),
+                   10, "the access log has every request")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
