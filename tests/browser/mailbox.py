@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
+from flask import Flask
 from playwright.sync_api import BrowserContext, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from sqlalchemy import func, or_
+from sqlmodel import select
+
+from pbem.db import session_scope
+from pbem.models import Outbox
 
 
 @dataclass
@@ -60,10 +67,26 @@ def is_result(mail: Mail) -> bool:
     return " wins the game." in mail.preview or "has ended" in mail.preview
 
 
-def mail_count(context: BrowserContext, base: str, settle: float = 0.3) -> int:
+def delivered(app: Flask, seconds: float = 10) -> None:
+    """Wait until the clock's mail loop has sent every email that is due: none left
+    pending or being sent (a follow-up held back for later does not count)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        with app.app_context(), session_scope() as s:
+            busy = s.exec(select(func.count()).select_from(Outbox).where(or_(
+                Outbox.status == "sending",  # leased until next_attempt_at
+                (Outbox.status == "pending") & (Outbox.next_attempt_at <= datetime.now(UTC))
+            ))).one()
+        if not busy:
+            return
+        assert time.monotonic() < deadline, f"{busy} emails still unsent after {seconds} s"
+        time.sleep(0.02)
+
+
+def mail_count(context: BrowserContext, base: str, app: Flask) -> int:
     """How many emails the dev mailbox lists, looked up in a second tab once the clock's
-    mail loop had time to deliver anything just queued."""
-    time.sleep(settle)
+    mail loop has delivered everything queued so far."""
+    delivered(app)
     other = context.new_page()
     try:
         return len(Mailbox(other, base).list())

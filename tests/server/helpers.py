@@ -119,10 +119,18 @@ class Inbox:
     """The mails the app sent through its memory backend, re-parsed from their bytes.
 
     Web requests only queue mail and the clock delivers it; reading the inbox first runs
-    the clock's delivery pass, as if the clock had woken up in between."""
+    the clock's delivery pass, as if the clock had woken up in between. Each message is
+    parsed once: a whole game sends hundreds, and tests read them all after every move."""
 
     def __init__(self, app: Flask) -> None:
         self.app = app
+        self._parsed: dict[int, tuple[Any, Mail]] = {}  # id -> (sent message, parsed)
+
+    def _parse(self, sent) -> Mail:
+        hit = self._parsed.get(id(sent))
+        if hit is None or hit[0] is not sent:
+            hit = self._parsed[id(sent)] = (sent, Mail.parse(sent.data))
+        return hit[1]
 
     @property
     def backend(self):
@@ -134,7 +142,7 @@ class Inbox:
 
     def all(self) -> list[Mail]:
         self.deliver()
-        return [Mail.parse(m.data) for m in self.backend.sent]
+        return [self._parse(m) for m in self.backend.sent]
 
     def raw(self) -> list[bytes]:
         self.deliver()
