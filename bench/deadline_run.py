@@ -79,6 +79,7 @@ class Run:
                     "PBEM_MAILBOX_DIR": str(self.mailbox),
                     "PBEM_CLOCK_INTERVAL": str(args.interval),
                     "PBEM_IDLE_ROUNDS": str(args.idle_rounds),
+                    "PBEM_MAIL_LEASE_SECONDS": str(args.lease),
                     "PBEM_SECRET_KEY": "deadline-run-secret",
                     "PBEM_BASE_URL": "http://127.0.0.1:5000"}
         self.env_shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items()
@@ -164,6 +165,9 @@ def main() -> int:
                         help="give up if the game has not ended this long after the restart")
     parser.add_argument("--idle-rounds", type=int, default=3,
                         help="PBEM_IDLE_ROUNDS: rounds nobody plays before the game ends")
+    parser.add_argument("--lease", type=float, default=120.0,
+                        help="PBEM_MAIL_LEASE_SECONDS: an email the killed clock was "
+                             "sending goes out again after this")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()

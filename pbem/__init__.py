@@ -32,6 +32,9 @@ class DefaultConfig:
     MAIL_FROM = None  # required for smtp, e.g. "Friday games <games@example.org>"
     MAIL_DOMAIN = None  # Message-ID domain; default: the domain of MAIL_FROM
     MAIL_MAX_ATTEMPTS = 25  # sending attempts before an email is undeliverable (~19 h)
+    # Seconds an email being sent stays claimed; if its sender dies (a killed clock), it is
+    # sent again once this runs out. Keep it well above SMTP_TIMEOUT.
+    MAIL_LEASE_SECONDS = 120
     MAIL_POLL_INTERVAL = 0.5  # seconds between outbox polls of the clock (SQLite)
     SMTP_HOST = None
     SMTP_PORT = 25

@@ -35,7 +35,7 @@ BENCHES: dict[str, tuple[list[str], str]] = {
                               r"pbem queued +[\d.]+ confirm POSTs/s"),
     "deadline_run.py": (["--hours-per-decision", "0.0005", "--idle-rounds", "1",
                          "--kill-after", "2", "--down", "2.5", "--interval", "0.2",
-                         "--timeout", "120"], r"invariant HELD"),
+                         "--lease", "3", "--timeout", "120"], r"invariant HELD"),
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from sqlalchemy import insert
 from sqlmodel import select
@@ -269,3 +271,21 @@ def test_a_sender_that_keeps_dying_while_sending_gives_the_email_up(make_app):
     assert "gave up after 5 attempts" in rows[0].last_error
 
 
+
+
+@pytest.mark.parametrize("seconds", [None, 30])
+def test_a_claimed_email_is_leased_for_the_configured_seconds(make_app, seconds):
+    """A killed sender's email goes out again once its lease runs out: two minutes unless
+    MAIL_LEASE_SECONDS says otherwise."""
+    app = make_app() if seconds is None else make_app(MAIL_LEASE_SECONDS=seconds)
+    with app.app_context():
+        services.create_game("cavemen", PLAYERS[:2], seed=7, confirm_by_email=False,
+                             start=True)
+        row = outbox(app)[0]
+        before = utcnow()
+        assert mail.delivery.claim(row.id)
+        after = utcnow()
+    (claimed,) = [r for r in outbox(app) if r.id == row.id]
+    lease = timedelta(seconds=seconds or 120)
+    assert claimed.status == "sending"
+    assert before + lease <= claimed.next_attempt_at <= after + lease
