@@ -46,6 +46,8 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(400, common.http_error)
     app.register_error_handler(500, common.server_error)
     app.after_request(common.security_headers)
+    app.url_defaults(common.static_version)
+    app.after_request(common.cache_static)
     app.jinja_env.globals["sign"] = lambda raw: form_signature(app.config["SECRET_KEY"], raw)
     app.jinja_env.globals.update(timezone_choices=zones.choices,
                                  timezone_listed=zones.is_listed)

@@ -4,6 +4,11 @@ CSRF token), and a short page that says one thing."""
 
 from __future__ import annotations
 
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
 from flask import (
     current_app,
     g,
@@ -42,6 +47,42 @@ def security_headers(resp):
     if current_app.config["BASE_URL"].startswith("https:"):
         resp.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
     return resp
+
+
+YEAR = 365 * 24 * 3600
+
+
+def static_version(endpoint: str, values: dict[str, Any]) -> None:
+    """A static file's address carries a hash of its content (``?v=``), so a browser keeps
+    it for a year without asking again, and fetches a changed file at once."""
+    if endpoint == "static" and "filename" in values and "v" not in values:
+        values["v"] = _static_hash(str(values["filename"]))
+
+
+def cache_static(resp):
+    """A static file asked for by its current hash may be kept for a year."""
+    version = request.args.get("v")
+    if (request.endpoint == "static" and resp.status_code == 200 and version
+            and version == _static_hash(str((request.view_args or {}).get("filename")))):
+        resp.cache_control.no_cache = None
+        resp.cache_control.public = True
+        resp.cache_control.max_age = YEAR
+        resp.cache_control.immutable = True
+    return resp
+
+
+def _static_hash(filename: str) -> str:
+    folder = Path(current_app.static_folder or "")
+    path = (folder / filename).resolve()
+    if not path.is_relative_to(folder.resolve()) or not path.is_file():
+        return ""
+    stat = path.stat()
+    return _content_hash(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=64)
+def _content_hash(path: str, mtime_ns: int, size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 
 def service_error(exc: ServiceError):

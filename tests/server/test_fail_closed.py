@@ -4,6 +4,7 @@ link tokens never reach the access log."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sqlite3
@@ -177,8 +178,9 @@ def test_every_page_has_a_csp_without_inline_script_and_no_inline_script(app, cl
         scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", html, re.I | re.S)
         if urlsplit(url).path == "/":  # only the home page: its time zone script, a file
             assert "script-src 'self'" in csp
-            assert re.findall(r"<script\b[^>]*>", html) == [
-                '<script src="/static/tz.js" defer>'] and scripts == [""], url
+            (tag,) = re.findall(r"<script\b[^>]*>", html)
+            assert re.fullmatch(r'<script src="/static/tz.js\?v=[0-9a-f]{12}" defer>', tag)
+            assert scripts == [""], url
         else:  # no script at all: default-src 'none' applies
             assert "script-src" not in csp and "<script" not in html.lower(), url
         assert not re.search(r"\son[a-z]+\s*=", html, re.I), url  # no onclick=, onsubmit=
@@ -195,6 +197,29 @@ def test_abandoning_needs_a_ticked_box_instead_of_a_script(app, client, table):
 def test_the_stylesheet_is_served_from_the_site(client):
     with client.get("/static/pbem.css") as resp:
         assert resp.status_code == 200 and "font-family" in resp.get_data(as_text=True)
+
+
+def test_static_files_are_named_by_their_content_and_kept_for_a_year(client):
+    """A page names its stylesheet with a hash of its content: a browser keeps that for a
+    year and asks for nothing on the next page; any other address is asked about again."""
+    html = client.get("/").get_data(as_text=True)
+    (href,) = re.findall(r'href="(/static/pbem\.css\?v=[0-9a-f]{12})"', html)
+    with client.get(href) as resp:
+        body = resp.get_data()
+        assert resp.status_code == 200 and b"font-family" in body
+        cache = resp.headers["Cache-Control"]
+        assert "max-age=31536000" in cache and "immutable" in cache and "public" in cache
+        assert "no-cache" not in cache and "no-store" not in cache
+    assert href.endswith(hashlib.sha256(body).hexdigest()[:12])
+    for other in ("/static/pbem.css", "/static/pbem.css?v=000000000000",
+                  "/static/pbem.css?v=" + "a" * 5000):
+        with client.get(other) as resp:
+            assert resp.status_code == 200
+            assert "max-age=31536000" not in resp.headers["Cache-Control"], other
+    for bad in ("/static/../pbem/__init__.py?v=1", "/static/nothing.css?v=1",
+                "/static/%2e%2e/pyproject.toml"):
+        with client.get(bad) as resp:
+            assert resp.status_code == 404, bad
 
 
 # --------------------------------------------------------------------------- the access log
