@@ -36,7 +36,7 @@ def test_a_game_created_in_the_browser_is_played_to_its_end(live_server, context
                                                             console, monkeypatch):
     monkeypatch.setattr(services.games, "new_seed", lambda seed: SEED if seed is None else seed)
     base = live_server.url
-    box = Mailbox(page, base)
+    box = Mailbox(page, base, live_server.app)
     started = time.monotonic()
 
     # ---------------------------------------------------------------- create the game

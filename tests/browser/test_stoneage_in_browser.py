@@ -37,7 +37,7 @@ def test_a_stone_age_game_is_played_to_its_end_in_the_browser(live_server, page:
     app = live_server.app
     app.config["FOLLOW_UP_MINUTES"] = 10  # as deployed
     base = live_server.url
-    box = Mailbox(page, base)
+    box = Mailbox(page, base, app)
     started = time.monotonic()
 
     page.goto(base + "/")
@@ -142,16 +142,15 @@ def bot_choice(app, decision: Decision, rng: random.Random) -> Action:
 def link_label(app, page: Page, choice: Action) -> str | None:
     """The words of the email's one-click link for ``choice``, if it has one (for a
     placement: the link of its place, whose page offers each number of people)."""
-    links = page.frame_locator("iframe").locator("a[href*='/a/']")
-    for i in range(links.count()):
-        link = links.nth(i)
-        raw = link.get_attribute("href").rsplit("/a/", 1)[1]
-        with app.app_context(), session_scope() as s:
-            token = s.get(Token, hash_token(raw))
-        bound = Action.from_json(token.action)
-        if bound == choice or (bound.kind == choice.kind == "place"
-                               and bound.get("at") == choice.get("at")):
-            return link.inner_text().strip()
+    links = page.frame_locator("iframe").locator("a[href*='/a/']").evaluate_all(
+        "els => els.map(a => [a.getAttribute('href'), a.innerText])")  # one round trip
+    with app.app_context(), session_scope() as s:
+        for href, words in links:
+            token = s.get(Token, hash_token(href.rsplit("/a/", 1)[1]))
+            bound = Action.from_json(token.action)
+            if bound == choice or (bound.kind == choice.kind == "place"
+                                   and bound.get("at") == choice.get("at")):
+                return words.strip()
     return None
 
 
