@@ -8,7 +8,8 @@ player's click), and deletes the games made on the web that their host has not
 confirmed in a few days. The mail loop delivers the outbox as soon as something is queued: web
 requests never talk to the mail server, so a slow or hung one slows no page; on
 PostgreSQL a NOTIFY from the queueing transaction wakes the loop at once, on SQLite it
-polls every ``MAIL_POLL_INTERVAL`` seconds. A hung mail server stalls only this loop,
+polls every ``MAIL_POLL_INTERVAL`` seconds (mail queued in its own process, by the sweeps,
+wakes it at once). A hung mail server stalls only this loop,
 never the deadlines.
 Sweeps are guarded so that a second clock does no harm: an exclusive file lock on SQLite,
 a PostgreSQL advisory lock otherwise; and each step re-checks its decision inside its own
@@ -125,7 +126,13 @@ class Wakeup:
 
     def wait(self, stop: threading.Event) -> None:
         if not is_postgres(self.app):
-            stop.wait(self.poll)
+            # mail queued in this process wakes the loop at once, other processes' mail is
+            # seen at the next poll; in slices of a quarter second, to see a stop promptly
+            deadline = time.monotonic() + self.poll
+            while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+                if services.MAIL_QUEUED.wait(min(left, 0.25)):
+                    services.MAIL_QUEUED.clear()
+                    return
             return
         try:
             conn = self._listen()

@@ -19,12 +19,15 @@ class SmtpSink:
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
         self._controller = None
+        self.arrived = threading.Condition()  # notified after each message is received
 
     def received(self, envelope) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
     async def handle_DATA(self, server, session, envelope) -> str:  # aiosmtpd's hook
         self.received(envelope)
+        with self.arrived:
+            self.arrived.notify_all()
         return "250 Message accepted for delivery"
 
     def start(self) -> None:

@@ -80,7 +80,7 @@ from pbem.services.playing import (
     act_from_page,
     describe_token,
 )
-from pbem.services.plumbing import LANGUAGES, OUTBOX_CHANNEL
+from pbem.services.plumbing import LANGUAGES, MAIL_QUEUED, OUTBOX_CHANNEL
 from pbem.services.reading import (
     admin_data,
     game_for_page,
@@ -92,7 +92,7 @@ from pbem.services.reading import (
 
 __all__ = [
     # plumbing and the policy
-    "LANGUAGES", "OUTBOX_CHANNEL", "GamePolicy", "default_reminders",
+    "LANGUAGES", "MAIL_QUEUED", "OUTBOX_CHANNEL", "GamePolicy", "default_reminders",
     # reading
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
     "log_round_for_page", "log_round_for_spectator",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections import Counter
 from urllib.parse import urljoin, urlsplit
 
@@ -94,11 +93,10 @@ class Player:
         return resp
 
     def new_mail(self):
-        """The next email in order of arrival (waiting briefly for the SMTP server)."""
-        deadline = time.monotonic() + 10
-        while self.read >= len(self.smtp.mails):
-            assert time.monotonic() < deadline, "no further email arrived"
-            time.sleep(0.01)
+        """The next email in order of arrival (waiting up to 10 s for the SMTP server)."""
+        with self.smtp.arrived:
+            assert self.smtp.arrived.wait_for(lambda: self.read < len(self.smtp.mails),
+                                              timeout=10), "no further email arrived"
         mail = self.smtp.mails[self.read]
         self.read += 1
         return mail
