@@ -8,25 +8,25 @@ freezegun.configure(extend_ignore_list=["_pytest.timing"])
 
 
 # --------------------------------------------------------------------------- scheduling
-# `make test` runs the suite on two workers, one test file at a time per worker (a file's
+# `make test` runs the suite on several workers, one test file at a time per worker (a file's
 # fixtures stay together). The files below take a minute or more between them; started
-# last, one of them keeps a worker busy for minutes while the other sits idle. So they run
+# last, one of them keeps a worker busy for minutes while the others sit idle. So they run
 # first, longest first, and the files in SPLIT (no fixtures shared across their tests)
 # hand out their tests one by one to whichever worker is free.
 LONG = {  # test file: seconds it took under `make test` on the two-core machine
-    "tests/engine/test_conformance.py": 123,
-    "tests/browser/test_stoneage_in_browser.py": 110,
-    "tests/server/test_e2e_stoneage.py": 102,
-    "tests/browser/test_play_in_browser.py": 92,
-    "tests/browser/test_screens.py": 78,
-    "tests/test_bench_smoke_servers.py": 45,
-    "tests/browser/test_languages_in_browser.py": 48,
-    "tests/server/test_exact_moves.py": 23,
-    "tests/test_bench_smoke.py": 18,
-    "tests/server/test_fail_closed.py": 17,
-    "tests/server/test_package.py": 16,
-    "tests/engine/test_balance.py": 16,
-    "tests/server/test_e2e.py": 14,
+    "tests/engine/test_conformance.py": 164,  # all its tests, handed out one by one
+    "tests/browser/test_stoneage_in_browser.py": 168,
+    "tests/browser/test_play_in_browser.py": 137,
+    "tests/server/test_e2e_stoneage.py": 135,
+    "tests/browser/test_screens.py": 87,
+    "tests/browser/test_languages_in_browser.py": 71,
+    "tests/test_bench_smoke_servers.py": 60,
+    "tests/server/test_exact_moves.py": 44,
+    "tests/test_bench_smoke.py": 33,
+    "tests/server/test_fail_closed.py": 32,
+    "tests/server/test_package.py": 26,
+    "tests/engine/test_balance.py": 24,
+    "tests/server/test_e2e.py": 17,
 }
 SPLIT = {"tests/engine/test_conformance.py", "tests/server/test_e2e_stoneage.py",
          "tests/test_bench_smoke_servers.py", "tests/test_bench_smoke.py"}
