@@ -12,6 +12,8 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel
 
+READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
+
 
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite gets WAL, NORMAL sync, a busy timeout and
@@ -39,7 +41,15 @@ def _sqlite_pragmas(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn) -> None:  # pragma: no cover - trivial
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # A read takes no lock at all (WAL gives it a snapshot) and may not write; a
+        # transaction that may write takes the write lock at once, so that it never has
+        # to upgrade a stale snapshot (which SQLite refuses instead of waiting).
+        read = bool(conn.get_execution_options().get(READ_ONLY))
+        info = conn.connection.info  # lives as long as the database connection
+        if info.get("query_only") is not read:
+            conn.exec_driver_sql(f"PRAGMA query_only={int(read)}")
+            info["query_only"] = read
+        conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
 
 
 def init_app(app: Flask) -> None:
@@ -52,7 +62,8 @@ def get_engine(app: Flask | None = None) -> Engine:
 
 @contextmanager
 def session_scope(app: Flask | None = None) -> Iterator[Session]:
-    """A session whose transaction commits on success and rolls back on any error."""
+    """A session whose transaction commits on success and rolls back on any error; on
+    SQLite it holds the write lock from its start (use ``read_scope`` to only read)."""
     with Session(get_engine(app), expire_on_commit=False) as session:
         try:
             yield session
@@ -60,6 +71,20 @@ def session_scope(app: Flask | None = None) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+@contextmanager
+def read_scope(app: Flask | None = None) -> Iterator[Session]:
+    """A session that only reads: it never waits for a writer and holds up none. On
+    SQLite a deferred transaction on a WAL snapshot, with writing refused
+    (``query_only``); on PostgreSQL a READ ONLY REPEATABLE READ transaction (one snapshot
+    too, and it can never fail to serialise). Nothing is committed."""
+    engine = get_engine(app)
+    options = {READ_ONLY: True}
+    if engine.dialect.name == "postgresql":  # one snapshot for every query, as on SQLite
+        options.update(postgresql_readonly=True, isolation_level="REPEATABLE READ")
+    with Session(engine.execution_options(**options), expire_on_commit=False) as session:
+        yield session  # closing ends the transaction and keeps what was loaded
 
 
 M = TypeVar("M", bound=SQLModel)

@@ -19,7 +19,7 @@ from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import get_row, saved_id, session_scope
+from pbem.db import get_row, read_scope, saved_id, session_scope
 from pbem.errors import (
     AlreadyRecorded,
     Conflict,
@@ -89,7 +89,7 @@ def describe_token(raw: str) -> dict[str, Any]:
     ``action`` bound to it, while its decision is open what it costs and brings
     (``effect``) and the ``variants`` the page lets the player choose from instead (see
     ``reading.variants_of``); ``closed`` once the decision has closed."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = live_token(s, raw, TokenKind.ACTION)
         game = get_row(s, Game, token.game_id)
         decision = get_row(s, Decision, token.decision_id)

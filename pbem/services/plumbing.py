@@ -47,19 +47,20 @@ _GAME = select(Game).where(Game.id == bindparam("game_id"))
 _GAME_FOR_UPDATE = _GAME.with_for_update()
 
 
-def lock_game(s: Session, game_id: str) -> Game:
-    """Load the game row locked for this transaction (FOR UPDATE on PostgreSQL; on SQLite
-    the BEGIN IMMEDIATE of every transaction already serialises writers)."""
-    query = _GAME_FOR_UPDATE if is_postgres() else _GAME
+def lock_game(s: Session, game_id: str, lock: bool = True) -> Game:
+    """Load the game row, locked for this transaction (FOR UPDATE on PostgreSQL; on SQLite
+    the BEGIN IMMEDIATE of every writing transaction already serialises writers), or
+    with ``lock=False`` only read (as a ``read_scope`` must)."""
+    query = _GAME_FOR_UPDATE if lock and is_postgres() else _GAME
     game = s.exec(query, params={"game_id": game_id}).first()
     if game is None:
         raise NotFound(gettext("no such game"))
     return game
 
 
-def admin_game(s: Session, raw: str) -> Game:
+def admin_game(s: Session, raw: str, lock: bool = True) -> Game:
     token = live_token(s, raw, TokenKind.ADMIN)
-    return lock_game(s, token.game_id)
+    return lock_game(s, token.game_id, lock)
 
 
 def host_address(s: Session, raw: str) -> str:

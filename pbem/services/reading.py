@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 from engine.core import Action, Effect, format_action
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import get_row, session_scope
+from pbem.db import get_row, read_scope
 from pbem.errors import NotFound
 from pbem.i18n import language
 from pbem.kinds import GameStatus, Invite, TokenKind
@@ -28,7 +28,7 @@ from pbem.services.plumbing import admin_game, host_address, live_token, load_st
 def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
     """Everything a seat's game page shows, from that seat's view. A one-click (action)
     link opens the page read-only: only a game-page link offers the decision form."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = live_token(s, raw, TokenKind.PAGE, TokenKind.ACTION)
         game = get_row(s, Game, token.game_id)
         seat = get_row(s, Seat, token.seat_id)
@@ -38,7 +38,7 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
 
 
 def game_for_spectator(key: str) -> dict[str, Any]:
-    with session_scope() as s:
+    with read_scope() as s:
         return _page_data(s, _spectated(s, key), None)
 
 
@@ -107,8 +107,8 @@ def admin_data(raw: str) -> dict[str, Any]:
     """The host page: the game from the host's seat, whom it waits for (``waiting``, as
     the emails list it, in the host's time zone), every email of the game newest first
     (``outbox``), and the names "play again" would invite (``again``)."""
-    with session_scope() as s:
-        game = admin_game(s, raw)
+    with read_scope() as s:
+        game = admin_game(s, raw, lock=False)
         seats = seats_of(s, game.id)
         data = _page_data(s, game, seats[0], with_log=False)
         data["waiting"] = (open_deadlines(s, game, seats, seats[0].timezone)
@@ -136,7 +136,7 @@ def end_notice(s: Session, game: Game) -> EventLog | None:
 
 def host_language(raw: str) -> str:
     """The language of the host behind an admin link (the host page speaks it)."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = live_token(s, raw, TokenKind.ADMIN)
         return seats_of(s, token.game_id)[0].language
 
@@ -256,14 +256,14 @@ def log_round_for_page(raw: str, number: Any) -> dict[str, Any]:
     """One part of the log (``number`` as ``LogRound.number``) from a seat's view: the
     link of the seat's game page (or of a one-click email, as that page takes).
     ``round`` is None when the log has no such part."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = live_token(s, raw, TokenKind.PAGE, TokenKind.ACTION)
         game = get_row(s, Game, token.game_id)
         return _round_data(s, game, get_row(s, Seat, token.seat_id), number)
 
 
 def log_round_for_spectator(key: str, number: Any) -> dict[str, Any]:
-    with session_scope() as s:
+    with read_scope() as s:
         return _round_data(s, _spectated(s, key), None, number)
 
 

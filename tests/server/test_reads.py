@@ -1,0 +1,78 @@
+"""Reads never wait for the write lock (issue 19, item 1): a page is served while a writer
+holds the game, a read keeps its snapshot across a confirm made meanwhile, and a read
+scope cannot write."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy import text
+from sqlmodel import select
+
+from pbem.db import get_engine, is_postgres, read_scope
+from pbem.models import Game, Move
+from tests.server.helpers import only_form, path_of
+
+
+def test_a_page_is_served_while_a_writer_holds_the_game(app, table):
+    """SQLite: another connection holds the write lock (BEGIN IMMEDIATE); PostgreSQL: the
+    game row is locked FOR UPDATE. A read that waited would wait for the busy timeout
+    (30 s) or forever; the game page answers at once instead."""
+    decision = table.open()
+    page = path_of(table.page_link(decision))
+    with app.app_context():
+        conn = get_engine(app).connect()
+    try:
+        conn.begin()  # BEGIN IMMEDIATE on SQLite: the write lock, held
+        if is_postgres(app):
+            conn.execute(text("SELECT id FROM game WHERE id = :id FOR UPDATE"),
+                         {"id": table.game_id})
+        with ThreadPoolExecutor(1) as pool:
+            future = pool.submit(lambda: table.client.get(page))
+            resp = future.result(timeout=10)
+        assert resp.status_code == 200
+        assert 'id="decision"' in resp.get_data(as_text=True)
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def test_a_read_keeps_its_snapshot_while_a_confirm_commits(app, table):
+    """A read scope open across a concurrent confirm: the confirm neither waits for it nor
+    is seen by it; a read started afterwards sees the move, recorded exactly once."""
+    decision = table.open()
+    url, action = next(iter(table.one_click(decision).items()))
+    with app.app_context(), read_scope() as s:
+        before = s.exec(select(Game.version).where(Game.id == table.game_id)).one()
+        moves_before = len(s.exec(select(Move)).all())
+        done = threading.Event()
+
+        def confirm():
+            page = table.client.get(path_of(url))
+            resp = table.client.post(path_of(url),
+                                     data=only_form(page.get_data(as_text=True)).data())
+            done.set()
+            return resp
+
+        with ThreadPoolExecutor(1) as pool:
+            resp = pool.submit(confirm).result(timeout=10)
+        assert done.is_set() and resp.status_code == 200, resp.get_data(as_text=True)
+        # still the old snapshot inside the open read
+        assert s.exec(select(Game.version).where(Game.id == table.game_id)).one() == before
+        assert len(s.exec(select(Move)).all()) == moves_before
+    with app.app_context(), read_scope() as s:
+        assert s.exec(select(Game.version).where(Game.id == table.game_id)).one() > before
+        moves = s.exec(select(Move).where(Move.decision_id == decision.id)).all()
+    assert [m.action for m in moves] == [action.to_json()]
+
+
+def test_a_read_scope_refuses_to_write(app, table):
+    with app.app_context(), read_scope() as s:
+        game = s.get(Game, table.game_id)
+        game.title = "changed"
+        with pytest.raises(Exception, match="(?i)read.?only"):
+            s.flush()
+    with app.app_context(), read_scope() as s:
+        assert s.get(Game, table.game_id).title != "changed"
