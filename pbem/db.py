@@ -80,7 +80,7 @@ def read_scope(app: Flask | None = None) -> Iterator[Session]:
     (``query_only``); on PostgreSQL a READ ONLY REPEATABLE READ transaction (one snapshot
     too, and it can never fail to serialise). Nothing is committed."""
     engine = get_engine(app)
-    options = {READ_ONLY: True}
+    options: dict[str, Any] = {READ_ONLY: True}
     if engine.dialect.name == "postgresql":  # one snapshot for every query, as on SQLite
         options.update(postgresql_readonly=True, isolation_level="REPEATABLE READ")
     with Session(engine.execution_options(**options), expire_on_commit=False) as session:
