@@ -11,7 +11,7 @@ from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
 from engine.registry import get_game
-from pbem.db import get_row, session_scope
+from pbem.db import get_row, read_scope, session_scope
 from pbem.kinds import EmailTemplate, GameStatus, MoveSource
 from pbem.models import Decision, Game, Seat, id_column
 from pbem.services.playing import play_move, queue_decision
@@ -37,8 +37,9 @@ def due_timeouts(now: datetime, limit: int = 500) -> list[int]:
 
 def _due(column: Any, now: datetime, limit: int) -> list[int]:
     """Ids of open decisions of running, unpaused games whose ``column`` time has come,
-    earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at))."""
-    with session_scope() as s:
+    earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at));
+    a read that takes no lock: each decision is re-checked in its own transaction."""
+    with read_scope() as s:
         return list(s.exec(
             select(id_column(Decision.id)).join(Game, col(Game.id) == Decision.game_id)
             .where(col(Decision.closed_at).is_(None), column <= now,

@@ -26,7 +26,7 @@ from sqlalchemy import bindparam, func, insert
 from sqlmodel import Session, col, select
 
 from engine.registry import get_game
-from pbem.db import get_row, session_scope
+from pbem.db import get_row, read_scope, session_scope
 from pbem.errors import FormInvalid, LinkExpired, NotFound
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.i18n import language
@@ -124,7 +124,7 @@ def _address(text: str) -> str:
 def my_games(raw: str) -> dict[str, Any]:
     """The list behind a link (changes nothing): ``address``, ``games`` (see
     ``_listing``), ``expires`` (ISO time)."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = _live_token(s, raw)
         address = str((token.action or {}).get("address", ""))
         return {"address": address, "games": _listing(s, address),
