@@ -47,7 +47,6 @@ from pbem.mail.compose import (
     render_row,
 )
 from pbem.mail.delivery import (
-    LEASE,
     MAX_BACKOFF,
     PREPARE_AT_SENDING,
     RENDER_ATTEMPTS,
@@ -63,7 +62,7 @@ from pbem.mail.recipients import (
 )
 
 __all__ = [
-    "INVITE_TEMPLATES", "LEASE", "LINK_PATHS", "MAX_BACKOFF", "MUTABLE_TEMPLATES",
+    "INVITE_TEMPLATES", "LINK_PATHS", "MAX_BACKOFF", "MUTABLE_TEMPLATES",
     "PREPARE_AT_SENDING", "RENDER_ATTEMPTS", "TURN_TEMPLATES", "WIRE", "ConfigError",
     "DevMailbox", "MailError", "MemoryBackend", "Outgoing", "SMTPBackend", "Unconfigured",
     "backend", "build_message", "configure", "default_title", "deliver_due", "game_name",

@@ -34,7 +34,6 @@ from pbem.mail.recipients import why_not_send
 from pbem.models import Outbox, Seat, id_column, utcnow
 
 log = logging.getLogger("pbem.mail")
-LEASE = timedelta(minutes=2)  # the default of MAIL_LEASE_SECONDS
 MAX_BACKOFF = timedelta(hours=1)
 RENDER_ATTEMPTS = 3  # a message that cannot be rendered is given up after this many tries
 # Emails whose recipient and content are settled only when they are sent: template ->
@@ -128,8 +127,7 @@ def claim(row_id: int) -> bool:
     up (a sender kept dying while holding it) is given up instead."""
     now = utcnow()
     limit = int(current_app.config["MAIL_MAX_ATTEMPTS"])
-    lease = timedelta(seconds=float(current_app.config.get("MAIL_LEASE_SECONDS",
-                                                           LEASE.total_seconds())))
+    lease = timedelta(seconds=float(current_app.config["MAIL_LEASE_SECONDS"]))
     due = (col(Outbox.id) == row_id, col(Outbox.status).in_(_DUE),
            col(Outbox.next_attempt_at) <= now)
     with session_scope() as s:

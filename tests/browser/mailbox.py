@@ -12,7 +12,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from sqlalchemy import func, or_
 from sqlmodel import select
 
-from pbem.db import session_scope
+from pbem.db import read_scope
 from pbem.models import Outbox
 
 
@@ -75,7 +75,7 @@ def delivered(app: Flask, seconds: float = 10) -> None:
     pending or being sent (a follow-up held back for later does not count)."""
     deadline = time.monotonic() + seconds
     while True:
-        with app.app_context(), session_scope() as s:
+        with app.app_context(), read_scope() as s:  # no write lock: the server writes
             busy = s.exec(select(func.count()).select_from(Outbox).where(or_(
                 Outbox.status == "sending",  # leased until next_attempt_at
                 (Outbox.status == "pending") & (Outbox.next_attempt_at <= datetime.now(UTC))

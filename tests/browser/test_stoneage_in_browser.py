@@ -21,7 +21,7 @@ from sqlmodel import select
 from engine.core import Action
 from engine.registry import get_game
 from pbem import services
-from pbem.db import session_scope
+from pbem.db import read_scope
 from pbem.models import Decision, Game, Token
 from pbem.tokens import hash_token
 from tests.browser.mailbox import Mailbox, follow, html_link, is_result, text_link
@@ -113,7 +113,7 @@ def test_a_stone_age_game_is_played_to_its_end_in_the_browser(live_server, page:
 def open_decision(app, to: str) -> Decision | None:
     """The open decision of the player the email went to ("Ann <ann@example.test>")."""
     position = [f"{n} <{a}>" for n, a in PLAYERS].index(to)
-    with app.app_context(), session_scope() as s:
+    with app.app_context(), read_scope() as s:
         rows = [d for d in s.exec(select(Decision).where(Decision.closed_at.is_(None)))
                 if d.position == position]
     assert len(rows) <= 1, rows
@@ -126,13 +126,13 @@ def mail_decision(app, page: Page) -> int | None:
     if not link.count():
         return None
     raw = link.get_attribute("href").rsplit("/a/", 1)[1]
-    with app.app_context(), session_scope() as s:
+    with app.app_context(), read_scope() as s:
         token = s.get(Token, hash_token(raw))
         return token.decision_id
 
 
 def bot_choice(app, decision: Decision, rng: random.Random) -> Action:
-    with app.app_context(), session_scope() as s:
+    with app.app_context(), read_scope() as s:
         game = s.get(Game, decision.game_id)
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
@@ -144,7 +144,7 @@ def link_label(app, page: Page, choice: Action) -> str | None:
     placement: the link of its place, whose page offers each number of people)."""
     links = page.frame_locator("iframe").locator("a[href*='/a/']").evaluate_all(
         "els => els.map(a => [a.getAttribute('href'), a.innerText])")  # one round trip
-    with app.app_context(), session_scope() as s:
+    with app.app_context(), read_scope() as s:
         for href, words in links:
             token = s.get(Token, hash_token(href.rsplit("/a/", 1)[1]))
             bound = Action.from_json(token.action)
