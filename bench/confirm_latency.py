@@ -30,10 +30,12 @@ would).
 from __future__ import annotations
 
 import argparse
+import cProfile
 import email
 import email.policy
 import json
 import math
+import pstats
 import random
 import re
 import statistics
@@ -88,6 +90,7 @@ class Bench:
         self.minted = 0
         self.linked = 0
         self.delivery: list[float] = []
+        self.profiles: dict[str, cProfile.Profile] | None = None
         self._wrap_act()
 
     def _wrap_act(self) -> None:
@@ -138,6 +141,18 @@ class Bench:
             self.minted += 1
             return mint(s, "action", game_id, decision.seat_id, decision.id, action)
 
+    def _get(self, url: str):
+        if self.profiles is None:
+            return self.client.get(url)
+        with self.profiles["GET confirm page"]:
+            return self.client.get(url)
+
+    def _post(self, url: str, data: dict[str, str]):
+        if self.profiles is None:
+            return self.client.post(url, data=data)
+        with self.profiles["POST confirm"]:
+            return self.client.post(url, data=data)
+
     def play(self, mode: str, seed: int, out: dict[str, list[float]]) -> int:
         created = services.create_game("cavemen", self.players, seed=seed,
                                        confirm_by_email=False, start=True)
@@ -152,14 +167,14 @@ class Bench:
                 out["cpu"].append(time.thread_time() - c0)
             else:
                 t0 = time.perf_counter()
-                page = self.client.get(f"/a/{raw}")
+                page = self._get(f"/a/{raw}")
                 t1 = time.perf_counter()
                 sig = SIG_RE.search(page.get_data(as_text=True))
                 if page.status_code != 200 or sig is None:
                     raise RuntimeError(f"GET /a/<token> answered {page.status_code}")
                 n = len(self.commit_at)
                 t2 = time.perf_counter()
-                resp = self.client.post(f"/a/{raw}", data={"sig": sig.group(1)})
+                resp = self._post(f"/a/{raw}", {"sig": sig.group(1)})
                 t3 = time.perf_counter()
                 if resp.status_code != 200 or len(self.commit_at) != n + 1:
                     raise RuntimeError(f"POST /a/<token> answered {resp.status_code}: "
@@ -179,6 +194,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--modes", default="service,http",
                         help="comma-separated: service, http")
+    parser.add_argument("--profile", action="store_true",
+                        help="after the timed games, play one more game over http under "
+                             "cProfile (GET and POST profiled apart) and print the top "
+                             "entries")
     args = parser.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or set(modes) - {"service", "http"}:
@@ -199,7 +218,12 @@ def main() -> None:
             for i in range(args.games):
                 for mode in modes:  # alternate, so both see the same database growth
                     moves[mode] += bench.play(mode, args.seed + i, results[mode])
-        elapsed = time.perf_counter() - started
+            elapsed = time.perf_counter() - started
+            if args.profile:
+                bench.profiles = {"GET confirm page": cProfile.Profile(),
+                                  "POST confirm": cProfile.Profile()}
+                bench.play("http", args.seed + args.games,
+                           {"commit": [], "get": [], "response": [], "cpu": []})
 
     print(f"confirm latency: {args.games} game(s) per mode, {args.players} players, "
           f"heuristic bot, seeds {args.seed}..{args.seed + args.games - 1}; "
@@ -227,6 +251,12 @@ def main() -> None:
           f"emails, render + memory backend, not in the figures above:\n  per call "
           f"{summary(bench.delivery)}")
     print(f"wall time {elapsed:.1f} s")
+    for name, prof in (bench.profiles or {}).items():
+        stats = pstats.Stats(prof).strip_dirs()
+        print(f"\nprofile, {name} (one more game, untimed), by own time:")
+        stats.sort_stats("tottime").print_stats(20)
+        print("by total time:")
+        stats.sort_stats("cumulative").print_stats(45)
 
 
 if __name__ == "__main__":

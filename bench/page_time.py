@@ -103,12 +103,31 @@ def timed_get(client, url: str, reps: int) -> dict:
             "max": max(walls), "cpu": statistics.median(cpus)}
 
 
+def profile(client, url: str, reps: int = 20) -> None:
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(reps):
+        client.get(url).get_data()
+    prof.disable()
+    stats = pstats.Stats(prof).strip_dirs()
+    print(f"\nprofile of {reps} game pages, by own time:")
+    stats.sort_stats("tottime").print_stats(25)
+    print("by total time:")
+    stats.sort_stats("cumulative").print_stats(40)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--game", choices=sorted(games()), default="cavemen")
     parser.add_argument("--players", type=int, default=5)
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--reps", type=int, default=40)
+    parser.add_argument("--profile", action="store_true",
+                        help="request the seat's game page 20 more times under cProfile "
+                             "(untimed) and print the top entries by own and total time")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f} "
           "(other processes on this machine make figures vary)")
@@ -146,6 +165,8 @@ def main() -> int:
             r = timed_get(client, path, args.reps)
             print(f"{name:<26}{r['status']:>7}{r['size'] / 1024:>7.1f}{r['log'] / 1024:>9.1f}"
                   f"{r['wall'] * 1000:>11.1f}{r['max'] * 1000:>9.1f}{r['cpu'] * 1000:>9.1f}")
+        if args.profile:
+            profile(client, pages["game page (seat 0)"])
         get_engine(app).dispose()
     print(f"(load average now {os.getloadavg()[0]:.2f})")
     return 0

@@ -60,12 +60,22 @@ def mint_many(session: Session, specs: list[dict[str, Any]]) -> list[str]:
 
 def lookup(session: Session, raw: str, *kinds: TokenKind) -> Token | None:
     """The live token of one of ``kinds`` for ``raw``, or None (garbled, unknown, revoked)."""
-    if not isinstance(raw, str) or not TOKEN_RE.match(raw):
+    if not well_formed(raw):
         return None
     token = session.get(Token, hash_token(raw))
-    if token is None or token.revoked_at is not None or (kinds and token.kind not in kinds):
-        return None
-    return token
+    return token if is_live(token, *kinds) else None
+
+
+def well_formed(raw: Any) -> bool:
+    """Whether ``raw`` can be a token at all (else it is refused without a query)."""
+    return isinstance(raw, str) and TOKEN_RE.match(raw) is not None
+
+
+def is_live(token: Token | None, *kinds: TokenKind) -> bool:
+    """Whether a token row found by its hash still works: not revoked, and of one of
+    ``kinds`` (any kind if none are named)."""
+    return token is not None and token.revoked_at is None and (
+        not kinds or token.kind in kinds)
 
 
 def revoke_seat(session: Session, seat_id: int) -> None:

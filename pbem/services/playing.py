@@ -37,9 +37,10 @@ from pbem.services.plumbing import (
     deadline_for,
     dump_json,
     insert_events,
-    live_token,
+    live_seat_link,
     load_state,
     lock_game,
+    lock_game_row,
     log_events,
     next_reminder,
     notice_all,
@@ -90,20 +91,18 @@ def describe_token(raw: str) -> dict[str, Any]:
     (``effect``) and the ``variants`` the page lets the player choose from instead (see
     ``reading.variants_of``); ``closed`` once the decision has closed."""
     with read_scope() as s:
-        token = live_token(s, raw, TokenKind.ACTION)
-        game = get_row(s, Game, token.game_id)
-        decision = get_row(s, Decision, token.decision_id)
-        seat = get_row(s, Seat, token.seat_id)
-        action_json = token.action or {}
+        token, game, seat, decision = live_seat_link(s, raw, TokenKind.ACTION)
+        if decision is None:
+            raise LookupError(f"the decision of action token {token.hash[:8]} is missing")
+        mod = get_game(game.engine)
+        state = load_state(mod, game) if game.state else None
         info: dict[str, Any] = {
             "game": game, "seat": seat, "decision": decision, "action": token.action,
-            "card": card_lookup(game, seat.language), "effect": {}, "variants": []}
+            "card": card_lookup(game, seat.language, state), "effect": {}, "variants": []}
         if decision.closed_at is not None:
             info["closed"] = _closed_reason(decision)
-        elif game.state:
-            mod = get_game(game.engine)
-            state = load_state(mod, game)
-            action = Action.from_json(action_json)
+        elif state is not None:
+            action = Action.from_json(token.action or {})
             info["effect"] = mod.choice_effect(state, seat.position, action)
             info["variants"] = variants_of(mod, state, seat.position, action)
         return info
@@ -112,16 +111,43 @@ def describe_token(raw: str) -> dict[str, Any]:
 def act_by_token(raw: str, choice: str | None = None) -> Outcome:
     """The POST behind a one-click link: play the action bound to the token, or, when its
     confirmation page offers variants of it, the variant ``choice`` names (exactly, in
-    the game's notation); anything else is refused and nothing is recorded."""
-    with session_scope() as s:
-        token = live_token(s, raw, TokenKind.ACTION)
-        game, seat, decision = locked_decision(s, token.game_id, token.seat_id,
-                                                token.decision_id)
+    the game's notation); anything else is refused and nothing is recorded.
+
+    The write lock is taken late: the link, its game as last committed, the action and
+    the move itself are worked out in a read that waits for nobody (a closed turn or a
+    wrong choice is refused there); the writing transaction then checks again that the
+    link is live and its decision open, and reuses that work only if the game has not
+    moved since (its ``version``), else works it out again under the lock."""
+    with read_scope() as r:
+        token, game, seat, decision = live_seat_link(r, raw, TokenKind.ACTION)
+        decision = _open_decision(decision, token.game_id, token.seat_id, token.decision_id)
         mod = get_game(game.engine)
         state = load_state(mod, game)
         action = _chosen(mod, state, seat.position, Action.from_json(token.action or {}),
                          choice)
-        return act(s, game, seat, decision, action, MoveSource.PLAYER, state)
+        seen = game.version
+        applied = _try_apply(mod, state, seat.position, action)
+    with session_scope() as s:
+        lock_game_row(s, token.game_id)
+        token, game, seat, found = live_seat_link(s, raw, TokenKind.ACTION)
+        decision = _open_decision(found, token.game_id, token.seat_id, token.decision_id)
+        if game.version != seen:  # the game moved on meanwhile: decide on its latest state
+            state = load_state(mod, game)
+            action = _chosen(mod, state, seat.position,
+                             Action.from_json(token.action or {}), choice)
+            applied = None
+        return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
+
+
+def _try_apply(mod: EngineGame, state: Any, position: int,
+               action: Action) -> tuple[Any, list[Event]] | None:
+    """The move applied to a state read before the write lock (the engine is pure), or
+    None if the engine refuses it there (then it is tried again, and refused with its
+    reason, under the lock)."""
+    try:
+        return mod.apply(state, position, action)
+    except EngineError:
+        return None
 
 
 def _chosen(mod: EngineGame, state: Any, position: int, action: Action,
@@ -142,27 +168,48 @@ def _chosen(mod: EngineGame, state: Any, position: int, action: Action,
 
 
 def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
-    """The POST of the full decision form on a seat's game page, in one transaction:
-    the decision is checked under the game's lock (a second submission says "already
-    recorded"), then ``command`` (the form's words in the game's notation) must name one
-    legal action in full: nothing is completed or guessed. A refusal carries the game's
-    explanation of what was wrong (``explain``, optional in the contract)."""
-    with session_scope() as s:
-        token = live_token(s, page_raw, TokenKind.PAGE)
-        game, seat, decision = locked_decision(s, token.game_id, token.seat_id,
-                                                _decision_id(decision_id))
+    """The POST of the full decision form on a seat's game page: the decision is checked
+    (a second submission says "already recorded"), then ``command`` (the form's words in
+    the game's notation) must name one legal action in full: nothing is completed or
+    guessed. A refusal carries the game's explanation of what was wrong (``explain``,
+    optional in the contract). As for a one-click link (``act_by_token``), the words are
+    read against the game as last committed before the write lock is taken, and again
+    under it only if the game has moved since."""
+    try:
+        wanted: int | None = _decision_id(decision_id)
+    except InvalidInput:  # said only once the link is known to be live
+        wanted = None
+    with read_scope() as r:
+        token, game, seat, found = live_seat_link(r, page_raw, TokenKind.PAGE, wanted)
+        wanted = _decision_id(decision_id)
+        decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         mod = get_game(game.engine)
         state = load_state(mod, game)
-        if not command.strip():
-            raise IllegalMove("action/missing", decision.kind)
-        try:
-            action = parse_action(command, mod.legal_actions(state, decision.position),
-                                  exact=True)
-        except EngineError as exc:
-            explain = getattr(mod, "explain", None)
-            detail = explain(state, decision.position, command) if explain else {}
-            raise IllegalMove(exc.code, decision.kind, detail) from None
-        return act(s, game, seat, decision, action, MoveSource.PLAYER, state)
+        action = _parsed(mod, state, decision, command)
+        seen = game.version
+        applied = _try_apply(mod, state, decision.position, action)
+    with session_scope() as s:
+        lock_game_row(s, token.game_id)
+        token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted)
+        decision = _open_decision(found, token.game_id, token.seat_id, wanted)
+        if game.version != seen:  # the game moved on meanwhile: read the words again
+            state = load_state(mod, game)
+            action = _parsed(mod, state, decision, command)
+            applied = None
+        return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
+
+
+def _parsed(mod: EngineGame, state: Any, decision: Decision, command: str) -> Action:
+    """The one legal action ``command`` names in full, or IllegalMove with the game's
+    explanation."""
+    if not command.strip():
+        raise IllegalMove("action/missing", decision.kind)
+    try:
+        return parse_action(command, mod.legal_actions(state, decision.position), exact=True)
+    except EngineError as exc:
+        explain = getattr(mod, "explain", None)
+        detail = explain(state, decision.position, command) if explain else {}
+        raise IllegalMove(exc.code, decision.kind, detail) from None
 
 
 def _decision_id(value: Any) -> int:
@@ -170,9 +217,11 @@ def _decision_id(value: Any) -> int:
                      gettext("the form is missing its decision; reload the page"))
 
 
-def _open_decision(s: Session, game_id: str, seat_id: int | None,
+def _open_decision(decision: Decision | None, game_id: str, seat_id: int | None,
                    decision_id: int | None) -> Decision:
-    decision = s.get(Decision, decision_id) if decision_id is not None else None
+    """``decision`` if it is the open decision ``decision_id`` of that seat of that game;
+    else NotFound, or for a closed one AlreadyRecorded (the player's own move) or
+    TurnOver."""
     if decision is None or decision.game_id != game_id or decision.seat_id != seat_id:
         raise NotFound(gettext("this decision does not belong to this link"))
     if decision.closed_at is not None:
@@ -189,21 +238,24 @@ def locked_decision(s: Session, game_id: str, seat_id: int | None,
     """The game (locked for this transaction), the seat, and its decision if still open
     (NotFound for a link that names no decision of that seat)."""
     game = lock_game(s, game_id)
-    decision = _open_decision(s, game_id, seat_id, decision_id)
+    decision = s.get(Decision, decision_id) if decision_id is not None else None
+    decision = _open_decision(decision, game_id, seat_id, decision_id)
     return game, get_row(s, Seat, decision.seat_id), decision
 
 
 def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
-        source: MoveSource, state: Any = None) -> Outcome:
+        source: MoveSource, state: Any = None,
+        applied: tuple[Any, list[Event]] | None = None) -> Outcome:
     """A player's move on their open decision of the locked game (``state``: the game's
-    state, if the caller has read it already)."""
+    state, if the caller has read it already; ``applied``: the engine's answer to the
+    move on that very state, if the caller has it already)."""
     game_id, seat_id = game.id, seat.id
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
                          game_id=game_id)
     if source == MoveSource.PLAYER:
         seat.timeouts_in_row = 0
-    played = play_move(s, game, seat, decision, action, source, state)
+    played = play_move(s, game, seat, decision, action, source, state, applied)
     again = any(d.seat_id == seat_id for d in played.opened)
     mod, state = get_game(game.engine), played.state
     result = mod.result(state)
@@ -222,16 +274,22 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
 
 
 def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
-              source: MoveSource, state: Any = None) -> Played:
-    """Apply one move to the locked game, then let bots play their seats; returns the
-    new state, the seats and the decisions opened for people (their emails are queued)."""
+              source: MoveSource, state: Any = None,
+              applied: tuple[Any, list[Event]] | None = None) -> Played:
+    """Apply one move to the locked game (or take ``applied``, the engine's answer to it
+    on ``state``, worked out before the lock on the same version of the game), then let
+    bots play their seats; returns the new state, the seats and the decisions opened for
+    people (their emails are queued)."""
     mod = get_game(game.engine)
     if state is None:
         state = load_state(mod, game)
-    try:
-        state, events = mod.apply(state, seat.position, action)
-    except EngineError as exc:
-        raise IllegalMove(exc.code, decision.kind) from None
+    if applied is not None:
+        state, events = applied
+    else:
+        try:
+            state, events = mod.apply(state, seat.position, action)
+        except EngineError as exc:
+            raise IllegalMove(exc.code, decision.kind) from None
     _insert_move(s, game.id, saved_id(decision), seat.position, action, source)
     decision.closed_at, decision.closed_by = utcnow(), ClosedBy(source)
     played = source == MoveSource.PLAYER or (source == MoveSource.BOT

@@ -25,8 +25,8 @@ from pbem.i18n import mark
 from pbem.kinds import EmailTemplate, OutboxStatus, TokenKind
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
 from pbem.mail.headers import message_id
-from pbem.models import EventLog, Game, Outbox, Seat, Token, table_of, utcnow
-from pbem.tokens import lookup
+from pbem.models import Decision, EventLog, Game, Outbox, Seat, Token, table_of, utcnow
+from pbem.tokens import hash_token, is_live, lookup, well_formed
 
 OUTBOX_CHANNEL = "pbem_outbox"  # PostgreSQL NOTIFY channel: new mail to deliver
 LANGUAGES = tuple(i18n.LANGUAGES)
@@ -41,6 +41,47 @@ def live_token(s: Session, raw: str, *kinds: TokenKind) -> Token:
     if token is None:
         raise NotFound(gettext("this link is unknown or no longer valid"))
     return token
+
+
+# A seat's link with everything a move needs, in one query (four primary-key lookups
+# cost four round trips through the ORM): the token, its game, its seat and a decision,
+# the link's own (a one-click link) or the one a page's form names.
+def _seat_link(decision: Any) -> Any:
+    return (select(Token, Game, Seat, Decision)
+            .join(Game, col(Game.id) == Token.game_id)
+            .join(Seat, col(Seat.id) == Token.seat_id)
+            .outerjoin(Decision, col(Decision.id) == decision)
+            .where(Token.hash == bindparam("hash")))
+
+
+_SEAT_LINK = {TokenKind.ACTION: _seat_link(Token.decision_id),
+              TokenKind.PAGE: _seat_link(bindparam("decision_id"))}
+
+
+def live_seat_link(s: Session, raw: str, kind: TokenKind,
+                   decision_id: int | None = None) -> tuple[Token, Game, Seat, Decision | None]:
+    """The live ``kind`` token (``action`` or ``page``) behind ``raw`` with its game, its
+    seat and a decision (open or not; None if there is none): the link's own for an
+    ``action`` token, else ``decision_id``. A friendly NotFound for a link that is not
+    live. In a writing transaction, lock the game first (``lock_game_row``)."""
+    row = s.exec(_SEAT_LINK[kind], params={"hash": hash_token(raw),
+                                           "decision_id": decision_id}).first() \
+        if well_formed(raw) else None
+    if row is None or not is_live(row[0], kind):
+        raise NotFound(gettext("this link is unknown or no longer valid"))
+    return row[0], row[1], row[2], row[3]
+
+
+_LOCK_GAME_ROW = select(Game.id).where(Game.id == bindparam("game_id")).with_for_update()
+
+
+def lock_game_row(s: Session, game_id: str) -> None:
+    """Lock the game row for this writing transaction before reading anything of the game
+    in it: FOR UPDATE on PostgreSQL, whose later statements then see every move
+    committed before the lock was granted; nothing on SQLite, where the transaction's
+    BEGIN IMMEDIATE has taken the database's write lock already."""
+    if is_postgres():
+        s.execute(_LOCK_GAME_ROW, {"game_id": game_id})
 
 
 _GAME = select(Game).where(Game.id == bindparam("game_id"))

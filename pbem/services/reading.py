@@ -96,10 +96,12 @@ def variants_of(mod: Any, state: Any, position: int | None,
              "text": format_action(v)} for v in vary(state, position, action)]
 
 
-def card_lookup(game: Game, lang: str) -> localize.CardLookup:
-    """A function from card id to printed card data in ``lang``, for narration."""
+def card_lookup(game: Game, lang: str, state: Any = None) -> localize.CardLookup:
+    """A function from card id to printed card data in ``lang``, for narration
+    (``state``: the game's, if the caller has read it already)."""
     mod = get_game(game.engine)
-    state = load_state(mod, game) if game.state else None
+    if state is None and game.state:
+        state = load_state(mod, game)
     return localize.lookup(mod, state, localize.translation_for(mod, state, lang))
 
 

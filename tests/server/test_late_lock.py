@@ -1,0 +1,120 @@
+"""Writes take the write lock late (issue 19, item 1): a confirm reads its link, its game
+and works out its move before it takes the lock, then checks again under the lock what
+may have changed meanwhile (the link revoked, the game moved on), on SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy import text
+from sqlmodel import select
+
+import pbem.services.playing as playing
+from pbem.db import get_engine, is_postgres, read_scope
+from pbem.models import Move
+from tests.server.helpers import only_form, path_of
+
+
+def _moves_of(app, decision_id: int) -> list[Move]:
+    with app.app_context(), read_scope() as s:
+        return list(s.exec(select(Move).where(Move.decision_id == decision_id)))
+
+
+def _spy_apply(monkeypatch, after=None) -> threading.Event:
+    """An event set once a confirm has worked out its move (``_try_apply``, before the
+    write lock); ``after`` runs then, while the confirm's read is still open."""
+    worked_out = threading.Event()
+    original = playing._try_apply
+
+    def spy(*args):
+        found = original(*args)
+        worked_out.set()
+        if after is not None:
+            after()
+        return found
+
+    monkeypatch.setattr(playing, "_try_apply", spy)
+    return worked_out
+
+
+def _writer(app, sql: str, **params) -> None:
+    """A change committed by another connection, as another request would make it."""
+    with app.app_context(), get_engine(app).begin() as conn:
+        conn.execute(text(sql), params)
+
+
+def test_a_confirm_works_out_its_move_while_another_writer_holds_the_lock(app, table,
+                                                                           monkeypatch):
+    """While another connection holds the write lock (SQLite) or the game row
+    (PostgreSQL), the confirm gets as far as the move itself; once the lock is free it
+    records exactly that move, once. A confirm that took the lock first would not reach
+    the move until the other writer had finished."""
+    decision = table.open()
+    url, action = next(iter(table.one_click(decision).items()))
+    form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
+    worked_out = _spy_apply(monkeypatch)
+    with app.app_context():
+        conn = get_engine(app).connect()
+    try:
+        conn.begin()  # BEGIN IMMEDIATE on SQLite: the write lock, held
+        if is_postgres(app):
+            conn.execute(text("SELECT id FROM game WHERE id = :id FOR UPDATE"),
+                         {"id": table.game_id})
+        with ThreadPoolExecutor(1) as pool:
+            future = pool.submit(lambda: table.client.post(path_of(url), data=form))
+            assert worked_out.wait(10), "the confirm waited for the lock before its move"
+            assert not future.done()  # it waits for the lock only to write
+            conn.rollback()
+            resp = future.result(timeout=30)
+    finally:
+        conn.close()
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert [m.action for m in _moves_of(app, decision.id)] == [action.to_json()]
+
+
+def test_a_link_revoked_after_the_read_is_refused_under_the_lock(app, table, monkeypatch):
+    """A hand-over revokes the old player's links: if that commits after the confirm's
+    read, the confirm is refused under the lock and records nothing."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
+    _spy_apply(monkeypatch, after=lambda: _writer(
+        app, "UPDATE token SET revoked_at = CURRENT_TIMESTAMP WHERE seat_id = :seat",
+        seat=decision.seat_id))
+    resp = table.client.post(path_of(url), data=form)
+    assert resp.status_code == 404, resp.get_data(as_text=True)
+    assert "no longer valid" in resp.get_data(as_text=True)
+    assert _moves_of(app, decision.id) == []
+
+
+def test_a_game_that_moved_on_after_the_read_is_read_again_under_the_lock(app, table,
+                                                                          monkeypatch):
+    """If the game changes between the read and the lock (its version moves), the move
+    is worked out again on the game as it is under the lock: the state is read twice,
+    and the move recorded is still the one the link names, once."""
+    decision = table.open()
+    url, action = next(iter(table.one_click(decision).items()))
+    form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
+    _spy_apply(monkeypatch, after=lambda: _writer(
+        app, "UPDATE game SET version = version + 1 WHERE id = :id", id=table.game_id))
+    loads = []
+    original = playing.load_state
+    monkeypatch.setattr(playing, "load_state",
+                        lambda mod, game: loads.append(game.version) or original(mod, game))
+    resp = table.client.post(path_of(url), data=form)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert len(loads) == 2 and loads[1] == loads[0] + 1
+    assert [m.action for m in _moves_of(app, decision.id)] == [action.to_json()]
+
+
+def test_a_page_form_works_out_its_move_before_the_lock_too(app, table, monkeypatch):
+    """The game page's form takes the same path: the words are read against the game
+    before the lock, and the move is recorded once."""
+    decision = table.open()
+    worked_out = _spy_apply(monkeypatch)
+    resp = table.play_on_page(decision, table.bot_choice(decision))
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert worked_out.is_set()
+    assert len(_moves_of(app, decision.id)) == 1
