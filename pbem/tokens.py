@@ -51,11 +51,20 @@ def mint_many(session: Session, specs: list[dict[str, Any]]) -> list[str]:
     ``decision_id``, ``action``) in one statement; returns the raw tokens in order."""
     raws = [new_token() for _ in specs]
     now = utcnow()
-    if specs:  # Core, not the ORM's bulk insert: token rows are never loaded as objects here
-        session.connection().execute(INSERT_TOKEN, [
-            {**spec, "hash": hash_token(raw), "created_at": now}
-            for spec, raw in zip(specs, raws, strict=True)])
+    rows = [{**spec, "hash": hash_token(raw), "created_at": now}
+            for spec, raw in zip(specs, raws, strict=True)]
+    deferred = session.info.get(DEFERRED_TOKENS)
+    if deferred is not None:  # a read that renders: the caller writes them later
+        deferred.extend(rows)
+    elif rows:  # Core, not the ORM's bulk insert: token rows are never loaded as objects
+        session.connection().execute(INSERT_TOKEN, rows)
     return raws
+
+
+# A session whose ``info`` holds a list under this key (a read that renders an email) gets
+# the rows of the tokens it mints appended there, for the caller to insert (``INSERT_TOKEN``)
+# in a short writing transaction before the links can be used.
+DEFERRED_TOKENS = "pbem.deferred_tokens"
 
 
 def lookup(session: Session, raw: str, *kinds: TokenKind) -> Token | None:

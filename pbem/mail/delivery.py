@@ -5,12 +5,13 @@ Web requests only queue email (Outbox rows written in the move's transaction); t
 clock process delivers them (``deliver_due``), woken as soon as a row is queued.
 
 Delivery is at-least-once and never loses mail silently: a row is claimed with a lease,
-its links are minted as tokens and the message rendered in one transaction, then it is
-sent, then marked sent. A failure records the error and schedules a retry with backoff;
-after ``MAIL_MAX_ATTEMPTS`` failures (3 for a message that cannot even be rendered), or
-at once when the mail server refuses the message for good (a 5xx reply), the row becomes
-``undeliverable`` and the host page says why. A crashed sender's lease runs out and
-another pass picks the row up. The Message-ID is fixed per row.
+the message is rendered in a read that holds up no one, its links' tokens are stored in a
+short transaction, then it is sent, then marked sent. A failure records the error and
+schedules a retry with backoff; after ``MAIL_MAX_ATTEMPTS`` failures (3 for a message
+that cannot even be rendered), or at once when the mail server refuses the message for
+good (a 5xx reply), the row becomes ``undeliverable`` and the host page says why. A
+crashed sender's lease runs out and another pass picks the row up. The Message-ID is
+fixed per row.
 """
 
 from __future__ import annotations
@@ -19,19 +20,21 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from flask import current_app
-from sqlalchemy import update
+from sqlalchemy import inspect, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from pbem.db import get_row, session_scope
+from pbem.db import get_row, read_scope, session_scope
 from pbem.kinds import EmailTemplate, OutboxStatus
 from pbem.mail.backends import MailError, Outgoing, backend, require
 from pbem.mail.compose import load_row, render_row
 from pbem.mail.recipients import why_not_send
 from pbem.models import Outbox, Seat, id_column, utcnow
+from pbem.tokens import DEFERRED_TOKENS, INSERT_TOKEN
 
 log = logging.getLogger("pbem.mail")
 MAX_BACKOFF = timedelta(hours=1)
@@ -144,18 +147,34 @@ def claim(row_id: int) -> bool:
 
 def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
                                           list[int]] | None:
-    """Mint the claimed row's links and render it (None: it must not be sent now)."""
-    with session_scope() as s:
+    """Mint the claimed row's links and render it (None: it must not be sent now).
+
+    The rendering reads a snapshot that waits for nobody and holds up no one (it takes a
+    few milliseconds); only then a short writing transaction stores the links' tokens and
+    what rendering changed on the row (a list of games filled in at sending, or why it is
+    skipped), before the email can go out."""
+    tokens: list[dict[str, Any]] = []
+    with read_scope() as s, s.no_autoflush:
+        s.info[DEFERRED_TOKENS] = tokens
         row, game, seat, to_player = load_row(s, row_id)
         prepare = PREPARE_AT_SENDING.get(row.template)
         stale = why_not_send(s, row, game, seat, to_player) or (
             prepare(s, row) if prepare else None)
+        rendered = None
         if stale:
             row.status, row.last_error = OutboxStatus.SKIPPED, stale
-            return None
-        out, seen, merged = render_row(s, row, game, seat, to_player)
-        # what the seat has been told moves on only when the email went to its player
-        return out, row.seat_id if to_player else None, seen, merged
+        else:
+            out, seen, merged = render_row(s, row, game, seat, to_player)
+            # what the seat has been told moves on only when the email went to its player
+            rendered = out, row.seat_id if to_player else None, seen, merged
+        changes = {attr.key: attr.value for attr in inspect(row).attrs
+                   if attr.history.has_changes()}
+    with session_scope() as s:
+        if tokens:
+            s.connection().execute(INSERT_TOKEN, tokens)
+        if changes:
+            s.execute(update(Outbox).where(col(Outbox.id) == row_id).values(**changes))
+    return rendered
 
 
 def _record_failure(row_id: int, error: str, permanent: bool = False,

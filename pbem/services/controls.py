@@ -14,7 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
 from engine.registry import get_game
-from pbem.db import get_row, is_postgres, saved_id, session_scope
+from pbem.db import get_row, is_postgres, read_scope, saved_id, session_scope
 from pbem.errors import AlreadyRecorded, InvalidInput, RateLimited, WrongState
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.i18n import number, short_time
@@ -203,7 +203,7 @@ def withdraw_handover(admin_raw: str, position: Any) -> None:
 
 def describe_handover(raw: str) -> dict[str, Any]:
     """What a hand-over invitation offers, for its page (changes nothing)."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = live_token(s, raw, TokenKind.HANDOVER)
         game = get_row(s, Game, token.game_id)
         seat = get_row(s, Seat, token.seat_id)
@@ -291,7 +291,7 @@ def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
 def is_on_bot(raw: str) -> bool:
     """Whether the seat behind a page or one-click link is being played by a bot (in a
     running game: once it has ended, nobody comes back to it)."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = lookup(s, raw, TokenKind.PAGE, TokenKind.ACTION)
         return (token is not None and bool(get_row(s, Seat, token.seat_id).bot)
                 and get_row(s, Game, token.game_id).status == GameStatus.ACTIVE)
@@ -345,7 +345,7 @@ def describe_unsubscribe(raw: str) -> dict[str, Any]:
     anyone "never email me again". ``playing``: the games the address still has a seat
     in (the page says that stopping everything stops their turn emails too, and offers
     to let a bot play each seat)."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = live_token(s, raw, TokenKind.UNSUBSCRIBE)
         address = str((token.action or {}).get("address", ""))
         game = s.get(Game, token.game_id)

@@ -20,7 +20,7 @@ from engine.core import EngineError
 from engine.core import Game as EngineGame
 from engine.registry import get_game, listing, listings
 from pbem import zones
-from pbem.db import get_row, is_postgres, saved_id, session_scope
+from pbem.db import get_row, is_postgres, read_scope, saved_id, session_scope
 from pbem.errors import (
     AlreadyRecorded,
     InvalidInput,
@@ -375,7 +375,7 @@ UNCONFIRMED_DAYS = 3  # a game made on the web and not confirmed by its host is 
 def expired_unconfirmed(now: datetime, limit: int = 500) -> list[str]:
     """Games made on the web whose host has not confirmed them in ``UNCONFIRMED_DAYS``
     (for the clock)."""
-    with session_scope() as s:
+    with read_scope() as s:
         return list(s.exec(select(Game.id).where(
             Game.status == GameStatus.AWAITING_HOST,
             col(Game.created_at) <= now - timedelta(days=UNCONFIRMED_DAYS))
@@ -399,7 +399,7 @@ def expire_unconfirmed(game_id: str, now: datetime) -> bool:
 
 def describe_host_confirm(raw: str) -> dict[str, Any]:
     """What a host's confirmation link would confirm, for its page (changes nothing)."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = live_token(s, raw, TokenKind.HOST_CONFIRM)
         game = get_row(s, Game, token.game_id)
         return {"game": game, "seats": seats_of(s, game.id),
@@ -440,7 +440,7 @@ def _send_invitations(s: Session, game: Game, seats: list[Seat]) -> None:
 
 def describe_invitation(raw: str) -> dict[str, Any]:
     """What an invitation link answers, for its confirmation page (changes nothing)."""
-    with session_scope() as s:
+    with read_scope() as s:
         token = live_token(s, raw, TokenKind.INVITE)
         game = get_row(s, Game, token.game_id)
         seats = seats_of(s, game.id)

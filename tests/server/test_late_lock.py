@@ -118,3 +118,44 @@ def test_a_page_form_works_out_its_move_before_the_lock_too(app, table, monkeypa
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert worked_out.is_set()
     assert len(_moves_of(app, decision.id)) == 1
+
+
+def test_an_email_is_rendered_in_a_read_and_its_links_work(app, table, inbox, monkeypatch):
+    """The mail loop renders in a read-only transaction (on SQLite another connection can
+    take the write lock meanwhile); the links' tokens are stored before the email goes
+    out, so its one-click link works."""
+    import pbem.mail.delivery as delivery
+
+    decision = table.open()
+    seen: list[tuple[bool, bool]] = []
+    original = delivery.render_row
+
+    def spy(s, *args):
+        read_only = s.execute(text("PRAGMA query_only" if not is_postgres(app)
+                                   else "SHOW transaction_read_only")).scalar()
+        free = True
+        if not is_postgres(app):  # the database's write lock is free while it renders
+            probe = get_engine(app).raw_connection()  # its own DBAPI connection
+            try:
+                probe.execute("PRAGMA busy_timeout=100")
+                probe.execute("BEGIN IMMEDIATE")
+                probe.execute("ROLLBACK")
+            except Exception:  # noqa: BLE001 - "database is locked"
+                free = False
+            finally:
+                probe.execute("PRAGMA busy_timeout=30000")
+                probe.close()
+        seen.append((read_only in (1, "on"), free))
+        return original(s, *args)
+
+    monkeypatch.setattr(delivery, "render_row", spy)
+    table.play_on_page(decision, table.bot_choice(decision))
+    following = table.open()
+    url, action = next(iter(table.one_click(following).items()))  # delivers the emails
+    assert seen and all(ok == (True, True) for ok in seen), seen
+    page = table.client.get(path_of(url))
+    assert page.status_code == 200
+    resp = table.client.post(path_of(url),
+                             data=only_form(page.get_data(as_text=True)).data())
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert [m.action for m in _moves_of(app, following.id)] == [action.to_json()]
