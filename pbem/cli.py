@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 from collections.abc import Callable
 from typing import Any, cast
@@ -105,6 +106,8 @@ def clock() -> None:
     for due reminders and deadlines every few seconds."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per sweep is noise
+    gc.collect()  # what lives as long as the process is kept out of every collection's
+    gc.freeze()  # walk (see gunicorn_conf.post_worker_init)
     # the app itself, not the proxy of this thread's context: the clock runs threads
     clock_mod.run(cast("LocalProxy[Flask]", current_app)._get_current_object())
 

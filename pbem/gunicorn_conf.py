@@ -8,6 +8,7 @@ ones included.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import MutableMapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -34,3 +35,12 @@ class RedactingLogger(Logger):
 
 logger_class = RedactingLogger
 accesslog = "-"
+
+
+def post_worker_init(worker: Any) -> None:
+    """Once a worker has loaded the app, move every object it made so far (the app, the
+    engines' rule tables, the catalogs: over a hundred thousand) out of the garbage
+    collector's sight: they live as long as the worker, and a full collection that walks
+    them all held a request up for tens of milliseconds now and then (the p99)."""
+    gc.collect()
+    gc.freeze()

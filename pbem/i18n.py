@@ -91,6 +91,13 @@ def short_time(when: datetime | str | None, tz: str, now: datetime | None = None
     near, far = SHORT_PATTERNS.get(lang, SHORT_PATTERNS[DEFAULT])
     now = now or datetime.now(UTC)
     pattern = near if abs((when - now).total_seconds()) < 5 * 86400 else far
+    return _short_time(when, tz, pattern, lang)
+
+
+@functools.lru_cache(maxsize=8192)
+def _short_time(when: datetime, tz: str, pattern: str, lang: str) -> str:
+    """``short_time``, kept (as ``_deadline``): a game page writes the start of every round
+    of its log, the same times at every view."""
     return format_datetime(when.astimezone(ZoneInfo(tz)), pattern, locale=lang)
 
 

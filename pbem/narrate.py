@@ -15,12 +15,15 @@ escaped, HTML always).
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flask import Flask
+from flask import Flask, current_app
 from flask_babel import get_locale
 from jinja2 import (
     BaseLoader,
@@ -127,10 +130,48 @@ def game_part(game: Any, part: str) -> str:
     return f"games/{engine}/{part}"
 
 
+class NarratedLog:
+    """The game log's entries as narrated on a page, kept in this process. An entry's
+    words follow only from its event (kind, actor, data), the players' names, the
+    reader's seat ("You ...") and the page's language (the printed cards a game's
+    narration names are fixed for its game). A page at the end of a long game narrates
+    its last two rounds, dozens of entries and most of its rendering time, the same words
+    at every view. Kept by all of these (the event by its content, not its number: a
+    restored database cannot bring back stale words); at most ``limit`` entries, the
+    oldest quarter dropped when full. Not kept while templates reload on change
+    (development), so an edited template shows at once."""
+
+    def __init__(self, limit: int = 20_000) -> None:
+        self.limit = limit
+        self._entries: dict[tuple[Any, ...], Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Callable[..., Any], game: Any, e: Any, names: list[str],
+                 card: Any, me: int | None = None) -> Any:
+        if current_app.jinja_env.auto_reload:
+            return event(e, names, card, me)
+        raw = getattr(e, "raw", None)  # the data as stored (a LogEvent), else as JSON
+        key = (game.id, e.kind, e.actor, raw if raw is not None else json.dumps(
+            e.data, sort_keys=True), str(get_locale()), me, tuple(names))
+        found = self._entries.get(key)
+        if found is None:
+            found = event(e, names, card, me)
+            with self._lock:
+                if len(self._entries) >= self.limit:
+                    for old in list(itertools.islice(self._entries, self.limit // 4)):
+                        del self._entries[old]
+                self._entries[key] = found
+        return found
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 def init_app(app: Flask) -> None:
     env = app.jinja_env
     env.globals["game_part"] = game_part
     env.globals["game_title"] = game_title
+    env.globals["narrated"] = app.extensions["pbem.narrated"] = NarratedLog()
     assert env.loader is not None  # Flask's own: templates/ and the blueprints'
     games = GameLoader(env.loader)
     env.loader = ChoiceLoader([HtmlVariantLoader(games), games])

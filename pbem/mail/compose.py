@@ -42,9 +42,10 @@ LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "
 _ROW = (select(Outbox, Game, Seat).outerjoin(Game, col(Game.id) == Outbox.game_id)
         .outerjoin(Seat, col(Seat.id) == Outbox.seat_id).where(Outbox.id == bindparam("id")))
 _SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(col(Seat.position))
-_EVENTS_SINCE = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
-                                        EventLog.seq > bindparam("since"))
-                 .order_by(col(EventLog.seq)))
+_EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
+                 .where(EventLog.game_id == bindparam("game_id"),
+                        EventLog.seq > bindparam("since"))
+                 .order_by(col(EventLog.seq)))  # rows: objects cost several times more
 _OPEN_DECISIONS = (select(Decision).where(Decision.game_id == bindparam("game_id"),
                                           col(Decision.closed_at).is_(None))
                    .order_by(col(Decision.deadline_at), col(Decision.position)))
@@ -93,7 +94,7 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["view"] = localize.view(mod, mod.view(state, position), tr)
         ctx["card"] = localize.lookup(mod, state, tr)
         since = seat.seen_event_seq if seat else 0
-        events = s.exec(_EVENTS_SINCE, params={"game_id": game.id, "since": since}).all()
+        events = s.execute(_EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq

@@ -43,19 +43,27 @@ def live_token(s: Session, raw: str, *kinds: TokenKind) -> Token:
     return token
 
 
-# A seat's link with everything a move needs, in one query (four primary-key lookups
-# cost four round trips through the ORM): the token, its game, its seat and a decision,
-# the link's own (a one-click link) or the one a page's form names.
+# A seat's link with what its page or a move needs, in one query (primary-key lookups
+# one by one cost a round trip through the ORM each): the token, its game, its seat, and
+# for a move a decision: the link's own (a one-click link) or the one a page's form names.
 def _seat_link(decision: Any) -> Any:
-    return (select(Token, Game, Seat, Decision)
-            .join(Game, col(Game.id) == Token.game_id)
-            .join(Seat, col(Seat.id) == Token.seat_id)
-            .outerjoin(Decision, col(Decision.id) == decision)
-            .where(Token.hash == bindparam("hash")))
+    entities = (Token, Game, Seat) if decision is None else (Token, Game, Seat, Decision)
+    query = (select(*entities).join(Game, col(Game.id) == Token.game_id)
+             .join(Seat, col(Seat.id) == Token.seat_id))
+    if decision is not None:
+        query = query.outerjoin(Decision, col(Decision.id) == decision)
+    return query.where(Token.hash == bindparam("hash"))
 
 
 _SEAT_LINK = {TokenKind.ACTION: _seat_link(Token.decision_id),
               TokenKind.PAGE: _seat_link(bindparam("decision_id"))}
+_SEAT_PAGE = _seat_link(None)
+
+
+def _found_link(row: Any, kinds: tuple[TokenKind, ...]) -> Any:
+    if row is None or not is_live(row[0], *kinds):
+        raise NotFound(gettext("this link is unknown or no longer valid"))
+    return row
 
 
 def live_seat_link(s: Session, raw: str, kind: TokenKind,
@@ -67,9 +75,18 @@ def live_seat_link(s: Session, raw: str, kind: TokenKind,
     row = s.exec(_SEAT_LINK[kind], params={"hash": hash_token(raw),
                                            "decision_id": decision_id}).first() \
         if well_formed(raw) else None
-    if row is None or not is_live(row[0], kind):
-        raise NotFound(gettext("this link is unknown or no longer valid"))
-    return row[0], row[1], row[2], row[3]
+    token, game, seat, decision = _found_link(row, (kind,))
+    return token, game, seat, decision
+
+
+def live_seat_page(s: Session, raw: str,
+                   *kinds: TokenKind) -> tuple[Token, Game, Seat]:
+    """The live token of one of ``kinds`` behind ``raw`` with its game and its seat (one
+    query), or a friendly NotFound."""
+    row = s.exec(_SEAT_PAGE, params={"hash": hash_token(raw)}).first() \
+        if well_formed(raw) else None
+    token, game, seat = _found_link(row, kinds)
+    return token, game, seat
 
 
 _LOCK_GAME_ROW = select(Game.id).where(Game.id == bindparam("game_id")).with_for_update()

@@ -3,6 +3,7 @@ host's admin page, printed card data for narration. Changes nothing."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
@@ -10,28 +11,34 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from flask_babel import gettext
-from sqlalchemy import bindparam
+from sqlalchemy import Text, bindparam, cast
+from sqlalchemy import select as sa_select  # six columns: beyond sqlmodel's typed overloads
 from sqlmodel import Session, col, select
 
 from engine.core import Action, Effect, format_action
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import get_row, read_scope
+from pbem.db import read_scope
 from pbem.errors import NotFound
 from pbem.i18n import language
 from pbem.kinds import GameStatus, Invite, TokenKind
 from pbem.mail import open_deadlines, suppressed
 from pbem.models import Decision, EventLog, Game, Outbox, Seat
-from pbem.services.plumbing import admin_game, host_address, live_token, load_state, seats_of
+from pbem.services.plumbing import (
+    admin_game,
+    host_address,
+    live_seat_page,
+    live_token,
+    load_state,
+    seats_of,
+)
 
 
 def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
     """Everything a seat's game page shows, from that seat's view. A one-click (action)
     link opens the page read-only: only a game-page link offers the decision form."""
     with read_scope() as s:
-        token = live_token(s, raw, TokenKind.PAGE, TokenKind.ACTION)
-        game = get_row(s, Game, token.game_id)
-        seat = get_row(s, Seat, token.seat_id)
+        token, game, seat = live_seat_page(s, raw, TokenKind.PAGE, TokenKind.ACTION)
         data = _page_data(s, game, seat, with_log)
         data["readonly"] = token.kind != TokenKind.PAGE
         return data
@@ -175,16 +182,40 @@ class LogRound:
     first_seq: int
     end_seq: int | None  # the first event of the next part (None: up to now)
     started: datetime | None  # when it began
-    entries: list[tuple[EventLog, datetime, bool]] | None = None
+    entries: list[tuple[LogEvent, datetime, bool]] | None = None
 
 
 _ROUND_MARKS = (select(EventLog.seq, EventLog.data, EventLog.created_at, EventLog.visible_to)
                 .where(EventLog.game_id == bindparam("game_id"),
                        EventLog.kind == bindparam("kind"))
                 .order_by(col(EventLog.seq)))
-_EVENTS_FROM = (select(EventLog).where(EventLog.game_id == bindparam("game_id"),
-                                       EventLog.seq >= bindparam("first"),
-                                       EventLog.seq < bindparam("end"))
+class LogEvent:
+    """An event of the log as a page shows it: a plain row (an ORM object costs several
+    times more, and a page shows up to a few hundred), whose ``data`` is parsed from its
+    stored text (``raw``) only if it is narrated (``NarratedLog`` keeps most entries'
+    words, by that text)."""
+
+    __slots__ = ("seq", "kind", "actor", "raw", "visible_to", "created_at", "_data")
+
+    def __init__(self, seq: int, kind: str, actor: int | None, raw: str,
+                 visible_to: list[int] | None, created_at: datetime) -> None:
+        self.seq, self.kind, self.actor, self.raw = seq, kind, actor, raw
+        self.visible_to, self.created_at = visible_to, created_at
+        self._data: Any = None
+
+    @property
+    def data(self) -> Any:
+        if self._data is None:
+            self._data = json.loads(self.raw)
+        return self._data
+
+
+_EVENTS_FROM = (sa_select(col(EventLog.seq), col(EventLog.kind), col(EventLog.actor),
+                          cast(col(EventLog.data), Text), col(EventLog.visible_to),
+                          col(EventLog.created_at))
+                .where(col(EventLog.game_id) == bindparam("game_id"),
+                       col(EventLog.seq) >= bindparam("first"),
+                       col(EventLog.seq) < bindparam("end"))
                 .order_by(col(EventLog.seq)))
 
 
@@ -219,13 +250,14 @@ def _rounds(s: Session, game: Game, mod: Any) -> list[LogRound]:
     return parts
 
 
-def _events(s: Session, game: Game, first: int, end: int | None) -> list[EventLog]:
-    return list(s.exec(_EVENTS_FROM, params={"game_id": game.id, "first": first,
-                                             "end": end if end is not None else 2**31 - 1}))
+def _events(s: Session, game: Game, first: int, end: int | None) -> list[LogEvent]:
+    return [LogEvent(*row) for row in s.execute(
+        _EVENTS_FROM, {"game_id": game.id, "first": first,
+                       "end": end if end is not None else 2**31 - 1})]
 
 
-def _entries(events: list[EventLog], part: LogRound,
-             seat: Seat | None) -> list[tuple[EventLog, datetime, bool]]:
+def _entries(events: list[LogEvent], part: LogRound,
+             seat: Seat | None) -> list[tuple[LogEvent, datetime, bool]]:
     """The events of ``part`` the reader may see, oldest first, each with its time in the
     reader's zone and whether it is the first of its day (which shows the day too)."""
     position = seat.position if seat else None
@@ -259,9 +291,8 @@ def log_round_for_page(raw: str, number: Any) -> dict[str, Any]:
     link of the seat's game page (or of a one-click email, as that page takes).
     ``round`` is None when the log has no such part."""
     with read_scope() as s:
-        token = live_token(s, raw, TokenKind.PAGE, TokenKind.ACTION)
-        game = get_row(s, Game, token.game_id)
-        return _round_data(s, game, get_row(s, Seat, token.seat_id), number)
+        _, game, seat = live_seat_page(s, raw, TokenKind.PAGE, TokenKind.ACTION)
+        return _round_data(s, game, seat, number)
 
 
 def log_round_for_spectator(key: str, number: Any) -> dict[str, Any]:

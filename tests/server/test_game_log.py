@@ -181,3 +181,56 @@ def test_a_game_without_rounds_shows_its_whole_log_as_one_open_part(round4, clie
     assert log.index("The game begins.") < log.index("Round 1 begins.") < log.index(
         "Round 4 begins.")
     assert client.get(f"/g/{raw}/log/1").status_code == 404
+
+
+def test_narrated_entries_kept_between_views_follow_names_language_and_reader(round4,
+                                                                              client):
+    """The log's narrated entries are kept in the process (``NarratedLog``) between
+    views, yet a renamed player (a hand-over), another language or another reader gets
+    their own words at the next view, never the kept ones."""
+    app, game_id = round4.app, round4.game_id
+    narrated = app.extensions["pbem.narrated"]
+    raw = page_token(app, game_id, 0)
+    first = part_text(client.get(f"/g/{raw}").get_data(as_text=True), 4)
+    kept = len(narrated)
+    assert kept > 0 and part_text(client.get(f"/g/{raw}").get_data(as_text=True), 4) == first
+    assert len(narrated) == kept  # the second view used the kept words
+    with app.app_context(), session_scope() as s:
+        old = s.exec(select(Seat.name).where(Seat.game_id == game_id,
+                                             Seat.position == 1)).one()
+        s.execute(update(Seat).where(Seat.game_id == game_id, Seat.position == 1)
+                  .values(name="Zed Newcomer"))
+    assert old in first
+    renamed = part_text(client.get(f"/g/{raw}").get_data(as_text=True), 4)
+    assert "Zed Newcomer" in renamed and old not in renamed
+    other = part_text(client.get(f"/g/{page_token(app, game_id, 1)}")
+                      .get_data(as_text=True), 4)
+    assert "You " in other and other != renamed
+    with app.app_context(), session_scope() as s:
+        s.execute(update(Seat).where(Seat.game_id == game_id, Seat.position == 0)
+                  .values(language="de"))
+    assert "Runde 4 beginnt." in part_text(client.get(f"/g/{raw}").get_data(as_text=True), 4)
+
+
+def test_narrated_log_keeps_at_most_its_limit():
+    from flask import Flask
+    from flask_babel import Babel
+
+    from pbem.narrate import NarratedLog
+
+    app = Flask("t")
+    Babel(app)
+    log = NarratedLog(limit=8)
+    game = type("G", (), {"id": "g1"})()
+    calls = []
+
+    def event(e, names, card, me):
+        calls.append(e.seq)
+        return f"said {e.seq}"
+
+    with app.test_request_context():
+        for seq in range(20):
+            e = type("E", (), {"seq": seq, "kind": "k", "actor": 0, "raw": f'{{"n": {seq}}}'})()
+            assert log(event, game, e, ["Ann"], None) == f"said {seq}"
+            assert log(event, game, e, ["Ann"], None) == f"said {seq}"  # kept: no new call
+        assert len(log) <= 8 and calls == list(range(20))
