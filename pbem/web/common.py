@@ -72,7 +72,22 @@ def cache_static(resp):
 
 
 def _static_hash(filename: str) -> str:
-    folder = Path(current_app.static_folder or "")
+    """The hash of a static file's content ("" for no such file). Kept per file once the
+    app runs for real (static files change with a new release, which restarts it); looked
+    at again each time in debug mode, where they are being edited."""
+    folder = current_app.static_folder or ""
+    if current_app.debug:
+        return _hash_now(folder, filename)
+    return _kept_hash(folder, filename)
+
+
+@lru_cache(maxsize=256)
+def _kept_hash(folder: str, filename: str) -> str:
+    return _hash_now(folder, filename)
+
+
+def _hash_now(static_folder: str, filename: str) -> str:
+    folder = Path(static_folder)
     path = (folder / filename).resolve()
     if not path.is_relative_to(folder.resolve()) or not path.is_file():
         return ""
