@@ -23,8 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import inspect, update
-from sqlalchemy.engine import CursorResult
+from sqlalchemy import bindparam, inspect, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
@@ -33,7 +32,7 @@ from pbem.kinds import EmailTemplate, OutboxStatus
 from pbem.mail.backends import MailError, Outgoing, backend, require
 from pbem.mail.compose import load_row, render_row
 from pbem.mail.recipients import why_not_send
-from pbem.models import Outbox, Seat, id_column, utcnow
+from pbem.models import Outbox, Seat, id_column, table_of, utcnow
 from pbem.tokens import DEFERRED_TOKENS, INSERT_TOKEN
 
 log = logging.getLogger("pbem.mail")
@@ -111,17 +110,29 @@ def _deliver_one(row_id: int) -> str:
     return "sent"
 
 
+# The mail loop's writes as Core statements, built once: each email is claimed, its links
+# stored and it is marked sent, three short transactions whose ORM versions (an object
+# loaded with its context, a unit of work) cost more than the statements themselves.
+_OUTBOX = table_of(Outbox)
+_SEAT = table_of(Seat)
+_MARK_SENT = (update(_OUTBOX).where(_OUTBOX.c.id == bindparam("row_id"))
+              .values(status=OutboxStatus.SENT, sent_at=bindparam("now"), last_error=None))
+_SEEN = (update(_SEAT).where(_SEAT.c.id == bindparam("seat_id"),
+                             _SEAT.c.seen_event_seq < bindparam("seen"))
+         .values(seen_event_seq=bindparam("seen")))
+_MERGED = (update(_OUTBOX).where(_OUTBOX.c.id.in_(bindparam("merged", expanding=True)),
+                                 _OUTBOX.c.status == OutboxStatus.HELD)
+           .values(status=OutboxStatus.MERGED))
+
+
 def _mark_sent(row_id: int, seat_id: int | None, seen: int | None, merged: list[int]) -> None:
     with session_scope() as s:
-        row = get_row(s, Outbox, row_id)
-        row.status, row.sent_at, row.last_error = OutboxStatus.SENT, utcnow(), None
-        seat = s.get(Seat, seat_id) if seat_id else None
-        if seat is not None and seen is not None and seen > seat.seen_event_seq:
-            seat.seen_event_seq = seen
+        conn = s.connection()
+        conn.execute(_MARK_SENT, {"row_id": row_id, "now": utcnow()})
+        if seat_id is not None and seen is not None:
+            conn.execute(_SEEN, {"seat_id": seat_id, "seen": seen})
         if merged:
-            s.execute(update(Outbox).where(col(Outbox.id).in_(merged),
-                                           col(Outbox.status) == OutboxStatus.HELD)
-                      .values(status=OutboxStatus.MERGED))
+            conn.execute(_MERGED, {"merged": merged})
 
 
 def claim(row_id: int) -> bool:
@@ -131,18 +142,24 @@ def claim(row_id: int) -> bool:
     now = utcnow()
     limit = int(current_app.config["MAIL_MAX_ATTEMPTS"])
     lease = timedelta(seconds=float(current_app.config["MAIL_LEASE_SECONDS"]))
-    due = (col(Outbox.id) == row_id, col(Outbox.status).in_(_DUE),
-           col(Outbox.next_attempt_at) <= now)
     with session_scope() as s:
-        claimed = s.execute(update(Outbox).where(*due, col(Outbox.attempts) < limit)
-                            .values(status=OutboxStatus.SENDING, next_attempt_at=now + lease,
-                                    attempts=col(Outbox.attempts) + 1))
-        if isinstance(claimed, CursorResult) and claimed.rowcount == 1:
+        conn = s.connection()  # Core, not the ORM's bulk update (see _MARK_SENT)
+        claimed = conn.execute(_CLAIM, {"row_id": row_id, "now": now, "limit": limit,
+                                        "until": now + lease})
+        if claimed.rowcount == 1:
             return True
-        s.execute(update(Outbox).where(*due, col(Outbox.attempts) >= limit).values(
-            status=OutboxStatus.UNDELIVERABLE,
-            last_error=f"gave up after {limit} attempts (the last ones never finished)"))
+        conn.execute(_GIVE_UP, {"row_id": row_id, "now": now, "limit": limit, "error": (
+            f"gave up after {limit} attempts (the last ones never finished)")})
         return False
+
+
+_DUE_ROW = (_OUTBOX.c.id == bindparam("row_id"), _OUTBOX.c.status.in_(_DUE),
+            _OUTBOX.c.next_attempt_at <= bindparam("now"))
+_CLAIM = (update(_OUTBOX).where(*_DUE_ROW, _OUTBOX.c.attempts < bindparam("limit"))
+          .values(status=OutboxStatus.SENDING, next_attempt_at=bindparam("until"),
+                  attempts=_OUTBOX.c.attempts + 1))
+_GIVE_UP = (update(_OUTBOX).where(*_DUE_ROW, _OUTBOX.c.attempts >= bindparam("limit"))
+            .values(status=OutboxStatus.UNDELIVERABLE, last_error=bindparam("error")))
 
 
 def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
