@@ -286,10 +286,12 @@ def _game_of(obj: object) -> str | None:
 
 def _shown_change(obj: SQLModel) -> bool:
     """Whether a changed row has a changed column that some page shows (a column set to
-    the value it had is no change)."""
+    the value it had is no change). Only the attributes set since the row was loaded are
+    looked at (``committed_state`` holds their old values)."""
+    state = sa_inspect(obj)
     quiet = NOT_ON_PAGES.get(type(obj), frozenset())
-    return any(attr.history.has_changes() for attr in sa_inspect(obj).attrs
-               if attr.key not in quiet)
+    return any(state.attrs[key].history.has_changes() for key in state.committed_state
+               if key not in quiet)
 
 
 @event.listens_for(Session, "before_flush")
@@ -297,20 +299,23 @@ def _bump_page_version(session: Session, _context: Any, _instances: Any) -> None
     """Every transaction that changes what a game's pages show moves its
     ``page_version`` (once per transaction is enough: no reader sees the changes before
     the commit). Core statements that bypass the ORM move it themselves
-    (``services.playing._UPDATE_STATE``). The update comes before the flush's own writes,
-    so a transaction locks the game row before its seats and decisions, in the order
-    every service takes them."""
-    games = {game for obj in (*session.new, *session.deleted)
-             if (game := _game_of(obj)) is not None}
-    games |= {game for obj in session.dirty
-              if (game := _game_of(obj)) is not None and _shown_change(obj)}
-    if not games:
-        return
-    bumped = session.info.setdefault(_BUMPED, set())
-    games -= bumped
+    (``services.playing._UPDATE_STATE``, with ``page_version_moved``). The update comes
+    before the flush's own writes, so a transaction locks the game row before its seats
+    and decisions, in the order every service takes them."""
+    bumped: set[str] = session.info.get(_BUMPED, set())
+    games: set[str] = set()
+    for obj in (*session.new, *session.deleted):
+        game = _game_of(obj)
+        if game is not None and game not in bumped:
+            games.add(game)
+    for obj in session.dirty:  # a game already moved needs no look at what changed
+        game = _game_of(obj)
+        if game is not None and game not in bumped and game not in games \
+                and _shown_change(obj):
+            games.add(game)
     if games:
         session.connection().execute(_BUMP, {"ids": sorted(games)})
-        bumped |= games
+        session.info[_BUMPED] = bumped | games
 
 
 def page_version_moved(session: Session, game_id: str) -> None:
