@@ -275,6 +275,14 @@ def test_a_bad_link_gets_its_clear_page_whatever_tag_it_sends(table, raw):
     assert "This link is unknown or no longer valid." in resp.get_data(as_text=True)
 
 
+def test_a_link_of_another_kind_gets_its_clear_page_not_304(table):
+    """The host's link opens the host page, not a game page."""
+    tag = etag_of(get(table.client, f"/g/{token(table.app, table.game_id, ANN)}"))
+    resp = get(table.client, f"/g/{table.admin}", tag)
+    assert resp.status_code == 404
+    assert "This link is unknown or no longer valid." in resp.get_data(as_text=True)
+
+
 def test_a_link_killed_by_a_hand_over_gets_its_clear_page_not_304(table):
     path = f"/g/{token(table.app, table.game_id, CY)}"
     tag = etag_of(get(table.client, path))
