@@ -115,8 +115,9 @@ def _changes_at(when: datetime | None) -> None:
 
 
 def changes_at() -> datetime | None:
-    """When the words of this request's page change with the clock alone (the first
-    time ``short_time`` wrote differently from then on); None: never."""
+    """When the words of this request's page change with the clock alone: the first
+    time ``short_time`` wrote differently from then on, or at once for words of
+    ``time_until`` ("in 5 hours"); None: never."""
     return g.get("changes_at") if has_request_context() else None
 
 
@@ -126,7 +127,10 @@ def time_until(when: datetime | str, now: datetime | None = None) -> str:
     when = datetime.fromisoformat(when) if isinstance(when, str) else when
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    delta = when - (now or datetime.now(UTC))
+    if now is None:
+        now = datetime.now(UTC)
+        _changes_at(now)  # words that move with the clock: the page holds for no time
+    delta = when - now
     if delta.total_seconds() <= 0:
         return ""
     return format_timedelta(delta, add_direction=True, locale=language())

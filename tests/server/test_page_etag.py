@@ -21,7 +21,7 @@ from pbem.web import fresh
 from pbem.web.common import CSP, LOG_FETCH, SCRIPTS
 from tests.server.conftest import new_table
 from tests.server.helpers import Table, forms, token_of
-from tests.server.timekit import at
+from tests.server.timekit import T0, at
 
 ANN, BOB, CY = 0, 1, 2  # seat positions; Cy bids first
 
@@ -261,6 +261,21 @@ def test_a_page_read_with_its_words_for_the_time_changes_with_the_clock(app, gam
     assert "14 Jan 2030, 10:00" in later.get_data(as_text=True)
     assert etag_of(later) != tag
     assert get(client, path, etag_of(later)).status_code == 304
+
+
+def test_words_that_move_with_the_clock_say_until_when_they_hold(app, frozen):
+    from pbem import i18n
+
+    with app.test_request_context("/"):
+        assert i18n.changes_at() is None
+        i18n.short_time(T0 - timedelta(days=10), "UTC")  # a date: it stays one
+        assert i18n.changes_at() is None
+        i18n.short_time(T0 - timedelta(days=1), "UTC")  # a weekday, for four days more
+        assert i18n.changes_at() == T0 + timedelta(days=4)
+        i18n.short_time(T0 + timedelta(days=8), "UTC")  # a date, a weekday in three days
+        assert i18n.changes_at() == T0 + timedelta(days=3)
+        i18n.time_until(T0 + timedelta(hours=5))  # "in 5 hours": not for long
+        assert i18n.changes_at() == T0
 
 
 # --------------------------------------------------------------------------- a bad link: never 304
