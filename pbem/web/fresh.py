@@ -58,7 +58,8 @@ def build_id() -> str:
         for path in sorted(root.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 digest.update(f"\0{root.name}/{path.relative_to(root).as_posix()}\0".encode())
-                digest.update(path.read_bytes())
+                with contextlib.suppress(OSError):  # unreadable: its name must do
+                    digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
