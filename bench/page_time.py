@@ -20,6 +20,15 @@ median CPU time of this thread (``time.thread_time``: less disturbed by other pr
 a shared machine). The machine is shared and noisy: quote the
 medians, compare ratios within one run.
 
+Then the game page and the spectators' page are asked again ``--cheap-reps`` times
+(default 2000) with the ``If-None-Match`` of their ``ETag``, as a page left open asks
+whether anything changed: each is answered ``304 Not Modified`` from one indexed read
+(``pbem.web.fresh``). The health check (``GET /healthz``, no database) is timed alike:
+the floor of any request through Flask, a yardstick that a loaded machine moves as much
+as the 304s. These rows add ``app CPU ms``, the app's own WSGI call without the test
+client's work (building the environ, wrapping the response), a good part of such a small
+request through the test client.
+
 Figures on this machine (2 shared cores, load below 1), the seat's game page at the end:
 
     cavemen 5 players, seed 3 (681 log entries): before (commit 4bd01d5, the whole log)
@@ -27,6 +36,12 @@ Figures on this machine (2 shared cores, load below 1), the seat's game page at 
         loaded when opened) 11 ms, log 14.0 KiB (the page 38 KiB both times: the board
         grew in between); a folded round: 2.4 ms
     stoneage 4 players, seed 3 (527 entries): 27 ms, log 22.6 KiB before; 9 ms after
+
+Asked again unchanged (branch etag19 on commit 1c8c6d8, load 2), CPU through the test
+client / the app alone: the game page 0.42 / 0.26 ms against 7.1 ms for the page
+(cavemen; stoneage 0.43 / 0.26 ms), the spectators' page 0.40 / 0.28 ms; the health
+check, the floor of any request, 0.17 / 0.08 ms. Runs at load 4-5 read up to 0.52 /
+0.36 ms: compare within one run.
 
     .venv/bin/python bench/page_time.py
     .venv/bin/python bench/page_time.py --game stoneage --players 4 --reps 20
@@ -46,6 +61,7 @@ import time
 from pathlib import Path
 
 from sqlmodel import select
+from werkzeug.test import EnvironBuilder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -86,11 +102,11 @@ def play_to_end(game_name: str, players: int, seed: int) -> tuple[str, int]:
 LOG = re.compile(rb'<(\w+)[^>]*\bid="log"[^>]*>.*?</\1>', re.S)
 
 
-def timed_get(client, url: str, reps: int) -> dict:
+def timed_get(client, url: str, reps: int, headers: dict | None = None) -> dict:
     walls, cpus, size, status, log = [], [], 0, 0, 0
     for i in range(reps + 3):
         w, c = time.perf_counter(), time.thread_time()
-        resp = client.get(url)
+        resp = client.get(url, headers=headers)
         body = resp.get_data()
         c, w = time.thread_time() - c, time.perf_counter() - w
         status, size = resp.status_code, len(body)
@@ -119,6 +135,22 @@ def profile(client, url: str, reps: int = 20) -> None:
     stats.sort_stats("cumulative").print_stats(40)
 
 
+def timed_wsgi(app, url: str, reps: int, headers: dict, status: int) -> float:
+    """The median CPU time of the app alone answering ``url`` with ``status`` (its WSGI
+    call, with the environ built once: none of the test client's own work)."""
+    environ = EnvironBuilder(path=url, headers=headers).get_environ()
+    cpus, statuses = [], []
+    for i in range(reps + 3):
+        c = time.thread_time()
+        b"".join(app.wsgi_app(dict(environ), lambda status, _headers, _exc=None:
+                              statuses.append(status)))
+        c = time.thread_time() - c
+        if i >= 3:
+            cpus.append(c)
+    assert {int(s.split()[0]) for s in statuses} == {status}, set(statuses)
+    return statistics.median(cpus)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--game", choices=sorted(games()), default="cavemen")
@@ -128,6 +160,8 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true",
                         help="request the seat's game page 20 more times under cProfile "
                              "(untimed) and print the top entries by own and total time")
+    parser.add_argument("--cheap-reps", type=int, default=2000,
+                        help="requests of each page answered 304")
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.2f} "
           "(other processes on this machine make figures vary)")
@@ -165,6 +199,16 @@ def main() -> int:
             r = timed_get(client, path, args.reps)
             print(f"{name:<26}{r['status']:>7}{r['size'] / 1024:>7.1f}{r['log'] / 1024:>9.1f}"
                   f"{r['wall'] * 1000:>11.1f}{r['max'] * 1000:>9.1f}{r['cpu'] * 1000:>9.1f}")
+        print(f"\n{'asked again, unchanged':<26}{'status':>7}{'median ms':>11}{'max ms':>9}"
+              f"{'CPU ms':>9}{'app CPU ms':>12}   ({args.cheap_reps} requests each, "
+              "If-None-Match)")
+        cheap = [(f"{name}, 304", path, {"If-None-Match": client.get(path).headers["ETag"]})
+                 for name, path in list(pages.items())[:2]]
+        for name, path, headers in [*cheap, ("health check (floor)", "/healthz", {})]:
+            r = timed_get(client, path, args.cheap_reps, headers)
+            app_cpu = timed_wsgi(app, path, args.cheap_reps, headers, r["status"])
+            print(f"{name:<26}{r['status']:>7}{r['wall'] * 1000:>11.3f}"
+                  f"{r['max'] * 1000:>9.3f}{r['cpu'] * 1000:>9.3f}{app_cpu * 1000:>12.3f}")
         if args.profile:
             profile(client, pages["game page (seat 0)"])
         get_engine(app).dispose()

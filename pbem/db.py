@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any, Protocol, TypeVar
 
 from flask import Flask, current_app
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlmodel import Session, SQLModel
 
 READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
@@ -79,12 +80,30 @@ def read_scope(app: Flask | None = None) -> Iterator[Session]:
     SQLite a deferred transaction on a WAL snapshot, with writing refused
     (``query_only``); on PostgreSQL a READ ONLY REPEATABLE READ transaction (one snapshot
     too, and it can never fail to serialise). Nothing is committed."""
-    engine = get_engine(app)
-    options: dict[str, Any] = {READ_ONLY: True}
-    if engine.dialect.name == "postgresql":  # one snapshot for every query, as on SQLite
-        options.update(postgresql_readonly=True, isolation_level="REPEATABLE READ")
-    with Session(engine.execution_options(**options), expire_on_commit=False) as session:
+    with Session(_reader(get_engine(app)), expire_on_commit=False) as session:
         yield session  # closing ends the transaction and keeps what was loaded
+
+
+@contextmanager
+def read_connection(app: Flask | None = None) -> Iterator[Connection]:
+    """``read_scope`` for Core statements, without the ORM's session (a few statements
+    that load no objects: the one query of a page's "has anything changed?")."""
+    with _reader(get_engine(app)).connect() as conn:
+        yield conn  # closing rolls the transaction back
+
+
+_READERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def _reader(engine: Engine) -> Engine:
+    """``engine`` with the options of a read-only transaction (made once per engine)."""
+    reader = _READERS.get(engine)
+    if reader is None:
+        options: dict[str, Any] = {READ_ONLY: True}
+        if engine.dialect.name == "postgresql":  # one snapshot for every query, as SQLite
+            options.update(postgresql_readonly=True, isolation_level="REPEATABLE READ")
+        reader = _READERS[engine] = engine.execution_options(**options)
+    return reader
 
 
 M = TypeVar("M", bound=SQLModel)

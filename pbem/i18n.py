@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -89,8 +89,10 @@ def short_time(when: datetime | str | None, tz: str, now: datetime | None = None
         when = when.replace(tzinfo=UTC)
     lang = language()
     near, far = SHORT_PATTERNS.get(lang, SHORT_PATTERNS[DEFAULT])
-    now = now or datetime.now(UTC)
-    pattern = near if abs((when - now).total_seconds()) < 5 * 86400 else far
+    if now is None:
+        now = datetime.now(UTC)
+        _changes_at(min((t for t in (when - NEAR, when + NEAR) if t > now), default=None))
+    pattern = near if abs(when - now) < NEAR else far
     return _short_time(when, tz, pattern, lang)
 
 
@@ -101,13 +103,34 @@ def _short_time(when: datetime, tz: str, pattern: str, lang: str) -> str:
     return format_datetime(when.astimezone(ZoneInfo(tz)), pattern, locale=lang)
 
 
+NEAR = timedelta(days=5)  # ``short_time`` gives the weekday of a time nearer than this
+
+
+def _changes_at(when: datetime | None) -> None:
+    """Note that what this request writes will read otherwise from ``when`` on (a time
+    written with its weekday that will need its date), for ``changes_at``."""
+    if when is not None and has_request_context():
+        first = g.get("changes_at")
+        g.changes_at = when if first is None else min(first, when)
+
+
+def changes_at() -> datetime | None:
+    """When the words of this request's page change with the clock alone: the first
+    time ``short_time`` wrote differently from then on, or at once for words of
+    ``time_until`` ("in 5 hours"); None: never."""
+    return g.get("changes_at") if has_request_context() else None
+
+
 def time_until(when: datetime | str, now: datetime | None = None) -> str:
     """How far ahead ``when`` is, in words ("in 5 hours"); an empty string once it has
     passed (the caller says "overdue" in its own words)."""
     when = datetime.fromisoformat(when) if isinstance(when, str) else when
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    delta = when - (now or datetime.now(UTC))
+    if now is None:
+        now = datetime.now(UTC)
+        _changes_at(now)  # words that move with the clock: the page holds for no time
+    delta = when - now
     if delta.total_seconds() <= 0:
         return ""
     return format_timedelta(delta, add_direction=True, locale=language())

@@ -3,15 +3,32 @@
 Times are aware UTC datetimes. Engine states and actions are stored as JSON text. Raw
 link tokens are never stored: a Token row holds only the SHA-256 hash. Statuses and kinds
 are the StrEnums of ``pbem.kinds``, stored as plain text.
+
+Every transaction that changes a game, its seats, its decisions or its log moves the
+game's ``page_version`` (a session hook at the end of this module), so that a page can
+tell whether anything it shows changed from one indexed read.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import JSON, Column, ColumnElement, Index, MetaData, Table, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Column,
+    ColumnElement,
+    Index,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+    bindparam,
+    event,
+    update,
+)
 from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.orm import Session
 from sqlmodel import Field, SQLModel
 
 from pbem.kinds import (
@@ -81,7 +98,11 @@ class Game(SQLModel, table=True):
     started_at: datetime | None = None
     ended_at: datetime | None = None
     event_seq: int = 0  # last EventLog.seq written
-    spectator_key: str = Field(max_length=32)  # public, not secret: the spectator URL
+    # Moves with every committed change to the game, its seats, its decisions or its log
+    # (the hook at the end of this module): a page's ETag names it instead of the page.
+    page_version: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # public, not secret: the spectator URL
+    spectator_key: str = Field(max_length=32, index=True)
     # The game the host started from this one with "play again with the same players"
     # (set once: a second press opens that game instead of making another).
     follow_up_game_id: str | None = Field(default=None, max_length=16)
@@ -238,3 +259,74 @@ class RateLimit(SQLModel, table=True):
     key: str = Field(primary_key=True, max_length=120)
     window_start: datetime = Field(primary_key=True)
     count: int = 0
+
+
+# ------------------------------------------------------------------ what a page shows moved
+
+# The tables a game's pages are read from, and the columns of them that no page shows (a
+# change to those alone leaves ``Game.page_version`` where it is): ``seen_event_seq``
+# moves with every email delivered, which changes no page.
+PAGE_TABLES: tuple[type[SQLModel], ...] = (Game, Seat, Decision, EventLog)
+NOT_ON_PAGES: dict[type[SQLModel], frozenset[str]] = {
+    Game: frozenset({"page_version"}), Seat: frozenset({"seen_event_seq"})}
+_BUMPED = "pbem.page_version_bumped"  # session.info: games bumped in this transaction
+_GAME = table_of(Game)
+_BUMP = (update(_GAME).where(_GAME.c.id.in_(bindparam("ids", expanding=True)))
+         .values(page_version=_GAME.c.page_version + 1))
+
+
+def _game_of(obj: object) -> str | None:
+    """The game of a row of ``PAGE_TABLES`` (None for a row of another table)."""
+    if isinstance(obj, Game):
+        return obj.id
+    if isinstance(obj, Seat | Decision | EventLog):
+        return obj.game_id
+    return None
+
+
+def _shown_change(obj: SQLModel) -> bool:
+    """Whether a changed row has a changed column that some page shows (a column set to
+    the value it had is no change). Only the attributes set since the row was loaded are
+    looked at (``committed_state`` holds their old values)."""
+    state = sa_inspect(obj)
+    quiet = NOT_ON_PAGES.get(type(obj), frozenset())
+    return any(state.attrs[key].history.has_changes() for key in state.committed_state
+               if key not in quiet)
+
+
+@event.listens_for(Session, "before_flush")
+def _bump_page_version(session: Session, _context: Any, _instances: Any) -> None:
+    """Every transaction that changes what a game's pages show moves its
+    ``page_version`` (once per transaction is enough: no reader sees the changes before
+    the commit). Core statements that bypass the ORM move it themselves
+    (``services.playing._UPDATE_STATE``, with ``page_version_moved``). The update comes
+    before the flush's own writes, so a transaction locks the game row before its seats
+    and decisions, in the order every service takes them."""
+    bumped: set[str] = session.info.get(_BUMPED, set())
+    games: set[str] = set()
+    for obj in (*session.new, *session.deleted):
+        game = _game_of(obj)
+        if game is not None and game not in bumped:
+            games.add(game)
+    for obj in session.dirty:  # a game already moved needs no look at what changed
+        game = _game_of(obj)
+        if game is not None and game not in bumped and game not in games \
+                and _shown_change(obj):
+            games.add(game)
+    if games:
+        session.connection().execute(_BUMP, {"ids": sorted(games)})
+        session.info[_BUMPED] = bumped | games
+
+
+def page_version_moved(session: Session, game_id: str) -> None:
+    """Say that this transaction moved the game's ``page_version`` itself (a Core update):
+    the hook need not move it again."""
+    session.info.setdefault(_BUMPED, set()).add(game_id)
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_bumped(session: Session, transaction: Any) -> None:
+    """A new transaction bumps again, and so does one after a savepoint (rolled back, it
+    may have undone a bump: bumping twice is harmless, missing one is not)."""
+    if transaction.parent is None or transaction.nested:
+        session.info.pop(_BUMPED, None)

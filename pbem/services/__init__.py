@@ -9,7 +9,8 @@ One module per area; each imports only the ones listed above it:
 
 - ``plumbing``: shared helpers: tokens, locking the game row, seats, deadline and reminder
   times, the event log, queueing email (sending caps, hold reasons, waking the deliverer).
-- ``reading``: what pages and emails show: a seat's page, spectators, the host's admin page.
+- ``reading``: what pages and emails show: a seat's page, spectators, the host's admin page;
+  the version of a game page for its ETag (``page_stamp``).
 - ``playing``: playing a decision (one-click link or page form), bots, committing the state,
   opening and closing Decision rows, decision emails and their one-click choices.
 - ``deadlines``: the clock's work: due reminders and timeouts, sending a reminder, timing out.
@@ -82,12 +83,15 @@ from pbem.services.playing import (
 )
 from pbem.services.plumbing import LANGUAGES, MAIL_QUEUED, OUTBOX_CHANNEL
 from pbem.services.reading import (
+    PageStamp,
     admin_data,
     game_for_page,
     game_for_spectator,
     host_language,
     log_round_for_page,
     log_round_for_spectator,
+    page_stamp,
+    spectator_stamp,
 )
 
 __all__ = [
@@ -95,7 +99,8 @@ __all__ = [
     "LANGUAGES", "MAIL_QUEUED", "OUTBOX_CHANNEL", "GamePolicy", "default_reminders",
     # reading
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
-    "log_round_for_page", "log_round_for_spectator",
+    "log_round_for_page", "log_round_for_spectator", "PageStamp", "page_stamp",
+    "spectator_stamp",
     # playing
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
     "describe_token",

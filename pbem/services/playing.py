@@ -31,7 +31,7 @@ from pbem.errors import (
 )
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.kinds import ClosedBy, EmailTemplate, GameStatus, MoveSource, SeatBot, TokenKind
-from pbem.models import Decision, Game, Move, Seat, table_of, utcnow
+from pbem.models import Decision, Game, Move, Seat, page_version_moved, table_of, utcnow
 from pbem.services.plumbing import (
     PAGE_LINK,
     deadline_for,
@@ -324,7 +324,8 @@ _UPDATE_STATE = (update(_GAME_TABLE).where(_GAME_TABLE.c.id == bindparam("game_i
                                            _GAME_TABLE.c.version == bindparam("old_version"))
                  .values(version=bindparam("new_version"), state=bindparam("new_state"),
                          event_seq=bindparam("new_event_seq"),
-                         idle_rounds=bindparam("new_idle_rounds")))
+                         idle_rounds=bindparam("new_idle_rounds"),
+                         page_version=_GAME_TABLE.c.page_version + 1))
 _OPEN_DECISIONS = select(Decision).where(Decision.game_id == bindparam("game_id"),
                                          col(Decision.closed_at).is_(None))
 
@@ -367,11 +368,12 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
         "new_idle_rounds": idle})
     if done.rowcount != 1:
         raise Conflict(gettext("the game changed at the same moment; please try again"))
+    page_version_moved(s, game.id)
     set_committed_value(game, "version", new_version)
     set_committed_value(game, "event_seq", first_seq + len(events))
     set_committed_value(game, "idle_rounds", idle)
     set_committed_value(game, "state", None)
-    s.expire(game, ["state"])  # read back only if someone needs it
+    s.expire(game, ["state", "page_version"])  # read back only if someone needs it
     result = mod.result(state)
     insert_events(s, game.id, first_seq, events)
     if result is not None and game.status == GameStatus.ACTIVE:

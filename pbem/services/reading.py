@@ -1,5 +1,6 @@
 """Reading a game for pages and emails: a seat's game page, the spectators' page, the
-host's admin page, printed card data for narration. Changes nothing."""
+host's admin page, printed card data for narration; and what names the version of a game
+page for its ETag without reading the page (``page_stamp``). Changes nothing."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from sqlmodel import Session, col, select
 from engine.core import Action, Effect, format_action
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import read_scope
+from pbem.db import read_connection, read_scope
 from pbem.errors import NotFound
 from pbem.i18n import language
 from pbem.kinds import GameStatus, Invite, TokenKind
 from pbem.mail import open_deadlines, suppressed
-from pbem.models import Decision, EventLog, Game, Outbox, Seat
+from pbem.models import Decision, EventLog, Game, Outbox, Seat, Token, table_of
 from pbem.services.plumbing import (
     admin_game,
     host_address,
@@ -32,32 +33,107 @@ from pbem.services.plumbing import (
     load_state,
     seats_of,
 )
+from pbem.tokens import hash_token, well_formed
+
+PAGE_KINDS = (TokenKind.PAGE, TokenKind.ACTION)  # the links that open a seat's game page
 
 
 def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
     """Everything a seat's game page shows, from that seat's view. A one-click (action)
     link opens the page read-only: only a game-page link offers the decision form."""
     with read_scope() as s:
-        token, game, seat = live_seat_page(s, raw, TokenKind.PAGE, TokenKind.ACTION)
+        token, game, seat = live_seat_page(s, raw, *PAGE_KINDS)
         data = _page_data(s, game, seat, with_log)
         data["readonly"] = token.kind != TokenKind.PAGE
+        data["stamp"] = PageStamp.of(f"{token.kind}:{token.seat_id}", game)
         return data
 
 
 def game_for_spectator(key: str) -> dict[str, Any]:
     with read_scope() as s:
-        return _page_data(s, _spectated(s, key), None)
+        game = _spectated(s, key)
+        data = _page_data(s, game, None)
+        data["stamp"] = PageStamp.of(SPECTATOR, game)
+        return data
+
+
+SPECTATOR_KEY = re.compile(r"[0-9a-f]{1,32}")
 
 
 def _spectated(s: Session, key: Any) -> Game:
     """The game behind a spectator address, or a friendly NotFound."""
     key = str(key)
     game = None
-    if re.fullmatch(r"[0-9a-f]{1,32}", key):
+    if SPECTATOR_KEY.fullmatch(key):
         game = s.exec(select(Game).where(Game.spectator_key == key)).first()
     if game is None:
         raise NotFound(gettext("no game at this address"))
     return game
+
+
+# ---------------------------------------------------------------- the version of a page
+
+
+SPECTATOR = "spectator"  # the reader of the spectators' page
+
+
+@dataclass(frozen=True)
+class PageStamp:
+    """What a game page shows, named without reading it: who reads (``reader``: the kind
+    and seat of the link, or ``SPECTATOR``) and the game's counters that move with every
+    change a page shows (``Game.page_version``; the state's ``version`` and the log's
+    ``event_seq`` too, which move with every move). Equal stamps, equal pages (for the
+    same code, language and time: see ``pbem.web.fresh``)."""
+
+    game_id: str
+    reader: str
+    version: int
+    event_seq: int
+    page_version: int
+
+    @classmethod
+    def of(cls, reader: str, game: Game) -> PageStamp:
+        return cls(game.id, reader, game.version, game.event_seq, game.page_version)
+
+    def text(self) -> str:
+        return (f"{self.game_id}|{self.reader}|{self.version}|{self.event_seq}|"
+                f"{self.page_version}")
+
+
+_TOKEN, _GAME = table_of(Token), table_of(Game)
+_COUNTERS = (_GAME.c.id, _GAME.c.version, _GAME.c.event_seq, _GAME.c.page_version)
+# One indexed read each (the token by its hash, the game by its key): built once, so
+# SQLAlchemy neither builds nor keys them again.
+_PAGE_STAMP = (sa_select(_TOKEN.c.kind, _TOKEN.c.seat_id, *_COUNTERS)
+               .join_from(_TOKEN, _GAME, _GAME.c.id == _TOKEN.c.game_id)
+               .where(_TOKEN.c.hash == bindparam("hash"), _TOKEN.c.revoked_at.is_(None)))
+_SPECTATOR_STAMP = sa_select(*_COUNTERS).where(_GAME.c.spectator_key == bindparam("key"))
+
+
+def page_stamp(raw: str) -> PageStamp | None:
+    """The stamp ``game_for_page`` would give the page of link ``raw`` now, or None for a
+    link that opens no page (garbled, unknown, revoked, of another kind, as
+    ``tokens.is_live`` has it: the page itself says why). One query, in a read-only
+    transaction (``read_connection``: no session); no state, no log, no lock."""
+    if not well_formed(raw):
+        return None
+    with read_connection() as conn:
+        row = conn.execute(_PAGE_STAMP, {"hash": hash_token(raw)}).first()
+    if row is None or row.kind not in PAGE_KINDS:
+        return None
+    return PageStamp(row.id, f"{row.kind}:{row.seat_id}", row.version, row.event_seq,
+                     row.page_version)
+
+
+def spectator_stamp(key: str) -> PageStamp | None:
+    """``page_stamp`` of the spectators' page at ``key``."""
+    if not isinstance(key, str) or not SPECTATOR_KEY.fullmatch(key):
+        return None
+    with read_connection() as conn:
+        row = conn.execute(_SPECTATOR_STAMP, {"key": key}).first()
+    if row is None:
+        return None
+    return PageStamp(row.id, SPECTATOR, row.version, row.event_seq, row.page_version)
 
 
 def _page_data(s: Session, game: Game, seat: Seat | None,

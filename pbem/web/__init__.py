@@ -45,6 +45,7 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(405, common.http_error)
     app.register_error_handler(400, common.http_error)
     app.register_error_handler(500, common.server_error)
+    app.session_interface = common.CookieSessions()
     app.after_request(common.security_headers)
     app.url_defaults(common.static_version)
     app.after_request(common.cache_static)

@@ -26,6 +26,7 @@ from pbem.errors import (
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.kinds import GameStatus
 from pbem.tokens import check_signature
+from pbem.web import fresh
 from pbem.web.common import (
     CSP,
     LOG_FETCH,
@@ -108,15 +109,23 @@ def _after_move(outcome: services.Outcome):
 
 @bp.get("/g/<raw>")
 def game_page(raw: str):
-    return show_game_page(raw)
+    """The seat's game page; 304 when the browser's copy is still the page (its ETag:
+    see ``fresh``). The page speaks the seat's language, whatever the request asks."""
+    not_modified = fresh.unchanged(lambda: services.page_stamp(raw))
+    if not_modified is not None:
+        return not_modified
+    return show_game_page(raw, tagged=True)
 
 
-def show_game_page(raw: str, status: int = 200, **extra: Any):
+def show_game_page(raw: str, status: int = 200, tagged: bool = False, **extra: Any):
+    """The game page, with what a form posted to it says (``extra``); ``tagged``: with
+    its ETag (a plain GET)."""
     data = services.game_for_page(raw)
     if data["seat"] is not None:
         speak(data["seat"].language)
-    return _with_log_script(data, render_template("pages/game.html", data=data, raw=raw,
+    resp = _with_log_script(data, render_template("pages/game.html", data=data, raw=raw,
                                                   **extra), status)
+    return fresh.tag(resp, data["stamp"]) if tagged else resp
 
 
 def _with_log_script(data: dict[str, Any], page: str, status: int = 200):
@@ -207,10 +216,22 @@ def _count(value: str, verb: str) -> int:
         raise IllegalMove("form/count", verb) from None
 
 
+# The spectators' page speaks the visitor's language (a cookie, else Accept-Language).
+SPECTATOR_VARY = "Cookie, Accept-Language"
+
+
 @bp.get("/watch/<key>")
 def spectator(key: str):
+    """The spectators' page; 304 as the game page. It depends on the language the visitor
+    chose and on its own address (its language switch sends it back)."""
+    variant = f"{i18n.select_locale()}|{request.full_path}"
+    not_modified = fresh.unchanged(lambda: services.spectator_stamp(key), variant,
+                                   SPECTATOR_VARY)
+    if not_modified is not None:
+        return not_modified
     data = services.game_for_spectator(key)
-    return _with_log_script(data, render_template("pages/game.html", data=data, raw=None))
+    resp = _with_log_script(data, render_template("pages/game.html", data=data, raw=None))
+    return fresh.tag(resp, data["stamp"], variant, SPECTATOR_VARY)
 
 
 @bp.post("/g/<raw>/vacation")

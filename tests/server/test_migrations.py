@@ -86,6 +86,8 @@ def test_a_database_with_games_upgrades_from_the_first_revision(empty_url):
     seat = inspect_url(empty_url, lambda c: c.execute(text(
         "SELECT timeouts_in_row, vacation_used_hours FROM seat")).one())
     assert tuple(seat) == (0, 0.0)
+    assert inspect_url(empty_url, lambda c: c.execute(text(
+        "SELECT page_version FROM game")).scalar_one()) == 0
 
 
 def _json(value):
