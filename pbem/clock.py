@@ -85,11 +85,12 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     with app.app_context(), sweep_guard(app) as mine:
         if mine:
             now = now or utcnow()
-            for decision_id in services.due_reminders(now):
-                counts["reminders"] += _guarded(services.send_reminder, decision_id, now,
-                                                counts)
-            for decision_id in services.due_timeouts(now):
-                counts["timeouts"] += _guarded(services.time_out, decision_id, now, counts)
+            for due in services.due_reminders(now):
+                counts["reminders"] += _guarded(services.send_reminder, due.decision_id, now,
+                                                counts, due.game_id)
+            for due in services.due_timeouts(now):
+                counts["timeouts"] += _guarded(services.time_out, due.decision_id, now,
+                                               counts, due.game_id)
             for game_id in services.expired_unconfirmed(now):
                 counts["expired"] += _guarded(services.expire_unconfirmed, game_id, now,
                                               counts)
@@ -102,11 +103,11 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     return counts
 
 
-def _guarded(step, item: int | str, now: datetime, counts: dict[str, int]) -> bool:
+def _guarded(step, item: int | str, now: datetime, counts: dict[str, int], *more) -> bool:
     """Run one step for one decision (or game); a bug or bad row there must not stop
     the clock."""
     try:
-        return step(item, now)
+        return step(item, now, *more)
     except Exception:  # noqa: BLE001 - logged with its traceback, then the sweep goes on
         log.exception("sweep: %s failed for %s", step.__name__, item)
         counts["errors"] += 1

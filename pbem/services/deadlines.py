@@ -5,13 +5,15 @@ times."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam
 from sqlmodel import Session, col, select
 
+from engine.core import Event
 from engine.registry import get_game
 from pbem.db import get_row, read_scope, session_scope
+from pbem.errors import NotFound
 from pbem.kinds import EmailTemplate, GameStatus, MoveSource
 from pbem.models import Decision, Game, Seat, id_column
 from pbem.services.playing import play_move, queue_decision
@@ -19,69 +21,89 @@ from pbem.services.plumbing import (
     PAGE_LINK,
     load_state,
     lock_game,
-    log_notice,
     next_reminder,
-    queue_email,
+    queue_emails,
+    seats_of,
 )
 
 
-def due_reminders(now: datetime, limit: int = 500) -> list[int]:
+class Due(NamedTuple):
+    """A decision found due, and its game."""
+
+    decision_id: int
+    game_id: str
+
+
+def due_reminders(now: datetime, limit: int = 500) -> list[Due]:
     """Open decisions of running games whose next reminder is due."""
     return _due(Decision.next_reminder_at, now, limit)
 
 
-def due_timeouts(now: datetime, limit: int = 500) -> list[int]:
+def due_timeouts(now: datetime, limit: int = 500) -> list[Due]:
     """Open decisions of running games whose deadline has passed."""
     return _due(Decision.deadline_at, now, limit)
 
 
-def _due(column: Any, now: datetime, limit: int) -> list[int]:
-    """Ids of open decisions of running, unpaused games whose ``column`` time has come,
+def _due(column: Any, now: datetime, limit: int) -> list[Due]:
+    """Open decisions of running, unpaused games whose ``column`` time has come,
     earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at));
     a read that takes no lock: each decision is re-checked in its own transaction."""
     with read_scope() as s:
-        return list(s.exec(
-            select(id_column(Decision.id)).join(Game, col(Game.id) == Decision.game_id)
+        return [Due(*row) for row in s.exec(
+            select(id_column(Decision.id), Decision.game_id)
+            .join(Game, col(Game.id) == Decision.game_id)
             .where(col(Decision.closed_at).is_(None), column <= now,
                    Game.status == GameStatus.ACTIVE, col(Game.paused_at).is_(None))
-            .order_by(column).limit(limit)))
+            .order_by(column).limit(limit))]
 
 
 _GAME_OF_DECISION = select(Decision.game_id).where(Decision.id == bindparam("id"))
 
 
-def _running_decision(s: Session, decision_id: int) -> tuple[Decision, Game] | None:
+def _running_decision(s: Session, decision_id: int,
+                      game_id: str | None = None) -> tuple[Decision, Game] | None:
     """The decision and its game (row locked, decision re-read under the lock), if the
     decision is still open in a running, unpaused game; the check that makes every sweep
-    step idempotent."""
-    game_id = s.exec(_GAME_OF_DECISION, params={"id": decision_id}).first()
+    step idempotent. ``game_id``: the decision's game if known (a decision never moves to
+    another game, so a read without the lock may tell it)."""
     if game_id is None:
+        game_id = s.connection().execute(_GAME_OF_DECISION, {"id": decision_id}).scalar()
+        if game_id is None:
+            return None
+    try:
+        game = lock_game(s, game_id)
+    except NotFound:  # deleted since it was found due
         return None
-    game = lock_game(s, game_id)
-    decision = get_row(s, Decision, decision_id)  # first read in this session: under the lock
-    if decision.closed_at is not None or game.status != GameStatus.ACTIVE \
-            or game.paused_at is not None:
+    decision = s.get(Decision, decision_id)  # first read in this session: under the lock
+    if decision is None or decision.game_id != game_id or decision.closed_at is not None \
+            or game.status != GameStatus.ACTIVE or game.paused_at is not None:
         return None
     return decision, game
 
 
-def send_reminder(decision_id: int, now: datetime) -> bool:
-    """Queue the reminder that is due for a decision; False if nothing was due (any more)."""
+def send_reminder(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
+    """Queue the reminder that is due for a decision; False if nothing was due (any more).
+    (``game_id``: the decision's game, if known.)"""
     with session_scope() as s:
-        found = _running_decision(s, decision_id)
-        if found is None:
-            return False
-        decision, game = found
-        due, deadline = decision.next_reminder_at, decision.deadline_at
-        if due is None or due > now or deadline is None:
-            return False
-        if deadline <= now:  # overdue: the timeout comes next, not a reminder
-            decision.next_reminder_at = None
-            return False
-        seat = get_row(s, Seat, decision.seat_id)
-        decision.next_reminder_at = next_reminder(game, deadline, now)
-        queue_reminder(s, game, decision, seat, now)
-        return True
+        return _send_reminder(s, decision_id, now, game_id)
+
+
+def _send_reminder(s: Session, decision_id: int, now: datetime,
+                   game_id: str | None = None) -> bool:
+    found = _running_decision(s, decision_id, game_id)
+    if found is None:
+        return False
+    decision, game = found
+    due, deadline = decision.next_reminder_at, decision.deadline_at
+    if due is None or due > now or deadline is None:
+        return False
+    if deadline <= now:  # overdue: the timeout comes next, not a reminder
+        decision.next_reminder_at = None
+        return False
+    seat = get_row(s, Seat, decision.seat_id)
+    decision.next_reminder_at = next_reminder(game, deadline, now)
+    queue_reminder(s, game, decision, seat, now)
+    return True
 
 
 def queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: datetime,
@@ -97,31 +119,39 @@ def queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: 
         queue_decision(s, game, mod, state, seat, decision, reminder=True, key=key)
 
 
-def time_out(decision_id: int, now: datetime) -> bool:
-    """Play the default action of an expired decision, exactly once; tell everyone."""
+def time_out(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
+    """Play the default action of an expired decision, exactly once; tell everyone.
+    (``game_id``: the decision's game, if known.)"""
     with session_scope() as s:
-        found = _running_decision(s, decision_id)
-        if found is None or found[0].deadline_at is None or found[0].deadline_at > now:
-            return False
-        decision, game = found
-        seat = get_row(s, Seat, decision.seat_id)
-        mod = get_game(game.engine)
-        state = load_state(mod, game)
-        action = mod.default_action(state, seat.position)
-        seat.timeouts_in_row += 1
-        to_bot = seat.bot is None and seat.timeouts_in_row >= game.policy.absent_after
-        if to_bot:
-            seat.bot = game.policy.absent_bot
-        log_notice(s, game, "decision_timed_out", seat.position,
-                    {"kind": decision.kind, "action": action.to_json()})
-        if to_bot:
-            log_notice(s, game, "seat_on_bot", seat.position,
-                        {"bot": seat.bot, "timeouts": seat.timeouts_in_row, "by": "absence"})
-        played = play_move(s, game, seat, decision, action, MoveSource.TIMEOUT, state)
+        return _time_out(s, decision_id, now, game_id)
+
+
+def _time_out(s: Session, decision_id: int, now: datetime, game_id: str | None = None) -> bool:
+    found = _running_decision(s, decision_id, game_id)
+    if found is None or found[0].deadline_at is None or found[0].deadline_at > now:
+        return False
+    decision, game = found
+    seats = seats_of(s, game.id)
+    seat = next(x for x in seats if x.id == decision.seat_id)
+    mod = get_game(game.engine)
+    state = load_state(mod, game)
+    action = mod.default_action(state, seat.position)
+    seat.timeouts_in_row += 1
+    to_bot = seat.bot is None and seat.timeouts_in_row >= game.policy.absent_after
+    if to_bot:
+        seat.bot = game.policy.absent_bot
+    notices = [Event("decision_timed_out", seat.position,
+                     {"kind": decision.kind, "action": action.to_json()})]
+    if to_bot:
+        notices.append(Event("seat_on_bot", seat.position,
+                             {"bot": seat.bot, "timeouts": seat.timeouts_in_row,
+                              "by": "absence"}))
+    played = play_move(s, game, seat, decision, action, MoveSource.TIMEOUT, state, seats,
+                       notices)
+    if game.status == GameStatus.ACTIVE:
         told = {d.seat_id for d in played.opened
                 if not played.seats[d.position].bot}  # a turn email
-        for other in played.seats:
-            if other.id not in told and game.status == GameStatus.ACTIVE:
-                queue_email(s, game, other, EmailTemplate.NOTICE,
-                            {"headline": "decision_timed_out"}, links=PAGE_LINK)
-        return True
+        queue_emails(s, game, [x for x in played.seats if x.id not in told],
+                     EmailTemplate.NOTICE, {"headline": "decision_timed_out"},
+                     links=PAGE_LINK)
+    return True

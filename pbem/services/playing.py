@@ -44,6 +44,7 @@ from pbem.services.plumbing import (
     next_reminder,
     notice_all,
     queue_email,
+    queue_emails,
     seats_of,
 )
 from pbem.services.reading import card_lookup, variants_of
@@ -222,9 +223,12 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
 
 
 def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
-              source: MoveSource, state: Any = None) -> Played:
+              source: MoveSource, state: Any = None, seats: list[Seat] | None = None,
+              notices: list[Event] | None = None) -> Played:
     """Apply one move to the locked game, then let bots play their seats; returns the
-    new state, the seats and the decisions opened for people (their emails are queued)."""
+    new state, the seats and the decisions opened for people (their emails are queued).
+    ``state`` and ``seats`` (all of the game's, in order): as the caller has read them
+    already; ``notices``: server events logged just before the move's (one statement)."""
     mod = get_game(game.engine)
     if state is None:
         state = load_state(mod, game)
@@ -236,8 +240,9 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     decision.closed_at, decision.closed_by = utcnow(), ClosedBy(source)
     played = source == MoveSource.PLAYER or (source == MoveSource.BOT
                                              and not _stands_in(game, seat))
-    _commit_state(s, game, mod, state, events, played)
-    seats = seats_of(s, game.id)
+    if seats is None:
+        seats = seats_of(s, game.id)
+    _commit_state(s, game, mod, state, events, seats, played, notices or [])
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == MoveSource.PLAYER else None
@@ -251,7 +256,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
         state, events = mod.apply(state, bot_seat.position, choice)
         _insert_move(s, game.id, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT)
         bot_row.closed_at, bot_row.closed_by = utcnow(), ClosedBy.BOT
-        _commit_state(s, game, mod, state, events, not _stands_in(game, bot_seat))
+        _commit_state(s, game, mod, state, events, seats, not _stands_in(game, bot_seat))
         state = _end_if_idle(s, game, mod, state, seats)
         opened = [d for d in opened if d.closed_at is None]
         opened += sync_decisions(s, game, mod, state, seats, follow_up)
@@ -295,34 +300,37 @@ def _closed_reason(decision: Decision) -> str:
 
 
 def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
-                  events: list[Event], played: bool = False) -> None:
+                  events: list[Event], seats: list[Seat], played: bool = False,
+                  notices: list[Event] | None = None) -> None:
     """Store the new state with an optimistic version check (the row is also locked),
-    and count the rounds nobody played (``played``: see ``idle_after``).
+    and count the rounds nobody played (``played``: see ``idle_after``); the move's
+    events go to the log after ``notices`` (server events of the same step), in one
+    statement.
     A Core update (the ORM's costs several times more); the game object is brought in
     line by hand, which also cancels an ``event_seq`` still pending from ``log_events``."""
     new_version = game.version + 1
     first_seq = game.event_seq
+    logged = [*(notices or ()), *events]
     idle = idle_after(game.idle_rounds, mod, events, played)
     done = s.connection().execute(_UPDATE_STATE, {
         "game_id": game.id, "old_version": game.version, "new_version": new_version,
-        "new_state": dump_json(mod.to_json(state)), "new_event_seq": first_seq + len(events),
+        "new_state": dump_json(mod.to_json(state)), "new_event_seq": first_seq + len(logged),
         "new_idle_rounds": idle})
     if done.rowcount != 1:
         raise Conflict(gettext("the game changed at the same moment; please try again"))
     set_committed_value(game, "version", new_version)
-    set_committed_value(game, "event_seq", first_seq + len(events))
+    set_committed_value(game, "event_seq", first_seq + len(logged))
     set_committed_value(game, "idle_rounds", idle)
     set_committed_value(game, "state", None)
     s.expire(game, ["state"])  # read back only if someone needs it
     result = mod.result(state)
-    insert_events(s, game.id, first_seq, events)
+    insert_events(s, game.id, first_seq, logged)
     if result is not None and game.status == GameStatus.ACTIVE:
         game.status = (GameStatus.FINISHED if result.reason != "abandoned"
                        else GameStatus.ABANDONED)
         game.ended_at = utcnow()
-        for seat in seats_of(s, game.id):
-            queue_email(s, game, seat, EmailTemplate.RESULT, {"result": result.to_json()},
-                        links=PAGE_LINK)
+        queue_emails(s, game, seats, EmailTemplate.RESULT, {"result": result.to_json()},
+                     links=PAGE_LINK)
 
 
 # ------------------------------------------------------------------------- games nobody plays
