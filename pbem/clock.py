@@ -34,7 +34,7 @@ from flask import Flask
 from sqlalchemy import text
 
 from pbem import mail, services
-from pbem.db import get_engine, is_postgres
+from pbem.db import background_writes, get_engine, is_postgres
 from pbem.models import utcnow
 
 log = logging.getLogger("pbem.clock")
@@ -82,7 +82,7 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
 
     A failure on one decision is logged and does not stop the others or the mail."""
     counts = {"reminders": 0, "timeouts": 0, "expired": 0, "busy": 0, "errors": 0}
-    with app.app_context(), sweep_guard(app) as mine:
+    with app.app_context(), background_writes(), sweep_guard(app) as mine:
         if mine:
             now = now or utcnow()
             for due in services.due_reminders(now):
@@ -171,7 +171,7 @@ def mail_loop(app: Flask, stop: threading.Event, batch: int = 100,
     ``waiting`` is set each time the loop goes to sleep until woken (tests wait on it)."""
     wakeup = Wakeup(app)
     try:
-        with app.app_context():
+        with app.app_context(), background_writes():
             while not stop.is_set():
                 try:
                     counts = mail.deliver_due(limit=batch)
