@@ -282,7 +282,7 @@ class Parts:
     """Times the steps of a sweep by wrapping the functions ``pbem.clock.sweep`` calls
     (only while the block runs; pbem itself is not changed)."""
 
-    TARGETS = ((services, "send_reminder", "reminders"), (services, "time_out", "timeouts"))
+    TARGETS = ((services, "remind_due", "reminders"), (services, "time_out_due", "timeouts"))
 
     def __init__(self) -> None:
         self.time = {name: 0.0 for _, _, name in self.TARGETS}

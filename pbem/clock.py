@@ -15,6 +15,13 @@ Sweeps are guarded so that a second clock does no harm: an exclusive file lock o
 a PostgreSQL advisory lock otherwise; and each step re-checks its decision inside its own
 locked transaction, so even an unguarded race plays every expired decision exactly once.
 A deadline that passed while no clock ran is simply due at the next sweep.
+
+The due decisions are played in short transactions of a few at a time
+(``services.time_out_due``: up to BATCH_SIZE decisions and BATCH_SECONDS each; a failure
+in one costs only that one), and a sweep goes on while it finds more due. Players do not
+wait behind the clock: on PostgreSQL it locks only the games it plays; on SQLite, whose
+write lock is the whole database's, every transaction of the sweeps and of the mail loop
+first gives way to players' writes (``pbem.db.background_writes``).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from pbem.models import utcnow
 
 log = logging.getLogger("pbem.clock")
 ADVISORY_KEY = 0x70_62_65_6D  # "pbem"
+DUE_PAGE = 500  # due decisions asked for at a time (again while pages come full)
 
 
 @contextlib.contextmanager
@@ -85,12 +93,8 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     with app.app_context(), background_writes(), sweep_guard(app) as mine:
         if mine:
             now = now or utcnow()
-            for due in services.due_reminders(now):
-                counts["reminders"] += _guarded(services.send_reminder, due.decision_id, now,
-                                                counts, due.game_id)
-            for due in services.due_timeouts(now):
-                counts["timeouts"] += _guarded(services.time_out, due.decision_id, now,
-                                               counts, due.game_id)
+            _play_due(services.due_reminders, services.remind_due, now, counts, "reminders")
+            _play_due(services.due_timeouts, services.time_out_due, now, counts, "timeouts")
             for game_id in services.expired_unconfirmed(now):
                 counts["expired"] += _guarded(services.expire_unconfirmed, game_id, now,
                                               counts)
@@ -103,11 +107,34 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     return counts
 
 
-def _guarded(step, item: int | str, now: datetime, counts: dict[str, int], *more) -> bool:
+def _play_due(find, play, now: datetime, counts: dict[str, int], key: str) -> None:
+    """Play what ``find`` finds due (``DUE_PAGE`` at a time), in batches (``play``), and
+    look again while pages come full: a thousand due timeouts take one sweep, not one
+    sweep per page ``CLOCK_INTERVAL`` apart. A decision is tried once per sweep; one that
+    failed is logged, counted and found due again at the next sweep."""
+    tried: set[int] = set()
+    while True:
+        page = find(now, DUE_PAGE)
+        due = [d for d in page if d.decision_id not in tried]
+        if not due:
+            return
+        tried.update(d.decision_id for d in due)
+        for item, outcome in play(due, now):
+            if isinstance(outcome, Exception):
+                log.error("sweep: %s failed for decision %s", play.__name__,
+                          item.decision_id, exc_info=outcome)
+                counts["errors"] += 1
+            else:
+                counts[key] += bool(outcome)
+        if len(page) < DUE_PAGE:
+            return
+
+
+def _guarded(step, item: int | str, now: datetime, counts: dict[str, int]) -> bool:
     """Run one step for one decision (or game); a bug or bad row there must not stop
     the clock."""
     try:
-        return step(item, now, *more)
+        return step(item, now)
     except Exception:  # noqa: BLE001 - logged with its traceback, then the sweep goes on
         log.exception("sweep: %s failed for %s", step.__name__, item)
         counts["errors"] += 1

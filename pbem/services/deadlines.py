@@ -4,6 +4,9 @@ times."""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -26,6 +29,15 @@ from pbem.services.plumbing import (
     queue_emails,
     seats_of,
 )
+
+# The clock plays due decisions in batches: one transaction for up to BATCH_SIZE of them
+# (they share its BEGIN, COMMIT and session), ended early once it has run BATCH_SECONDS
+# (on SQLite it holds the write lock that long: a player's write waits for at most the
+# batch under way, see ``pbem.db._sqlite_writer_gate``).
+BATCH_SIZE = 10
+BATCH_SECONDS = 0.025
+
+log = logging.getLogger("pbem.clock")
 
 
 class Due(NamedTuple):
@@ -80,6 +92,65 @@ def _running_decision(s: Session, decision_id: int,
             or game.status != GameStatus.ACTIVE or game.paused_at is not None:
         return None
     return decision, game
+
+
+Step = Callable[[Session, int, datetime, str | None], bool]
+StepResult = bool | Exception  # done (or nothing was due any more), or what failed
+
+
+def remind_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """``send_reminder`` for each of ``due``, in batches (see ``in_batches``)."""
+    return in_batches(_send_reminder, due, now)
+
+
+def time_out_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """``time_out`` for each of ``due``, in batches (see ``in_batches``)."""
+    return in_batches(_time_out, due, now)
+
+
+def in_batches(step: Step, due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """Run ``step`` for each due decision, in order, batch after batch (BATCH_SIZE, and
+    BATCH_SECONDS): each batch in one transaction, its games locked in the order of their
+    ids (two clocks' batches cannot deadlock on PostgreSQL). Each decision's step is
+    atomic and checks its decision again, as alone. If any step of a batch fails (or its
+    commit), the whole transaction is rolled back and each decision of the batch is run
+    again in a transaction of its own: a failure loses no other decision's work and
+    leaves its own decision as it was (it is found due again at the next sweep)."""
+    out: list[tuple[Due, StepResult]] = []
+    todo = list(due)
+    while todo:
+        batch = sorted(todo[:BATCH_SIZE], key=lambda d: d.game_id)  # stable: same game in order
+        done = _one_batch(step, batch, now)
+        out += done
+        todo = batch[len(done):] + todo[BATCH_SIZE:]
+    return out
+
+
+def _one_batch(step: Step, batch: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """A leading part of ``batch`` played in one transaction (all of it unless it ran out
+    of BATCH_SECONDS), or after a failure each of the batch alone."""
+    done: list[tuple[Due, StepResult]] = []
+    try:
+        with session_scope() as s:
+            until = time.monotonic() + BATCH_SECONDS
+            for item in batch:
+                done.append((item, step(s, item.decision_id, now, item.game_id)))
+                if time.monotonic() >= until:
+                    break
+        return done
+    except Exception:  # noqa: BLE001 - each again alone; the failure shows again there
+        if len(batch) == 1:
+            return [(batch[0], _alone(step, batch[0], now))]
+        log.warning("a batch of %d failed; each of its decisions again alone", len(batch))
+        return [(item, _alone(step, item, now)) for item in batch]
+
+
+def _alone(step: Step, item: Due, now: datetime) -> StepResult:
+    try:
+        with session_scope() as s:
+            return step(s, item.decision_id, now, item.game_id)
+    except Exception as exc:  # noqa: BLE001 - handed back: the clock logs it
+        return exc
 
 
 def send_reminder(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
