@@ -24,6 +24,9 @@ _BACKGROUND: ContextVar[bool] = ContextVar("pbem_background_writes", default=Fal
 # How long a background writer gives way at most, per transaction, to players' writers
 # (under a stream of players' writes that never stops, the clock still goes on, slowly).
 GIVE_WAY_SECONDS = 0.2
+# How long a foreground writer waits at most for a background one at the gate (one of the
+# clock's transactions is 25 ms at most; after this SQLite's busy timeout takes over).
+FOREGROUND_WAIT_SECONDS = 5.0
 _GATE = "pbem_writer_gate"  # the gate's file, in the info of each SQLite connection
 _GATE_HELD = "pbem_writer_gate_held"
 
@@ -95,16 +98,17 @@ def _sqlite_writer_gate(engine: Engine) -> None:
 
     SQLite does not queue writers: one that finds the write lock taken sleeps and tries
     again, ever longer (up to 100 ms at a time), so a clock that writes one transaction
-    after another (a thousand timeouts, each a few ms) leaves a player's confirm waiting
-    for a moment when the lock happens to be free at its next try: hundreds of ms, or
-    seconds. So a file next to the database (``<database>.writers``) is a gate: a
-    foreground writer (a web request) holds it shared (``flock``) from before its
-    ``BEGIN IMMEDIATE`` until its transaction ends; a background writer (inside
-    ``background_writes``: the clock) before each of its transactions waits until it could
-    hold the gate alone, i.e. until no foreground writer waits or writes (at most
-    ``GIVE_WAY_SECONDS``), and lets it go at once. A player then waits for at most the
-    clock's transaction under way, and the clock plays on in the gaps. Readers never
-    touch the gate; foreground writers do not wait for each other at it."""
+    after another leaves a player's confirm waiting for a moment when the lock happens to
+    be free at its next try: hundreds of ms, or seconds. So a file next to the database
+    (``<database>.writers``) is a gate, locked with ``flock`` from before a writer's
+    ``BEGIN IMMEDIATE`` until its transaction ends: a foreground writer (a web request)
+    holds it shared, a background writer (inside ``background_writes``: the clock's
+    sweeps and mail loop) alone. A background writer takes it only once no foreground
+    writer waits or writes (waiting at most ``GIVE_WAY_SECONDS``, then it goes on without
+    it); a foreground writer waits only while a background one holds it, and goes on
+    within a millisecond of its end (not at SQLite's next try). So a player waits for at
+    most the clock's transaction under way, and the clock writes in the gaps. Readers
+    never touch the gate; foreground writers do not wait for each other at it."""
 
     @event.listens_for(engine, "commit")
     def _on_commit(conn) -> None:  # pragma: no cover - trivial
@@ -135,21 +139,21 @@ def _gate_file(info: dict, path: str) -> IO[bytes]:
 
 
 def _enter_gate(info: dict, path: str) -> None:
+    """Hold this connection's gate for the transaction about to begin (see
+    ``_sqlite_writer_gate``): shared for a foreground writer, alone for a background one."""
+    background = _BACKGROUND.get()
     gate = _gate_file(info, path)
-    if not _BACKGROUND.get():
-        fcntl.flock(gate, fcntl.LOCK_SH)  # waits only while a background writer checks
-        info[_GATE_HELD] = True
-        return
-    until = time.monotonic() + GIVE_WAY_SECONDS
+    mode = fcntl.LOCK_EX if background else fcntl.LOCK_SH
+    until = time.monotonic() + (GIVE_WAY_SECONDS if background else FOREGROUND_WAIT_SECONDS)
     while True:
         try:
-            fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # a player waits for the write lock or holds it
-            if time.monotonic() >= until:
-                return
+            fcntl.flock(gate, mode | fcntl.LOCK_NB)
+        except BlockingIOError:  # (background:) a player waits or writes; (foreground:)
+            if time.monotonic() >= until:  # the clock writes
+                return  # (never forever: SQLite's own lock still orders the writers)
             time.sleep(0.0005)
             continue
-        fcntl.flock(gate, fcntl.LOCK_UN)
+        info[_GATE_HELD] = True
         return
 
 
