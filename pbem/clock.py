@@ -56,6 +56,7 @@ def sweep_guard(app: Flask) -> Iterator[bool]:
         with get_engine(app).connect() as conn:
             got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
                                {"k": ADVISORY_KEY}).scalar()
+            conn.commit()  # the lock is the session's: no transaction stays open meanwhile
             try:
                 yield bool(got)
             finally:
