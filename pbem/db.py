@@ -25,7 +25,7 @@ _BACKGROUND: ContextVar[bool] = ContextVar("pbem_background_writes", default=Fal
 # (under a stream of players' writes that never stops, the clock still goes on, slowly).
 GIVE_WAY_SECONDS = 0.2
 # How long a foreground writer waits at most for a background one at the gate (one of the
-# clock's transactions is 25 ms at most; after this SQLite's busy timeout takes over).
+# clock's transactions takes about 10 ms; after this SQLite's busy timeout takes over).
 FOREGROUND_WAIT_SECONDS = 5.0
 _GATE = "pbem_writer_gate"  # the gate's file, in the info of each SQLite connection
 _GATE_HELD = "pbem_writer_gate_held"

@@ -35,7 +35,7 @@ from pbem.services.plumbing import (
 # (on SQLite it holds the write lock that long: a player's write waits for at most the
 # batch under way, see ``pbem.db._sqlite_writer_gate``).
 BATCH_SIZE = 10
-BATCH_SECONDS = 0.025
+BATCH_SECONDS = 0.010
 
 log = logging.getLogger("pbem.clock")
 
