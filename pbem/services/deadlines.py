@@ -109,13 +109,14 @@ def time_out_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
 
 
 def in_batches(step: Step, due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
-    """Run ``step`` for each due decision, in order, batch after batch (BATCH_SIZE, and
-    BATCH_SECONDS): each batch in one transaction, its games locked in the order of their
-    ids (two clocks' batches cannot deadlock on PostgreSQL). Each decision's step is
-    atomic and checks its decision again, as alone. If any step of a batch fails (or its
-    commit), the whole transaction is rolled back and each decision of the batch is run
-    again in a transaction of its own: a failure loses no other decision's work and
-    leaves its own decision as it was (it is found due again at the next sweep)."""
+    """Run ``step`` for each due decision, batch after batch: each batch (the next
+    BATCH_SIZE, for at most BATCH_SECONDS) in one transaction, in the order of their games'
+    ids (so two clocks' batches lock games in the same order and cannot deadlock on
+    PostgreSQL; a game's own decisions keep their order). Each step checks its decision
+    again under the game's lock, as alone. If any step of a batch fails (or its commit),
+    the whole transaction is rolled back and each decision of the batch is run again in a
+    transaction of its own: a failure loses no other decision's work and leaves its own
+    decision as it was (found due again at the next sweep)."""
     out: list[tuple[Due, StepResult]] = []
     todo = list(due)
     while todo:
@@ -138,9 +139,9 @@ def _one_batch(step: Step, batch: list[Due], now: datetime) -> list[tuple[Due, S
                 if time.monotonic() >= until:
                     break
         return done
-    except Exception:  # noqa: BLE001 - each again alone; the failure shows again there
+    except Exception as exc:  # noqa: BLE001 - each again alone; the failure shows there
         if len(batch) == 1:
-            return [(batch[0], _alone(step, batch[0], now))]
+            return [(batch[0], exc)]
         log.warning("a batch of %d failed; each of its decisions again alone", len(batch))
         return [(item, _alone(step, item, now)) for item in batch]
 
