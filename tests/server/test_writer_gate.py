@@ -1,8 +1,9 @@
 """The clock gives way to players (issue 19, item 4), SQLite: a player's write waits for
 at most the clock's transaction under way, however many the clock writes back to back,
 and goes on as soon as it ends; the clock waits for players at most ``GIVE_WAY_SECONDS``
-per transaction; the gate is let go however a transaction ends; reads never touch it. (PostgreSQL locks rows, not the
-database: there the clock holds up only a confirm on the very game it is playing.)"""
+per transaction; the gate is let go however a transaction ends; reads never touch it.
+(PostgreSQL locks rows, not the database: there the clock holds up only a confirm on the
+very game it is playing.)"""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def test_a_waiting_player_goes_on_as_soon_as_the_clocks_transaction_ends(app):
     for _ in range(5):
         started, ended = threading.Event(), []
 
-        def clock() -> None:
+        def clock(started=started, ended=ended) -> None:
             with app.app_context(), background_writes(), session_scope() as s:
                 s.execute(text("SELECT 1"))
                 started.set()
