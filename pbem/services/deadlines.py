@@ -20,7 +20,7 @@ from pbem.db import get_row, read_scope, saved_id, session_scope
 from pbem.errors import NotFound
 from pbem.kinds import EmailTemplate, GameStatus, MoveSource, SeatBot
 from pbem.models import Decision, Game, Seat, id_column, table_of
-from pbem.services.playing import play_move, queue_decision
+from pbem.services.playing import open_decisions, play_move, queue_decision
 from pbem.services.plumbing import (
     PAGE_LINK,
     load_state,
@@ -73,12 +73,12 @@ def _due(column: Any, now: datetime, limit: int) -> list[Due]:
 _GAME_OF_DECISION = select(Decision.game_id).where(Decision.id == bindparam("id"))
 
 
-def _running_decision(s: Session, decision_id: int,
-                      game_id: str | None = None) -> tuple[Decision, Game] | None:
-    """The decision and its game (row locked, decision re-read under the lock), if the
-    decision is still open in a running, unpaused game; the check that makes every sweep
-    step idempotent. ``game_id``: the decision's game if known (a decision never moves to
-    another game, so a read without the lock may tell it)."""
+def _running_decision(s: Session, decision_id: int, game_id: str | None = None
+                      ) -> tuple[Decision, Game, list[Decision]] | None:
+    """The decision, its game (row locked) and the game's open decisions (read under the
+    lock), if the decision is still open in a running, unpaused game; the check that
+    makes every sweep step idempotent. ``game_id``: the decision's game if known (a
+    decision never moves to another game, so a read without the lock may tell it)."""
     if game_id is None:
         game_id = s.connection().execute(_GAME_OF_DECISION, {"id": decision_id}).scalar()
         if game_id is None:
@@ -87,11 +87,13 @@ def _running_decision(s: Session, decision_id: int,
         game = lock_game(s, game_id)
     except NotFound:  # deleted since it was found due
         return None
-    decision = s.get(Decision, decision_id)  # first read in this session: under the lock
-    if decision is None or decision.game_id != game_id or decision.closed_at is not None \
-            or game.status != GameStatus.ACTIVE or game.paused_at is not None:
+    if game.status != GameStatus.ACTIVE or game.paused_at is not None:
         return None
-    return decision, game
+    open_rows = open_decisions(s, game_id)  # read under the lock (also on PostgreSQL)
+    decision = next((d for d in open_rows if d.id == decision_id), None)
+    if decision is None:  # closed meanwhile (or not this game's)
+        return None
+    return decision, game, open_rows
 
 
 Step = Callable[[Session, int, datetime, str | None], bool]
@@ -166,7 +168,7 @@ def _send_reminder(s: Session, decision_id: int, now: datetime,
     found = _running_decision(s, decision_id, game_id)
     if found is None:
         return False
-    decision, game = found
+    decision, game, _open = found
     due, deadline = decision.next_reminder_at, decision.deadline_at
     if due is None or due > now or deadline is None:
         return False
@@ -217,7 +219,7 @@ def _time_out(s: Session, decision_id: int, now: datetime, game_id: str | None =
     found = _running_decision(s, decision_id, game_id)
     if found is None or found[0].deadline_at is None or found[0].deadline_at > now:
         return False
-    decision, game = found
+    decision, game, open_rows = found
     seats = seats_of(s, game.id)
     seat = next(x for x in seats if x.id == decision.seat_id)
     mod = get_game(game.engine)
@@ -233,7 +235,7 @@ def _time_out(s: Session, decision_id: int, now: datetime, game_id: str | None =
                              {"bot": seat.bot, "timeouts": seat.timeouts_in_row,
                               "by": "absence"}))
     played = play_move(s, game, seat, decision, action, MoveSource.TIMEOUT, state, seats,
-                       notices)
+                       notices, open_rows)
     if game.status == GameStatus.ACTIVE:
         told = {d.seat_id for d in played.opened
                 if not played.seats[d.position].bot}  # a turn email

@@ -225,11 +225,14 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
 
 def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
               source: MoveSource, state: Any = None, seats: list[Seat] | None = None,
-              notices: list[Event] | None = None) -> Played:
+              notices: list[Event] | None = None,
+              open_rows: list[Decision] | None = None) -> Played:
     """Apply one move to the locked game, then let bots play their seats; returns the
     new state, the seats and the decisions opened for people (their emails are queued).
-    ``state`` and ``seats`` (all of the game's, in order): as the caller has read them
-    already; ``notices``: server events logged just before the move's (one statement)."""
+    ``state``, ``seats`` (all of the game's, in order) and ``open_rows`` (every open
+    decision of the game, ``decision`` among them): as the caller has read them under
+    the game's lock; ``notices``: server events logged just before the move's (one
+    statement)."""
     mod = get_game(game.engine)
     if state is None:
         state = load_state(mod, game)
@@ -247,7 +250,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == MoveSource.PLAYER else None
-    opened = sync_decisions(s, game, mod, state, seats, follow_up)
+    opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows)
     for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
         bot_row = next((d for d in opened if seats[d.position].bot), None)
         if bot_row is None or game.status != GameStatus.ACTIVE:
@@ -285,6 +288,12 @@ def _insert_move(s: Session, game_id: str, decision_id: int, position: int, acti
     s.connection().execute(_INSERT_MOVE, [{"game_id": game_id, "decision_id": decision_id,
                               "position": position, "action": action.to_json(),
                               "source": source, "created_at": utcnow()}])
+
+
+def open_decisions(s: Session, game_id: str) -> list[Decision]:
+    """The open decisions of a game (read under its lock, they are the ones the
+    transaction may close or play: see ``play_move``'s ``open_rows``)."""
+    return list(s.exec(_OPEN_DECISIONS, params={"game_id": game_id}))
 
 
 def _close(s: Session, decision: Decision, by: ClosedBy) -> None:
@@ -407,13 +416,17 @@ def end_abandoned(s: Session, game: Game, mod: EngineGame, state: Any, notice: s
 
 
 def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
-                    seats: list[Seat], follow_up: int | None = None) -> list[Decision]:
+                    seats: list[Seat], follow_up: int | None = None,
+                    known: list[Decision] | None = None) -> list[Decision]:
     """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones.
     The email of a decision for seat ``follow_up`` (who has just played, and whose answer
     page shows the new decision at once) waits FOLLOW_UP_MINUTES: it goes out only if the
-    player leaves the decision open that long."""
+    player leaves the decision open that long. ``known``: the game's decisions that were
+    open when this transaction read them (a row closed since is skipped), instead of
+    reading them again."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
-    open_rows = s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all()
+    open_rows = ([row for row in known if row.closed_at is None] if known is not None
+                 else s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all())
     have: set[tuple[int, str]] = set()
     for row in open_rows:
         if (row.position, row.kind) in wanted:
