@@ -297,8 +297,8 @@ def open_decisions(s: Session, game_id: str) -> list[Decision]:
 
 
 def _close(s: Session, decision: Decision, by: ClosedBy) -> None:
-    """Close the decision a move was played on: a Core update (the ORM's flush costs
-    several times more), the object brought in line by hand."""
+    """Close a decision row (played, or no longer asked for): a Core update (the ORM's
+    flush costs several times more), the object brought in line by hand."""
     now = utcnow()
     s.connection().execute(_CLOSE, {"decision_id": saved_id(decision), "at": now, "by": by})
     set_committed_value(decision, "closed_at", now)
