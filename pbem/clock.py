@@ -15,6 +15,13 @@ Sweeps are guarded so that a second clock does no harm: an exclusive file lock o
 a PostgreSQL advisory lock otherwise; and each step re-checks its decision inside its own
 locked transaction, so even an unguarded race plays every expired decision exactly once.
 A deadline that passed while no clock ran is simply due at the next sweep.
+
+The due decisions are played in short transactions of a few at a time
+(``services.time_out_due``: up to BATCH_SIZE decisions and BATCH_SECONDS each; a failure
+in one costs only that one), and a sweep goes on while it finds more due. Players do not
+wait behind the clock: on PostgreSQL it locks only the games it plays; on SQLite, whose
+write lock is the whole database's, every transaction of the sweeps and of the mail loop
+first gives way to players' writes (``pbem.db.background_writes``).
 """
 
 from __future__ import annotations
@@ -34,11 +41,12 @@ from flask import Flask
 from sqlalchemy import text
 
 from pbem import mail, services
-from pbem.db import get_engine, is_postgres
+from pbem.db import background_writes, get_engine, is_postgres
 from pbem.models import utcnow
 
 log = logging.getLogger("pbem.clock")
 ADVISORY_KEY = 0x70_62_65_6D  # "pbem"
+DUE_PAGE = 500  # due decisions asked for at a time (again while pages come full)
 
 
 @contextlib.contextmanager
@@ -48,6 +56,7 @@ def sweep_guard(app: Flask) -> Iterator[bool]:
         with get_engine(app).connect() as conn:
             got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"),
                                {"k": ADVISORY_KEY}).scalar()
+            conn.commit()  # the lock is the session's: no transaction stays open meanwhile
             try:
                 yield bool(got)
             finally:
@@ -82,14 +91,11 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
 
     A failure on one decision is logged and does not stop the others or the mail."""
     counts = {"reminders": 0, "timeouts": 0, "expired": 0, "busy": 0, "errors": 0}
-    with app.app_context(), sweep_guard(app) as mine:
+    with app.app_context(), background_writes(), sweep_guard(app) as mine:
         if mine:
             now = now or utcnow()
-            for decision_id in services.due_reminders(now):
-                counts["reminders"] += _guarded(services.send_reminder, decision_id, now,
-                                                counts)
-            for decision_id in services.due_timeouts(now):
-                counts["timeouts"] += _guarded(services.time_out, decision_id, now, counts)
+            _play_due(services.due_reminders, services.remind_due, now, counts, "reminders")
+            _play_due(services.due_timeouts, services.time_out_due, now, counts, "timeouts")
             for game_id in services.expired_unconfirmed(now):
                 counts["expired"] += _guarded(services.expire_unconfirmed, game_id, now,
                                               counts)
@@ -100,6 +106,29 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     elif any(counts.values()):
         log.info("sweep: %s", counts)
     return counts
+
+
+def _play_due(find, play, now: datetime, counts: dict[str, int], key: str) -> None:
+    """Play what ``find`` finds due (``DUE_PAGE`` at a time), in batches (``play``), and
+    look again while pages come full: a thousand due timeouts take one sweep, not one
+    sweep per page ``CLOCK_INTERVAL`` apart. A decision is tried once per sweep; one that
+    failed is logged, counted and found due again at the next sweep."""
+    tried: set[int] = set()
+    while True:
+        page = find(now, DUE_PAGE)
+        due = [d for d in page if d.decision_id not in tried]
+        if not due:
+            return
+        tried.update(d.decision_id for d in due)
+        for item, outcome in play(due, now):
+            if isinstance(outcome, Exception):
+                log.error("sweep: %s failed for decision %s", play.__name__,
+                          item.decision_id, exc_info=outcome)
+                counts["errors"] += 1
+            else:
+                counts[key] += bool(outcome)
+        if len(page) < DUE_PAGE:
+            return
 
 
 def _guarded(step, item: int | str, now: datetime, counts: dict[str, int]) -> bool:
@@ -170,7 +199,7 @@ def mail_loop(app: Flask, stop: threading.Event, batch: int = 100,
     ``waiting`` is set each time the loop goes to sleep until woken (tests wait on it)."""
     wakeup = Wakeup(app)
     try:
-        with app.app_context():
+        with app.app_context(), background_writes():
             while not stop.is_set():
                 try:
                     counts = mail.deliver_due(limit=batch)

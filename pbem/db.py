@@ -1,12 +1,16 @@
-"""The database engine per app, sessions, and the per-dialect settings (SQLite WAL)."""
+"""The database engine per app, sessions, and the per-dialect settings (SQLite WAL, and
+on SQLite the gate that lets players' writes go before the clock's)."""
 
 from __future__ import annotations
 
+import fcntl
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import IO, Any, Protocol, TypeVar
 
 from flask import Flask, current_app
 from sqlalchemy import create_engine, event
@@ -15,21 +19,46 @@ from sqlmodel import Session, SQLModel
 
 READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
 
+# Writing transactions begun in this context are background work (the clock's sweeps and
+# its mail loop): see ``background_writes``.
+_BACKGROUND: ContextVar[bool] = ContextVar("pbem_background_writes", default=False)
+# How long a background writer gives way at most, per transaction, to players' writers
+# (under a stream of players' writes that never stops, the clock still goes on, slowly).
+GIVE_WAY_SECONDS = 0.2
+# How long a foreground writer waits at most for a background one at the gate (one of the
+# clock's transactions takes about 10 ms; after this SQLite's busy timeout takes over).
+FOREGROUND_WAIT_SECONDS = 5.0
+_GATE = "pbem_writer_gate"  # the gate's file, in the info of each SQLite connection
+_GATE_HELD = "pbem_writer_gate_held"
+
+
+@contextmanager
+def background_writes() -> Iterator[None]:
+    """Mark the writing transactions begun inside (in this thread) as background work,
+    which on SQLite gives way to the players': see ``_sqlite_writer_gate``."""
+    token = _BACKGROUND.set(True)
+    try:
+        yield
+    finally:
+        _BACKGROUND.reset(token)
+
 
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL, NORMAL sync, a busy timeout and
-    ``BEGIN IMMEDIATE`` transactions so that writers queue instead of failing."""
+    """An engine for ``url``; SQLite gets WAL, NORMAL sync, a busy timeout,
+    ``BEGIN IMMEDIATE`` transactions so that writers queue instead of failing, and the
+    writer gate (``_sqlite_writer_gate``) for a database in a file."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
+        file = bool(path) and path != ":memory:" and not path.startswith("file:")
+        if file:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-        _sqlite_pragmas(engine)
+        _sqlite_pragmas(engine, path + ".writers" if file else None)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
 
 
-def _sqlite_pragmas(engine: Engine) -> None:
+def _sqlite_pragmas(engine: Engine, gate: str | None) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
@@ -50,7 +79,88 @@ def _sqlite_pragmas(engine: Engine) -> None:
         if info.get("query_only") is not read:
             conn.exec_driver_sql(f"PRAGMA query_only={int(read)}")
             info["query_only"] = read
-        conn.exec_driver_sql("BEGIN" if read else "BEGIN IMMEDIATE")
+        if read:
+            conn.exec_driver_sql("BEGIN")
+            return
+        if gate is not None:
+            _enter_gate(info, gate)
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        except BaseException:
+            _leave_gate(info)
+            raise
+
+    if gate is not None:
+        _sqlite_writer_gate(engine)
+
+
+def _sqlite_writer_gate(engine: Engine) -> None:
+    """Players' writes go before the clock's.
+
+    SQLite does not queue writers: one that finds the write lock taken sleeps and tries
+    again, ever longer (up to 100 ms at a time), so a clock that writes one transaction
+    after another leaves a player's confirm waiting for a moment when the lock happens to
+    be free at its next try: hundreds of ms, or seconds. So a file next to the database
+    (``<database>.writers``) is a gate, locked with ``flock`` from before a writer's
+    ``BEGIN IMMEDIATE`` until its transaction ends: a foreground writer (a web request)
+    holds it shared, a background writer (inside ``background_writes``: the clock's
+    sweeps and mail loop) alone. A background writer takes it only once no foreground
+    writer waits or writes (waiting at most ``GIVE_WAY_SECONDS``, then it goes on without
+    it); a foreground writer waits only while a background one holds it, and goes on
+    within a millisecond of its end (not at SQLite's next try). So a player waits for at
+    most the clock's transaction under way, and the clock writes in the gaps. Readers
+    never touch the gate; foreground writers do not wait for each other at it."""
+
+    @event.listens_for(engine, "commit")
+    def _on_commit(conn) -> None:  # pragma: no cover - trivial
+        _leave_gate(conn.connection.info)
+
+    @event.listens_for(engine, "rollback")
+    def _on_rollback(conn) -> None:  # pragma: no cover - trivial
+        _leave_gate(conn.connection.info)
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn, record) -> None:  # pragma: no cover - trivial
+        _leave_gate(record.info)  # however the transaction ended
+
+    @event.listens_for(engine, "close")
+    def _on_close(_dbapi_conn, record) -> None:  # pragma: no cover - trivial
+        gate = record.info.pop(_GATE, None)
+        if gate is not None:
+            gate.close()
+
+
+def _gate_file(info: dict, path: str) -> IO[bytes]:
+    """This connection's own open file of the gate (``flock`` locks belong to an open
+    file, so each connection holds or waits on its own, also within one process)."""
+    gate = info.get(_GATE)
+    if gate is None:
+        gate = info[_GATE] = open(path, "ab")  # noqa: SIM115 - closed with the connection
+    return gate
+
+
+def _enter_gate(info: dict, path: str) -> None:
+    """Hold this connection's gate for the transaction about to begin (see
+    ``_sqlite_writer_gate``): shared for a foreground writer, alone for a background one."""
+    background = _BACKGROUND.get()
+    gate = _gate_file(info, path)
+    mode = fcntl.LOCK_EX if background else fcntl.LOCK_SH
+    until = time.monotonic() + (GIVE_WAY_SECONDS if background else FOREGROUND_WAIT_SECONDS)
+    while True:
+        try:
+            fcntl.flock(gate, mode | fcntl.LOCK_NB)
+        except BlockingIOError:  # (background:) a player waits or writes; (foreground:)
+            if time.monotonic() >= until:  # the clock writes
+                return  # (never forever: SQLite's own lock still orders the writers)
+            time.sleep(0.0005)
+            continue
+        info[_GATE_HELD] = True
+        return
+
+
+def _leave_gate(info: dict) -> None:
+    if info.pop(_GATE_HELD, False):
+        fcntl.flock(info[_GATE], fcntl.LOCK_UN)
 
 
 def init_app(app: Flask) -> None:

@@ -50,10 +50,13 @@ from pbem.services.controls import (
     withdraw_handover,
 )
 from pbem.services.deadlines import (
+    Due,
     due_reminders,
     due_timeouts,
+    remind_due,
     send_reminder,
     time_out,
+    time_out_due,
 )
 from pbem.services.games import (
     Created,
@@ -105,7 +108,8 @@ __all__ = [
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
     "describe_token",
     # deadlines
-    "due_reminders", "due_timeouts", "send_reminder", "time_out",
+    "Due", "due_reminders", "due_timeouts", "remind_due", "send_reminder", "time_out",
+    "time_out_due",
     # games
     "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
     "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",

@@ -4,84 +4,181 @@ times."""
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, update
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
+from engine.core import Event
 from engine.registry import get_game
-from pbem.db import get_row, read_scope, session_scope
-from pbem.kinds import EmailTemplate, GameStatus, MoveSource
-from pbem.models import Decision, Game, Seat, id_column
-from pbem.services.playing import play_move, queue_decision
+from pbem.db import get_row, read_scope, saved_id, session_scope
+from pbem.errors import NotFound
+from pbem.kinds import EmailTemplate, GameStatus, MoveSource, SeatBot
+from pbem.models import Decision, Game, Seat, id_column, table_of
+from pbem.services.playing import open_decisions, play_move, queue_decision
 from pbem.services.plumbing import (
     PAGE_LINK,
     load_state,
     lock_game,
-    log_notice,
     next_reminder,
-    queue_email,
+    queue_emails,
+    seats_of,
 )
 
+# The clock plays due decisions in batches: one transaction for up to BATCH_SIZE of them
+# (they share its BEGIN, COMMIT and session), ended early once it has run BATCH_SECONDS
+# (on SQLite it holds the write lock that long: a player's write waits for at most the
+# batch under way, see ``pbem.db._sqlite_writer_gate``).
+BATCH_SIZE = 10
+BATCH_SECONDS = 0.010
 
-def due_reminders(now: datetime, limit: int = 500) -> list[int]:
+log = logging.getLogger("pbem.clock")
+
+
+class Due(NamedTuple):
+    """A decision found due, and its game."""
+
+    decision_id: int
+    game_id: str
+
+
+def due_reminders(now: datetime, limit: int = 500) -> list[Due]:
     """Open decisions of running games whose next reminder is due."""
     return _due(Decision.next_reminder_at, now, limit)
 
 
-def due_timeouts(now: datetime, limit: int = 500) -> list[int]:
+def due_timeouts(now: datetime, limit: int = 500) -> list[Due]:
     """Open decisions of running games whose deadline has passed."""
     return _due(Decision.deadline_at, now, limit)
 
 
-def _due(column: Any, now: datetime, limit: int) -> list[int]:
-    """Ids of open decisions of running, unpaused games whose ``column`` time has come,
+def _due(column: Any, now: datetime, limit: int) -> list[Due]:
+    """Open decisions of running, unpaused games whose ``column`` time has come,
     earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at));
     a read that takes no lock: each decision is re-checked in its own transaction."""
     with read_scope() as s:
-        return list(s.exec(
-            select(id_column(Decision.id)).join(Game, col(Game.id) == Decision.game_id)
+        return [Due(*row) for row in s.exec(
+            select(id_column(Decision.id), Decision.game_id)
+            .join(Game, col(Game.id) == Decision.game_id)
             .where(col(Decision.closed_at).is_(None), column <= now,
                    Game.status == GameStatus.ACTIVE, col(Game.paused_at).is_(None))
-            .order_by(column).limit(limit)))
+            .order_by(column).limit(limit))]
 
 
 _GAME_OF_DECISION = select(Decision.game_id).where(Decision.id == bindparam("id"))
 
 
-def _running_decision(s: Session, decision_id: int) -> tuple[Decision, Game] | None:
-    """The decision and its game (row locked, decision re-read under the lock), if the
-    decision is still open in a running, unpaused game; the check that makes every sweep
-    step idempotent."""
-    game_id = s.exec(_GAME_OF_DECISION, params={"id": decision_id}).first()
+def _running_decision(s: Session, decision_id: int, game_id: str | None = None
+                      ) -> tuple[Decision, Game, list[Decision]] | None:
+    """The decision, its game (row locked) and the game's open decisions (read under the
+    lock), if the decision is still open in a running, unpaused game; the check that
+    makes every sweep step idempotent. ``game_id``: the decision's game if known (a
+    decision never moves to another game, so a read without the lock may tell it)."""
     if game_id is None:
+        game_id = s.connection().execute(_GAME_OF_DECISION, {"id": decision_id}).scalar()
+        if game_id is None:
+            return None
+    try:
+        game = lock_game(s, game_id)
+    except NotFound:  # deleted since it was found due
         return None
-    game = lock_game(s, game_id)
-    decision = get_row(s, Decision, decision_id)  # first read in this session: under the lock
-    if decision.closed_at is not None or game.status != GameStatus.ACTIVE \
-            or game.paused_at is not None:
+    if game.status != GameStatus.ACTIVE or game.paused_at is not None:
         return None
-    return decision, game
+    open_rows = open_decisions(s, game_id)  # read under the lock (also on PostgreSQL)
+    decision = next((d for d in open_rows if d.id == decision_id), None)
+    if decision is None:  # closed meanwhile (or not this game's)
+        return None
+    return decision, game, open_rows
 
 
-def send_reminder(decision_id: int, now: datetime) -> bool:
-    """Queue the reminder that is due for a decision; False if nothing was due (any more)."""
+Step = Callable[[Session, int, datetime, str | None], bool]
+StepResult = bool | Exception  # done (or nothing was due any more), or what failed
+
+
+def remind_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """``send_reminder`` for each of ``due``, in batches (see ``in_batches``)."""
+    return in_batches(_send_reminder, due, now)
+
+
+def time_out_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """``time_out`` for each of ``due``, in batches (see ``in_batches``)."""
+    return in_batches(_time_out, due, now)
+
+
+def in_batches(step: Step, due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """Run ``step`` for each due decision, batch after batch: each batch (the next
+    BATCH_SIZE, for at most BATCH_SECONDS) in one transaction, in the order of their games'
+    ids (so two clocks' batches lock games in the same order and cannot deadlock on
+    PostgreSQL; a game's own decisions keep their order). Each step checks its decision
+    again under the game's lock, as alone. If any step of a batch fails (or its commit),
+    the whole transaction is rolled back and each decision of the batch is run again in a
+    transaction of its own: a failure loses no other decision's work and leaves its own
+    decision as it was (found due again at the next sweep)."""
+    out: list[tuple[Due, StepResult]] = []
+    todo = list(due)
+    while todo:
+        batch = sorted(todo[:BATCH_SIZE], key=lambda d: d.game_id)  # stable: same game in order
+        done = _one_batch(step, batch, now)
+        out += done
+        todo = batch[len(done):] + todo[BATCH_SIZE:]
+    return out
+
+
+def _one_batch(step: Step, batch: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """A leading part of ``batch`` played in one transaction (all of it unless it ran out
+    of BATCH_SECONDS), or after a failure each of the batch alone."""
+    done: list[tuple[Due, StepResult]] = []
+    try:
+        with session_scope() as s:
+            until = time.monotonic() + BATCH_SECONDS
+            for item in batch:
+                done.append((item, step(s, item.decision_id, now, item.game_id)))
+                if time.monotonic() >= until:
+                    break
+        return done
+    except Exception as exc:  # noqa: BLE001 - each again alone; the failure shows there
+        if len(batch) == 1:
+            return [(batch[0], exc)]
+        log.warning("a batch of %d failed; each of its decisions again alone", len(batch))
+        return [(item, _alone(step, item, now)) for item in batch]
+
+
+def _alone(step: Step, item: Due, now: datetime) -> StepResult:
+    try:
+        with session_scope() as s:
+            return step(s, item.decision_id, now, item.game_id)
+    except Exception as exc:  # noqa: BLE001 - handed back: the clock logs it
+        return exc
+
+
+def send_reminder(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
+    """Queue the reminder that is due for a decision; False if nothing was due (any more).
+    (``game_id``: the decision's game, if known.)"""
     with session_scope() as s:
-        found = _running_decision(s, decision_id)
-        if found is None:
-            return False
-        decision, game = found
-        due, deadline = decision.next_reminder_at, decision.deadline_at
-        if due is None or due > now or deadline is None:
-            return False
-        if deadline <= now:  # overdue: the timeout comes next, not a reminder
-            decision.next_reminder_at = None
-            return False
-        seat = get_row(s, Seat, decision.seat_id)
-        decision.next_reminder_at = next_reminder(game, deadline, now)
-        queue_reminder(s, game, decision, seat, now)
-        return True
+        return _send_reminder(s, decision_id, now, game_id)
+
+
+def _send_reminder(s: Session, decision_id: int, now: datetime,
+                   game_id: str | None = None) -> bool:
+    found = _running_decision(s, decision_id, game_id)
+    if found is None:
+        return False
+    decision, game, _open = found
+    due, deadline = decision.next_reminder_at, decision.deadline_at
+    if due is None or due > now or deadline is None:
+        return False
+    if deadline <= now:  # overdue: the timeout comes next, not a reminder
+        decision.next_reminder_at = None
+        return False
+    seat = get_row(s, Seat, decision.seat_id)
+    decision.next_reminder_at = next_reminder(game, deadline, now)
+    queue_reminder(s, game, decision, seat, now)
+    return True
 
 
 def queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: datetime,
@@ -97,31 +194,52 @@ def queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: 
         queue_decision(s, game, mod, state, seat, decision, reminder=True, key=key)
 
 
-def time_out(decision_id: int, now: datetime) -> bool:
-    """Play the default action of an expired decision, exactly once; tell everyone."""
+_SEAT_TABLE = table_of(Seat)
+_COUNT_TIMEOUT = (update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id"))
+                  .values(timeouts_in_row=bindparam("timeouts"), bot=bindparam("bot")))
+
+
+def _count_timeout(s: Session, seat: Seat, timeouts: int, bot: SeatBot | None) -> None:
+    """One more timeout in a row for the seat, and its bot: a Core update (the ORM's flush
+    costs several times more), the object brought in line by hand."""
+    s.connection().execute(_COUNT_TIMEOUT, {"seat_id": saved_id(seat), "timeouts": timeouts,
+                                            "bot": bot})
+    set_committed_value(seat, "timeouts_in_row", timeouts)
+    set_committed_value(seat, "bot", bot)
+
+
+def time_out(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
+    """Play the default action of an expired decision, exactly once; tell everyone.
+    (``game_id``: the decision's game, if known.)"""
     with session_scope() as s:
-        found = _running_decision(s, decision_id)
-        if found is None or found[0].deadline_at is None or found[0].deadline_at > now:
-            return False
-        decision, game = found
-        seat = get_row(s, Seat, decision.seat_id)
-        mod = get_game(game.engine)
-        state = load_state(mod, game)
-        action = mod.default_action(state, seat.position)
-        seat.timeouts_in_row += 1
-        to_bot = seat.bot is None and seat.timeouts_in_row >= game.policy.absent_after
-        if to_bot:
-            seat.bot = game.policy.absent_bot
-        log_notice(s, game, "decision_timed_out", seat.position,
-                    {"kind": decision.kind, "action": action.to_json()})
-        if to_bot:
-            log_notice(s, game, "seat_on_bot", seat.position,
-                        {"bot": seat.bot, "timeouts": seat.timeouts_in_row, "by": "absence"})
-        played = play_move(s, game, seat, decision, action, MoveSource.TIMEOUT, state)
+        return _time_out(s, decision_id, now, game_id)
+
+
+def _time_out(s: Session, decision_id: int, now: datetime, game_id: str | None = None) -> bool:
+    found = _running_decision(s, decision_id, game_id)
+    if found is None or found[0].deadline_at is None or found[0].deadline_at > now:
+        return False
+    decision, game, open_rows = found
+    seats = seats_of(s, game.id)
+    seat = next(x for x in seats if x.id == decision.seat_id)
+    mod = get_game(game.engine)
+    state = load_state(mod, game)
+    action = mod.default_action(state, seat.position)
+    timeouts = seat.timeouts_in_row + 1
+    to_bot = seat.bot is None and timeouts >= game.policy.absent_after
+    _count_timeout(s, seat, timeouts, game.policy.absent_bot if to_bot else seat.bot)
+    notices = [Event("decision_timed_out", seat.position,
+                     {"kind": decision.kind, "action": action.to_json()})]
+    if to_bot:
+        notices.append(Event("seat_on_bot", seat.position,
+                             {"bot": seat.bot, "timeouts": seat.timeouts_in_row,
+                              "by": "absence"}))
+    played = play_move(s, game, seat, decision, action, MoveSource.TIMEOUT, state, seats,
+                       notices, open_rows)
+    if game.status == GameStatus.ACTIVE:
         told = {d.seat_id for d in played.opened
                 if not played.seats[d.position].bot}  # a turn email
-        for other in played.seats:
-            if other.id not in told and game.status == GameStatus.ACTIVE:
-                queue_email(s, game, other, EmailTemplate.NOTICE,
-                            {"headline": "decision_timed_out"}, links=PAGE_LINK)
-        return True
+        queue_emails(s, game, [x for x in played.seats if x.id not in told],
+                     EmailTemplate.NOTICE, {"headline": "decision_timed_out"},
+                     links=PAGE_LINK)
+    return True

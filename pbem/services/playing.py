@@ -12,6 +12,7 @@ from typing import Any
 from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import bindparam, insert, update
+from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
@@ -45,6 +46,7 @@ from pbem.services.plumbing import (
     next_reminder,
     notice_all,
     queue_email,
+    queue_emails,
     seats_of,
 )
 from pbem.services.reading import card_lookup, variants_of
@@ -255,7 +257,7 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
                          game_id=game_id)
     if source == MoveSource.PLAYER:
         seat.timeouts_in_row = 0
-    played = play_move(s, game, seat, decision, action, source, state, applied)
+    played = play_move(s, game, seat, decision, action, source, state, applied=applied)
     again = any(d.seat_id == seat_id for d in played.opened)
     mod, state = get_game(game.engine), played.state
     result = mod.result(state)
@@ -274,12 +276,16 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
 
 
 def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
-              source: MoveSource, state: Any = None,
+              source: MoveSource, state: Any = None, seats: list[Seat] | None = None,
+              notices: list[Event] | None = None, open_rows: list[Decision] | None = None,
               applied: tuple[Any, list[Event]] | None = None) -> Played:
-    """Apply one move to the locked game (or take ``applied``, the engine's answer to it
-    on ``state``, worked out before the lock on the same version of the game), then let
-    bots play their seats; returns the new state, the seats and the decisions opened for
-    people (their emails are queued)."""
+    """Apply one move to the locked game, then let bots play their seats; returns the
+    new state, the seats and the decisions opened for people (their emails are queued).
+    ``state``, ``seats`` (all of the game's, in order) and ``open_rows`` (every open
+    decision of the game, ``decision`` among them): as the caller has read them under
+    the game's lock; ``notices``: server events logged just before the move's (one
+    statement); ``applied``: the engine's answer to the move on ``state``, worked out
+    before the lock on the same version of the game."""
     mod = get_game(game.engine)
     if state is None:
         state = load_state(mod, game)
@@ -291,15 +297,16 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
         except EngineError as exc:
             raise IllegalMove(exc.code, decision.kind) from None
     _insert_move(s, game.id, saved_id(decision), seat.position, action, source)
-    decision.closed_at, decision.closed_by = utcnow(), ClosedBy(source)
+    _close(s, decision, ClosedBy(source))
     played = source == MoveSource.PLAYER or (source == MoveSource.BOT
                                              and not _stands_in(game, seat))
-    _commit_state(s, game, mod, state, events, played)
-    seats = seats_of(s, game.id)
+    if seats is None:
+        seats = seats_of(s, game.id)
+    _commit_state(s, game, mod, state, events, seats, played, notices or [])
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == MoveSource.PLAYER else None
-    opened = sync_decisions(s, game, mod, state, seats, follow_up)
+    opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows)
     for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
         bot_row = next((d for d in opened if seats[d.position].bot), None)
         if bot_row is None or game.status != GameStatus.ACTIVE:
@@ -308,8 +315,8 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
         choice = bot_choice(game, mod, state, bot_seat)
         state, events = mod.apply(state, bot_seat.position, choice)
         _insert_move(s, game.id, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT)
-        bot_row.closed_at, bot_row.closed_by = utcnow(), ClosedBy.BOT
-        _commit_state(s, game, mod, state, events, not _stands_in(game, bot_seat))
+        _close(s, bot_row, ClosedBy.BOT)
+        _commit_state(s, game, mod, state, events, seats, not _stands_in(game, bot_seat))
         state = _end_if_idle(s, game, mod, state, seats)
         opened = [d for d in opened if d.closed_at is None]
         opened += sync_decisions(s, game, mod, state, seats, follow_up)
@@ -326,6 +333,9 @@ _UPDATE_STATE = (update(_GAME_TABLE).where(_GAME_TABLE.c.id == bindparam("game_i
                          event_seq=bindparam("new_event_seq"),
                          idle_rounds=bindparam("new_idle_rounds"),
                          page_version=_GAME_TABLE.c.page_version + 1))
+_DECISION_TABLE = table_of(Decision)
+_CLOSE = (update(_DECISION_TABLE).where(_DECISION_TABLE.c.id == bindparam("decision_id"))
+          .values(closed_at=bindparam("at"), closed_by=bindparam("by")))
 _OPEN_DECISIONS = select(Decision).where(Decision.game_id == bindparam("game_id"),
                                          col(Decision.closed_at).is_(None))
 
@@ -335,6 +345,21 @@ def _insert_move(s: Session, game_id: str, decision_id: int, position: int, acti
     s.connection().execute(_INSERT_MOVE, [{"game_id": game_id, "decision_id": decision_id,
                               "position": position, "action": action.to_json(),
                               "source": source, "created_at": utcnow()}])
+
+
+def open_decisions(s: Session, game_id: str) -> list[Decision]:
+    """The open decisions of a game (read under its lock, they are the ones the
+    transaction may close or play: see ``play_move``'s ``open_rows``)."""
+    return list(s.exec(_OPEN_DECISIONS, params={"game_id": game_id}))
+
+
+def _close(s: Session, decision: Decision, by: ClosedBy) -> None:
+    """Close a decision row (played, or no longer asked for): a Core update (the ORM's
+    flush costs several times more), the object brought in line by hand."""
+    now = utcnow()
+    s.connection().execute(_CLOSE, {"decision_id": saved_id(decision), "at": now, "by": by})
+    set_committed_value(decision, "closed_at", now)
+    set_committed_value(decision, "closed_by", by)
 
 
 def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
@@ -354,35 +379,38 @@ def _closed_reason(decision: Decision) -> str:
 
 
 def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
-                  events: list[Event], played: bool = False) -> None:
+                  events: list[Event], seats: list[Seat], played: bool = False,
+                  notices: list[Event] | None = None) -> None:
     """Store the new state with an optimistic version check (the row is also locked),
-    and count the rounds nobody played (``played``: see ``idle_after``).
+    and count the rounds nobody played (``played``: see ``idle_after``); the move's
+    events go to the log after ``notices`` (server events of the same step), in one
+    statement.
     A Core update (the ORM's costs several times more); the game object is brought in
     line by hand, which also cancels an ``event_seq`` still pending from ``log_events``."""
     new_version = game.version + 1
     first_seq = game.event_seq
+    logged = [*(notices or ()), *events]
     idle = idle_after(game.idle_rounds, mod, events, played)
     done = s.connection().execute(_UPDATE_STATE, {
         "game_id": game.id, "old_version": game.version, "new_version": new_version,
-        "new_state": dump_json(mod.to_json(state)), "new_event_seq": first_seq + len(events),
+        "new_state": dump_json(mod.to_json(state)), "new_event_seq": first_seq + len(logged),
         "new_idle_rounds": idle})
     if done.rowcount != 1:
         raise Conflict(gettext("the game changed at the same moment; please try again"))
     page_version_moved(s, game.id)
     set_committed_value(game, "version", new_version)
-    set_committed_value(game, "event_seq", first_seq + len(events))
+    set_committed_value(game, "event_seq", first_seq + len(logged))
     set_committed_value(game, "idle_rounds", idle)
     set_committed_value(game, "state", None)
     s.expire(game, ["state", "page_version"])  # read back only if someone needs it
     result = mod.result(state)
-    insert_events(s, game.id, first_seq, events)
+    insert_events(s, game.id, first_seq, logged)
     if result is not None and game.status == GameStatus.ACTIVE:
         game.status = (GameStatus.FINISHED if result.reason != "abandoned"
                        else GameStatus.ABANDONED)
         game.ended_at = utcnow()
-        for seat in seats_of(s, game.id):
-            queue_email(s, game, seat, EmailTemplate.RESULT, {"result": result.to_json()},
-                        links=PAGE_LINK)
+        queue_emails(s, game, seats, EmailTemplate.RESULT, {"result": result.to_json()},
+                     links=PAGE_LINK)
 
 
 # ------------------------------------------------------------------------- games nobody plays
@@ -446,19 +474,23 @@ def end_abandoned(s: Session, game: Game, mod: EngineGame, state: Any, notice: s
 
 
 def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
-                    seats: list[Seat], follow_up: int | None = None) -> list[Decision]:
+                    seats: list[Seat], follow_up: int | None = None,
+                    known: list[Decision] | None = None) -> list[Decision]:
     """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones.
     The email of a decision for seat ``follow_up`` (who has just played, and whose answer
     page shows the new decision at once) waits FOLLOW_UP_MINUTES: it goes out only if the
-    player leaves the decision open that long."""
+    player leaves the decision open that long. ``known``: the game's decisions that were
+    open when this transaction read them (a row closed since is skipped), instead of
+    reading them again."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
-    open_rows = s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all()
+    open_rows = ([row for row in known if row.closed_at is None] if known is not None
+                 else s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all())
     have: set[tuple[int, str]] = set()
     for row in open_rows:
         if (row.position, row.kind) in wanted:
             have.add((row.position, row.kind))
         else:
-            row.closed_at, row.closed_by = utcnow(), ClosedBy.SUPERSEDED
+            _close(s, row, ClosedBy.SUPERSEDED)
     opened = []
     now = utcnow()
     for position, kind in sorted(wanted - have):
@@ -467,8 +499,7 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
         row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
                        seq=game.version, kind=kind, deadline_at=deadline,
                        next_reminder_at=next_reminder(game, deadline, now))
-        s.add(row)
-        s.flush()
+        _insert_decision(s, row)
         opened.append(row)
         if not seat.bot:
             delay = None
@@ -476,6 +507,20 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                 delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
             queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
+
+
+_INSERT_DECISION = insert(_DECISION_TABLE).returning(_DECISION_TABLE.c.id)
+_DECISION_COLUMNS = tuple(c.key for c in _DECISION_TABLE.columns if c.key != "id")
+
+
+def _insert_decision(s: Session, row: Decision) -> None:
+    """Write a new Decision row and make ``row`` its persistent object in the session:
+    a Core insert (the ORM's flush of a new object costs several times more); the object
+    then counts as loaded, with its new id."""
+    row.id = s.connection().execute(
+        _INSERT_DECISION, {key: getattr(row, key) for key in _DECISION_COLUMNS}).scalar_one()
+    make_transient_to_detached(row)
+    s.add(row)
 
 
 def queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,

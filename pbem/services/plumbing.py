@@ -4,6 +4,7 @@ caps, waking the deliverer), constants. Imports no other service module."""
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import weakref
@@ -12,7 +13,8 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
-from sqlalchemy import bindparam, case, event, func, insert, or_, text
+from sqlalchemy import Select, bindparam, event, func, insert, literal, or_, text
+from sqlalchemy import select as sa_select
 from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, col, select
 
@@ -195,9 +197,8 @@ def log_notice(s: Session, game: Game, kind: str, actor: int | None,
 def notice_all(s: Session, game: Game, kind: str, actor: int | None,
                data: dict[str, Any]) -> None:
     log_notice(s, game, kind, actor, data)
-    for seat in seats_of(s, game.id):
-        queue_email(s, game, seat, EmailTemplate.NOTICE, {"headline": kind},
-                    links=PAGE_LINK)
+    queue_emails(s, game, seats_of(s, game.id), EmailTemplate.NOTICE, {"headline": kind},
+                 links=PAGE_LINK)
 
 
 # --------------------------------------------------------------------------- the outbox
@@ -222,19 +223,51 @@ def queue_email(s: Session, game: Game, seat: Seat, template: EmailTemplate,
     if to is None and not may_mail(game, seat, template):
         return  # someone who has not joined gets nothing but their invitation
     name, addr, language = to or (seat.name, seat.email, seat.language)
-    key = key or f"{template}:{game.id}:{seat.id}:{game.version}:{game.event_seq}"
     held = _hold_reason(s, game.id, addr.lower(), template)
+    s.connection().execute(_INSERT_OUTBOX, [
+        _outbox_row(game, seat, template, context, links, key, (name, addr, language), held,
+                    delay, utcnow())])
+    if not held:
+        wake_deliverer(s)
+
+
+def queue_emails(s: Session, game: Game, seats: list[Seat], template: EmailTemplate,
+                 context: dict[str, Any], links: dict[str, dict[str, Any]] | None = None
+                 ) -> None:
+    """``queue_email`` to each of ``seats`` (the same email, each to its player), in one
+    statement after one query for the sending caps of all of them (a notice to every
+    player costs two round trips, not two per player). Held exactly as one by one."""
+    seats = [seat for seat in seats if may_mail(game, seat, template)]
+    if not seats:
+        return
+    if template in INVITE_TEMPLATES:  # their own cap (per address and day): one by one
+        for seat in seats:
+            queue_email(s, game, seat, template, context, links)
+        return
+    helds = _hold_reasons(s, game.id, [seat.email.lower() for seat in seats], template)
     now = utcnow()
-    s.connection().execute(_INSERT_OUTBOX, [dict(
+    s.connection().execute(_INSERT_OUTBOX, [
+        _outbox_row(game, seat, template, context, links, None,
+                    (seat.name, seat.email, seat.language), held, None, now)
+        for seat, held in zip(seats, helds, strict=True)])
+    if any(held is None for held in helds):
+        wake_deliverer(s)
+
+
+def _outbox_row(game: Game, seat: Seat, template: EmailTemplate, context: dict[str, Any],
+                links: dict[str, dict[str, Any]] | None, key: str | None,
+                to: tuple[str, str, str], held: str | None, delay: timedelta | None,
+                now: datetime) -> dict[str, Any]:
+    name, addr, language = to
+    key = key or f"{template}:{game.id}:{seat.id}:{game.version}:{game.event_seq}"
+    return dict(
         game_id=game.id, seat_id=seat.id, to_addr=addr, rcpt=addr.lower(), to_name=name,
         language=language, template=template,
         context={**context, "links": links or {}, "event_seq": game.event_seq,
                  "version": game.version},
         idempotency_key=key, message_id=message_id(key.replace(":", ".")),
         status=OutboxStatus.HELD if held else OutboxStatus.PENDING, last_error=held, attempts=0,
-        next_attempt_at=now + delay if delay else now, created_at=now)])
-    if not held:
-        wake_deliverer(s)
+        next_attempt_at=now + delay if delay else now, created_at=now)
 
 
 def _hold_reason(s: Session, game_id: str, rcpt: str, template: EmailTemplate) -> str | None:
@@ -249,15 +282,46 @@ def _hold_reason(s: Session, game_id: str, rcpt: str, template: EmailTemplate) -
                 int(config["INVITE_LIMIT_PER_ADDRESS"]):
             return mark("not sent: this address had as many invitations as one day allows")
         return None
-    to_address, in_game = s.execute(_RECENT_NOTICES, {
-        "rcpt": rcpt, "game_id": game_id, "since": utcnow() - timedelta(hours=1)}).one()
-    if to_address >= int(config["NOTICE_LIMIT_PER_ADDRESS"]):
-        return mark("held: this address had as many notices as one hour allows; "
-                    "summarised in the next turn email")
-    if in_game >= int(config["NOTICE_LIMIT_PER_GAME"]):
-        return mark("held: this game sent as many notices as one hour allows; "
-                    "summarised in the next turn email")
-    return None
+    return _hold_reasons(s, game_id, [rcpt], template)[0]
+
+
+_HELD_FOR_ADDRESS = mark("held: this address had as many notices as one hour allows; "
+                         "summarised in the next turn email")
+_HELD_FOR_GAME = mark("held: this game sent as many notices as one hour allows; "
+                      "summarised in the next turn email")
+
+
+def _hold_reasons(s: Session, game_id: str, rcpts: list[str],
+                  template: EmailTemplate) -> list[str | None]:
+    """``_hold_reason`` of an email of ``template`` (neither a turn email nor an
+    invitation) to each of ``rcpts`` of one game, queued in this order: one query counts
+    the recent notices to these addresses and in the game, and each email not held
+    counts for the ones after it, as if each were queued and checked in turn."""
+    if template in TURN_TEMPLATES:
+        return [None] * len(rcpts)
+    config = current_app.config
+    per_address, per_game = (int(config["NOTICE_LIMIT_PER_ADDRESS"]),
+                             int(config["NOTICE_LIMIT_PER_GAME"]))
+    to_address = dict.fromkeys(rcpts, 0)
+    in_game = 0
+    for rcpt, game, count in s.connection().execute(_recent_notices(len(to_address)), {
+            "game_id": game_id, "since": utcnow() - timedelta(hours=1),
+            **{f"rcpt{i}": r for i, r in enumerate(to_address)}}):
+        if rcpt in to_address:
+            to_address[rcpt] += count
+        if game == game_id:
+            in_game += count
+    reasons: list[str | None] = []
+    for rcpt in rcpts:
+        if to_address[rcpt] >= per_address:
+            reasons.append(_HELD_FOR_ADDRESS)
+        elif in_game >= per_game:
+            reasons.append(_HELD_FOR_GAME)
+        else:  # this one goes out: it counts for the next ones
+            reasons.append(None)
+            to_address[rcpt] += 1
+            in_game += 1
+    return reasons
 
 
 # Statements of every queued email, built once: SQLAlchemy memoises a statement's cache
@@ -265,14 +329,23 @@ def _hold_reason(s: Session, game_id: str, rcpt: str, template: EmailTemplate) -
 # of the cost of queueing an email when each was built anew).
 # Emails that went or will go out.
 _SENDS = (OutboxStatus.PENDING, OutboxStatus.SENDING, OutboxStatus.SENT)
-# The notices (not turn emails) queued since ``since`` to an address and in a game, in one
-# query (the two counts of ``_hold_reason``).
-_RECENT_NOTICES = select(
-    func.count(case((col(Outbox.rcpt) == bindparam("rcpt"), 1))),
-    func.count(case((col(Outbox.game_id) == bindparam("game_id"), 1))),
-).where(or_(col(Outbox.rcpt) == bindparam("rcpt"), col(Outbox.game_id) == bindparam("game_id")),
-        col(Outbox.created_at) >= bindparam("since"), col(Outbox.status).in_(_SENDS),
-        col(Outbox.template).not_in(sorted(TURN_TEMPLATES)))
+
+
+@functools.cache
+def _recent_notices(addresses: int) -> Select[str, str | None, int]:
+    """The notices (not turn emails) queued since ``since`` to ``addresses`` addresses
+    (``rcpt0``, ``rcpt1``...) or in a game, counted per address and game (the counts of
+    ``_hold_reasons``), in one query. One statement object per number of addresses; the
+    constant lists are bound one value each (an IN of a Python list would be expanded
+    anew at every execution)."""
+    rcpt, game_id = col(Outbox.rcpt), col(Outbox.game_id)
+    return (sa_select(rcpt, game_id, func.count())
+            .where(or_(*(rcpt == bindparam(f"rcpt{i}") for i in range(addresses)),
+                       game_id == bindparam("game_id")),
+                   col(Outbox.created_at) >= bindparam("since"),
+                   col(Outbox.status).in_([literal(x) for x in _SENDS]),
+                   col(Outbox.template).not_in([literal(x) for x in sorted(TURN_TEMPLATES)]))
+            .group_by(rcpt, game_id))
 
 
 def recent_emails(s: Session, where: Any, templates: frozenset[EmailTemplate] | None,
