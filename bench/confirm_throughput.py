@@ -1,21 +1,38 @@
 """Confirm throughput: confirm POSTs per second under 16 concurrent clients, against a
-Flask-plus-one-SQLite-write baseline measured in the same run.
+Flask-plus-one-SQLite-write baseline measured in the same run at the same worker count;
+with the write lock's hold time per confirm, at several worker counts, optionally on
+PostgreSQL.
 
-Servers, each a gunicorn subprocess (sync workers, 2 by default, like STACK-NOTES) on a
-free loopback port, all started by this script and all stopped at its end, also on error:
+Servers, each a gunicorn subprocess (sync workers, ``--workers``, 2 by default like
+STACK-NOTES) on a free loopback port, all started by this script and all stopped at its
+end, also on error:
 
 * ``baseline``: a minimal Flask app (``baseline_app`` below) whose ``POST /write`` does
   one INSERT, committed, into SQLite with ``journal_mode=WAL`` + ``synchronous=NORMAL``.
-* ``pbem queued``: ``pbem:create_app()`` (``--config python:pbem.gunicorn_conf``, as
-  deployed) on a temp SQLite file; requests only queue email (Outbox rows) and no clock
-  runs, so the emails stay in the outbox and delivery costs nothing.
-* ``pbem +clock``: the same on a second temp SQLite file, plus one clock process
+  It stays SQLite with ``--db postgresql`` too: the aim (a third of it) is defined
+  against it.
+* ``pbem queued``: ``pbem:create_app()`` with pbem's gunicorn settings
+  (``pbem.gunicorn_conf``, as deployed, through bench/lock_probe.py: see below) on a
+  database of its own; requests only queue email (Outbox rows) and no clock runs, so the
+  emails stay in the outbox and delivery costs nothing.
+* ``pbem +clock``: the same on a second database, plus one clock process
   (``flask --app pbem pbem clock``) whose mail loop delivers the queued emails during the
-  run (it polls the outbox every ``PBEM_MAIL_POLL_INTERVAL`` s on SQLite) to a local
-  aiosmtpd sink (its own subprocess; ``--mail dev`` writes .eml files instead). The clock
-  competes for the same cores and the same SQLite write lock, as in a real deployment;
-  its CPU counts as server CPU. (This replaces the old ``inline`` configuration, which
-  delivered in the request: pbem no longer has ``DELIVER_INLINE``.)
+  run (on SQLite it polls the outbox every ``PBEM_MAIL_POLL_INTERVAL`` s, on PostgreSQL a
+  NOTIFY wakes it) to a local aiosmtpd sink (its own subprocess; ``--mail dev`` writes
+  .eml files instead). The clock competes for the same cores and the same write lock, as
+  in a real deployment; its CPU counts as server CPU.
+
+``--db sqlite`` (default): each pbem database is a temp SQLite file (WAL, as pbem sets
+it). ``--db postgresql``: one throwaway cluster started by this script with
+tests/pgcluster.py (as the test suite runs it: fsync, synchronous_commit and
+full_page_writes off, so commits cost less than on a durable server) and removed at the
+end; each pbem database is a fresh database in it. Every database is migrated with
+``pbem.migrate.upgrade``.
+
+``--workers 1,2,4`` runs everything once per worker count, in that order, each time on
+fresh servers and fresh databases: the baseline (warm-up, run #1), each pbem
+configuration, the baseline again (run #2, ``--baseline-runs``); each pbem figure is
+compared with the median of the baseline runs *at the same worker count*.
 
 Open games are prepared by this process on each configuration's database with
 ``services.create_game(..., confirm_by_email=False, start=True)`` (each game with
@@ -23,23 +40,47 @@ addresses of its own; the sending caps are lifted as well); for each game's firs
 decision it mints one action token (``pbem.tokens.mint``) for the heuristic bot's choice,
 and marks the games' initial emails as already sent (else the clock would deliver that
 backlog during the run). So every confirm hits a different open decision, always the
-first decision of a fresh game (bench/confirm_latency.py covers whole games).
+first decision of a fresh game (bench/confirm_latency.py covers whole games); on
+PostgreSQL no two confirms wait for the same game row.
 
 Each client thread (16, spread over ``--client-procs`` processes) does, for its own
 tokens, ``GET /a/<token>`` (the confirm page), reads the hidden ``sig`` and
 ``POST /a/<token>`` with it, until the time is up; against the baseline it only POSTs.
 Rates count responses completed inside the measured window; a 1.5 s warm-up precedes it.
-The baseline runs before and after the pbem runs; the ratio uses their median.
 
-The machine has 2 cores shared by the servers and the clients: the clients' CPU is
-reported, and the server CPU per request (from /proc) is a second, less noise-sensitive
-way to compare. gunicorn's sync workers close the connection after each response, so
-the clients' keep-alive connections are re-opened for every request. All servers write
-an access log line per request (pbem's redacting one for pbem, gunicorn's for the
-baseline) to their log file in the temp dir.
+Write lock (``--lock-probe``, on by default): pbem's gunicorn runs with
+``--config bench/lock_probe.py``, which takes every setting of pbem.gunicorn_conf and adds
+a ``post_fork`` hook; the clock runs under a wrapper (``CLOCK_WITH_PROBE``) that installs
+the same probe. Per writing transaction it records when the lock was asked for, granted
+and released (its docstring says exactly how): on SQLite from the end of pbem's
+``BEGIN IMMEDIATE`` (a read-only transaction's plain ``BEGIN`` is not counted) to the
+return of the DBAPI COMMIT/ROLLBACK; on PostgreSQL from the end of the first
+``SELECT ... FOR UPDATE`` (``lock_game``) to the same. Only samples released inside the
+window count. Printed: the holds' count (per confirm POST), hold p50/p99, the wait
+before the grant (on PostgreSQL the locking statement's time), and the share of the window
+the lock was held: sum of the holds' time inside the window / the window. On SQLite that
+is the busy share of the one write lock (workers and clock separately; together at most
+100 %); on PostgreSQL the locks are game rows, several held at once, so it is the mean
+number of game rows locked at any moment.
+
+Per run: confirm POSTs/s, POST and GET p50/p99 latency, server CPU per confirm (GET and
+POST together; from /proc, a second and less noise-sensitive way to compare), client CPU,
+the machine's busy share and the part of it by processes not this bench's, the moves
+stored and their emails. Per worker count: the ratio of each configuration to the
+baseline median (the aim is 1/3) and by server CPU per request. At the end a summary
+table: config x workers, with POST/s, ratio, POST p50/p99, CPU ms per confirm, lock hold
+p50/p99 and held share, and POST/s at 4 workers / at 2 (when both ran).
+
+The machine has 2 cores shared by the servers and the clients: compare figures within
+one run. gunicorn's sync workers close the connection after each response, so the
+clients' keep-alive connections are re-opened for every request. All servers write an
+access log line per request (pbem's redacting one for pbem, gunicorn's for the baseline)
+to their log file in the temp dir.
 
     .venv/bin/python bench/confirm_throughput.py [--duration 6] [--configs queued,clock]
-                                                 [--mail smtp|dev]
+        [--workers 2 | --workers 1,2,4] [--db sqlite|postgresql] [--mail smtp|dev]
+        [--no-lock-probe] [--post-only]
+    .venv/bin/python bench/confirm_throughput.py --db postgresql --workers 1,2,4
 """
 
 from __future__ import annotations
@@ -201,12 +242,17 @@ class Server:
         except OSError:
             return ""
 
+    def term(self) -> None:
+        """SIGTERM to the server's own process group (``stop`` waits for it)."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+
     def stop(self) -> None:
         """SIGTERM to the server's own process group, then SIGKILL if it lingers."""
         if self.proc is None or self.proc.poll() is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
+        self.term()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -301,6 +347,7 @@ class Run:
     exhausted: bool
     moves: int = 0
     outbox: dict = field(default_factory=dict)
+    locks: dict = field(default_factory=dict)  # role -> [(asked, acquired, released)]
 
     def ok(self, method: str) -> list[float]:
         return [t1 - t0 for m, t0, t1, st in self.records
@@ -309,6 +356,16 @@ class Run:
     def errors(self) -> int:
         return sum(1 for m, _, t1, st in self.records
                    if m in ("GET", "POST") and st != 200 and t1 <= self.end)
+
+    def holds(self, role: str) -> list[tuple[float, float, float]]:
+        """The write-lock samples of ``role`` released inside the window."""
+        return [h for h in self.locks.get(role, []) if self.start <= h[2] <= self.end]
+
+    def held_share(self, role: str) -> float:
+        """Sum of the holds' time inside the window / the window."""
+        held = sum(max(0.0, min(r, self.end) - max(a, self.start))
+                   for _, a, r in self.locks.get(role, []))
+        return held / self.seconds if self.seconds else 0.0
 
     @property
     def seconds(self) -> float:
@@ -325,7 +382,7 @@ class Run:
 
 
 def drive(name: str, kind: str, port: int, token_lists: list, procs: int, duration: float,
-          servers: list[Server], sink: Server | None) -> Run:
+          servers: list[Server], sink: Server | None, lock_dir: Path | None = None) -> Run:
     """Run the clients for ``duration`` seconds (after all have started) and collect."""
     ctx = multiprocessing.get_context("fork")
     procs = max(1, min(procs, len(token_lists)))
@@ -367,10 +424,15 @@ def drive(name: str, kind: str, port: int, token_lists: list, procs: int, durati
     out_of_tokens = [t0 for m, t0, _, _ in records if m == "EXHAUSTED" and t0 < deadline]
     end = min([deadline, *out_of_tokens])
     total = m1[2] - m0[2]
-    return Run(name, start_at, end, records, client_cpu, cpu1 - cpu0, sink1 - sink0,
-               (m1[0] - m0[0]) / total if total else 0.0,
-               (m1[1] - m0[1]) / total if total else 0.0, total / CLK_TCK, closes,
-               bool(out_of_tokens))
+    run = Run(name, start_at, end, records, client_cpu, cpu1 - cpu0, sink1 - sink0,
+              (m1[0] - m0[0]) / total if total else 0.0,
+              (m1[1] - m0[1]) / total if total else 0.0, total / CLK_TCK, closes,
+              bool(out_of_tokens))
+    if lock_dir is not None:
+        from lock_probe import read_samples
+
+        run.locks = {role: read_samples(lock_dir, role) for role in ("worker", "clock")}
+    return run
 
 
 # --------------------------------------------------------------------------- pbem games
@@ -434,6 +496,11 @@ class Games:
                         seat.seen_event_seq = games[seat.game_id].event_seq
         return raws
 
+    def dispose(self) -> None:
+        from pbem.db import get_engine
+
+        get_engine(self.app).dispose()
+
     def counts(self) -> tuple[int, int]:
         """(moves, outbox rows) so far."""
         from sqlalchemy import func
@@ -478,6 +545,10 @@ def lat(values: list[float]) -> str:
             f"p99 {quantile(values, 0.99) * 1000:6.1f} ms")
 
 
+def ms(value: float | None, width: int = 6) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value * 1000:{width}.1f}"
+
+
 def report(run: Run, kind: str) -> None:
     posts = run.ok("POST")
     n = max(1, len(posts))
@@ -488,7 +559,8 @@ def report(run: Run, kind: str) -> None:
     print(line)
     detail = (f"{'':13} {len(posts)} POSTs in {run.seconds:.2f} s, errors {run.errors()}; "
               f"server CPU {run.server_cpu / n * 1000:.2f} ms per POST"
-              f"{' (GET included)' if kind == 'pbem' else ''}, "
+              f"{' (GET included)' if kind == 'pbem' else ''}"
+              ", "
               f"clients {run.client_cpu / n * 1000:.2f} ms; machine busy "
               f"{run.busy * 100:.0f}% of all cores ({run.others * 100:.0f}% by other "
               f"processes), steal {run.steal * 100:.0f}%")
@@ -502,8 +574,60 @@ def report(run: Run, kind: str) -> None:
         ob = ", ".join(f"{k} {v}" for k, v in sorted(run.outbox.items())) or "none"
         print(f"{'':13} moves stored {run.moves} (with POSTs still in flight at the end); "
               f"their emails: {ob}")
+    for role, who in (("worker", "gunicorn workers"), ("clock", "clock process")):
+        holds = run.holds(role)
+        if not holds and (role == "clock" or not run.locks):
+            continue
+        hold = [r - a for _, a, r in holds]
+        wait = [a - q for q, a, _ in holds]
+        print(f"{'':13} write lock, {who}: {len(holds)} holds ({len(holds) / n:.2f} per "
+              f"POST), hold {lat(hold)}, wait for it {lat(wait)}; held "
+              f"{run.held_share(role):.0%} of the window")
     if run.exhausted:
         print(f"{'':13} NOTE: a client ran out of tokens; window cut to {run.seconds:.2f} s")
+
+
+@dataclass
+class Row:
+    """One line of the summary: a pbem configuration at one worker count."""
+
+    name: str
+    workers: int
+    run: Run
+    base: float  # the baseline's median POST/s at this worker count
+
+    @property
+    def ratio(self) -> float:
+        return self.run.rate("POST") / self.base if self.base else 0.0
+
+
+def summary(rows: list[Row], args) -> None:
+    pg = " (PostgreSQL: game rows locked at once, on average)" if args.db == "postgresql" else ""
+    print("\nsummary: POST = confirm POSTs/s; ratio = POST/s / baseline median at the same "
+          "worker count; p50/p99 of the POST, ms; CPU = server CPU ms per confirm (GET+POST"
+          "); lock = the write lock's hold per writing "
+          "transaction of the workers, ms, and the share of the window it was held"
+          f"{pg}"
+          "; x4/2 = POST/s at 4 workers / at 2")
+    head = (f"{'config':<13} {'w':>2} {'POST/s':>8} {'ratio':>6} {'p50':>6} {'p99':>6} "
+            f"{'CPU':>6} {'lock50':>6} {'lock99':>6} {'held':>5}")
+    print(head + f" {'x4/2':>5}")
+    rate = {(r.name, r.workers): r.run.rate("POST") for r in rows}
+    for r in rows:
+        run = r.run
+        posts = run.ok("POST")
+        hold = [rel - acq for _, acq, rel in run.holds("worker")]
+        held = f"{run.held_share('worker'):.0%}" if run.locks else "-"
+        ratio = f"{r.ratio:6.3f}" if r.base else f"{'-':>6}"
+        line = (f"{r.name:<13} {r.workers:>2} {run.rate('POST'):8.1f} {ratio} "
+                f"{ms(statistics.median(posts) if posts else None)} "
+                f"{ms(quantile(posts, 0.99) if posts else None)} "
+                f"{run.server_cpu / max(1, len(posts)) * 1000:6.2f} "
+                f"{ms(statistics.median(hold) if hold else None)} "
+                f"{ms(quantile(hold, 0.99) if hold else None)} {held:>5}")
+        two = rate.get((r.name, 2))
+        line += (f" {run.rate('POST') / two:5.2f}" if r.workers == 4 and two else f" {'':>5}")
+        print(line)
 
 
 # --------------------------------------------------------------------------- main
@@ -516,7 +640,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16, help="concurrent client threads")
     parser.add_argument("--client-procs", type=int, default=2,
                         help="processes the client threads are spread over")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    parser.add_argument("--workers", default="2",
+                        help="gunicorn sync workers per server; a comma-separated list (e.g. "
+                             "1,2,4) runs everything once per count, on fresh servers and "
+                             "databases")
+    parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite",
+                        help="pbem's database (the baseline stays Flask + one SQLite write); "
+                             "postgresql: a throwaway cluster (tests/pgcluster.py)")
     parser.add_argument("--players", type=int, default=4, choices=range(2, 6))
     parser.add_argument("--mail", choices=("dev", "smtp"), default="smtp",
                         help="where the clock of '+clock' delivers: smtp to an aiosmtpd sink "
@@ -525,17 +655,27 @@ def main() -> None:
                         help="comma-separated pbem configurations: queued (no clock), "
                              "clock (a clock process delivering during the run)")
     parser.add_argument("--baseline-runs", type=int, default=2,
-                        help="baseline runs (the second after the pbem runs)")
+                        help="baseline runs per worker count (the second after the pbem runs; "
+                             "0: none, no ratios)")
     parser.add_argument("--post-only", action="store_true",
                         help="clients send only the confirm POSTs, with the form's sig worked "
                              "out beforehand (as if each confirm page had been fetched before "
                              "the window): the rate of confirm POSTs alone")
     parser.add_argument("--max-games", type=int, default=8000,
                         help="cap on games prepared per pbem run")
+    parser.add_argument("--lock-probe", action=argparse.BooleanOptionalAction, default=True,
+                        help="time the write lock's holds in pbem's processes "
+                             "(bench/lock_probe.py)")
     args = parser.parse_args()
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     if not args.configs or set(args.configs) - set(CONFIG_NAMES):
         parser.error("--configs takes queued and/or clock")
+    try:
+        args.workers = [int(w) for w in args.workers.split(",") if w.strip()]
+    except ValueError:
+        parser.error("--workers takes a comma-separated list of counts")
+    if not args.workers or min(args.workers) < 1:
+        parser.error("--workers takes counts of 1 or more")
 
     def on_signal(signum, _frame):
         raise SystemExit(f"stopped by signal {signum}")
@@ -545,48 +685,103 @@ def main() -> None:
 
     servers: list[Server] = []
     started = time.monotonic()
+    cluster = None
     with tempfile.TemporaryDirectory(prefix="pbem-bench-") as tmp_name:
         tmp = Path(tmp_name)
         try:
-            run_all(args, tmp, servers)
+            if args.db == "postgresql":
+                sys.path.insert(0, str(ROOT))  # for tests.pgcluster
+                from tests.pgcluster import PostgresCluster
+
+                cluster = PostgresCluster()  # the tests' throwaway cluster
+                cluster.start()
+            run_all(args, tmp, servers, cluster)
         finally:
             for server in servers:
                 server.stop()
-    print(f"wall time {time.monotonic() - started:.0f} s; all servers stopped")
+            if cluster is not None:
+                cluster.stop()
+    print(f"wall time {time.monotonic() - started:.0f} s; all servers stopped"
+          f"{' and the PostgreSQL cluster removed' if cluster else ''}")
 
 
-def run_all(args, tmp: Path, servers: list[Server]) -> None:
-    from pbem.migrate import upgrade
-
-    create_baseline_db(tmp / "baseline.sqlite3")
+def run_all(args, tmp: Path, servers: list[Server], cluster) -> None:
     secret = "bench-" + os.urandom(16).hex()
-    configs = args.configs
-
     sink = None
-    if "clock" in configs and args.mail == "smtp":
+    if "clock" in args.configs and args.mail == "smtp":
         sp = free_port()
         sink = Server("smtp sink", [str(BIN / "aiosmtpd"), "-n", "-l", f"127.0.0.1:{sp}",
                                     "-c", "aiosmtpd.handlers.Sink"],
                       dict(os.environ), sp, tmp / "smtp.log")
         servers.append(sink)
+        sink.start()  # ready by the time the first pbem server is
 
+    print(f"confirm throughput: {args.clients} concurrent clients over {args.client_procs} "
+          f"client process(es), gunicorn sync workers {','.join(map(str, args.workers))} "
+          f"per server (fresh servers and databases per count), loopback, "
+          f"{args.duration:g} s per run after a {args.warmup:g} s warm-up; "
+          f"{os.cpu_count()} cores shared by servers and clients")
+    where = ("an aiosmtpd sink subprocess" if sink else ".eml files in a temp dir (dev)")
+    if cluster is None:
+        db = "SQLite WAL (synchronous=NORMAL), one database file"
+    else:
+        db = ("PostgreSQL (a throwaway cluster as the tests run it: fsync, synchronous_commit "
+              "and full_page_writes off), one database")
+    print(f"pbem: {db} per configuration and worker count, {args.players}-player games; "
+          f"requests only queue email. 'queued' = no clock (emails stay in the outbox); "
+          f"'+clock' = a clock process delivers them during the run, to {where}")
+    print("each pbem confirm = GET /a/<token> (confirm page) + POST with its sig; the "
+          "baseline (Flask + one SQLite write per POST, whatever --db) only POSTs; "
+          + (f"it runs {args.baseline_runs} time(s) per worker count, at that count, first "
+             "before the pbem runs and then after them" if args.baseline_runs else
+             "no baseline runs (--baseline-runs 0): no ratios"))
+    if args.lock_probe:
+        lock = ("BEGIN IMMEDIATE granted -> COMMIT/ROLLBACK returned" if cluster is None else
+                "first SELECT ... FOR UPDATE answered -> COMMIT/ROLLBACK returned")
+        print(f"write lock per writing transaction of pbem's processes: {lock}")
+    print()
+
+    rows: list[Row] = []
+    t0 = time.monotonic()
+    for workers in args.workers:
+        print(f"== {workers} worker{'s' if workers > 1 else ''} ==")
+        rows += run_workers(args, workers, tmp, servers, cluster, secret, sink)
+        print()
+    summary(rows, args)
+    print(f"(all worker counts took {time.monotonic() - t0:.0f} s)")
+
+
+def run_workers(args, workers: int, tmp: Path, servers: list[Server], cluster,
+                secret: str, sink: Server | None) -> list[Row]:
+    """Fresh servers and databases at ``workers`` workers: baseline, pbem configurations,
+    baseline again; the servers are stopped before returning."""
+    from pbem.migrate import upgrade
+
+    mine: list[Server] = []
+    base_db = tmp / f"baseline-w{workers}.sqlite3"
+    create_baseline_db(base_db)
     bp = free_port()
     baseline = Server("baseline", gunicorn("confirm_throughput:baseline_app()", bp,
-                                           args.workers, ["--pythonpath", str(ROOT / "bench"),
-                                                          "--access-logfile", "-"]),
-                      dict(os.environ, BENCH_BASELINE_DB=str(tmp / "baseline.sqlite3")),
-                      bp, tmp / "baseline.log")
-    servers.append(baseline)
+                                           workers, ["--pythonpath", str(ROOT / "bench"),
+                                                     "--access-logfile", "-"]),
+                      dict(os.environ, BENCH_BASELINE_DB=str(base_db)),
+                      bp, tmp / f"baseline-w{workers}.log")
+    mine.append(baseline)
     pbems: dict[str, Server] = {}
     clocks: dict[str, Server] = {}
     urls: dict[str, str] = {}
-    for cfg in configs:
-        urls[cfg] = f"sqlite:///{tmp / f'pbem-{cfg}.sqlite3'}"
+    lock_dirs: dict[str, Path | None] = {}
+    for cfg in args.configs:
+        tag = f"{cfg}-w{workers}"
+        if cluster is None:
+            urls[cfg] = f"sqlite:///{tmp / f'pbem-{tag}.sqlite3'}"
+        else:
+            urls[cfg] = cluster.url(cluster.create_database())
         upgrade(urls[cfg])
         port = free_port()
         env = dict(os.environ, PBEM_DATABASE_URL=urls[cfg], PBEM_SECRET_KEY=secret,
                    PBEM_BASE_URL=f"http://127.0.0.1:{port}",
-                   PBEM_MAILBOX_DIR=str(tmp / f"mailbox-{cfg}"),
+                   PBEM_MAILBOX_DIR=str(tmp / f"mailbox-{tag}"),
                    **{f"PBEM_{k}": v for k, v in NO_CAPS.items()})
         if sink is not None:
             env.update(PBEM_MAIL_BACKEND="smtp", PBEM_SMTP_HOST="127.0.0.1",
@@ -594,56 +789,70 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
                        PBEM_MAIL_FROM="pbem bench <pbem@bench.invalid>")
         else:
             env["PBEM_MAIL_BACKEND"] = "dev"
+        conf = "python:pbem.gunicorn_conf"
+        lock_dirs[cfg] = None
+        if args.lock_probe:
+            lock_dirs[cfg] = tmp / f"locks-{tag}"
+            lock_dirs[cfg].mkdir()
+            env["BENCH_LOCK_DIR"] = str(lock_dirs[cfg])
+            conf = str(ROOT / "bench" / "lock_probe.py")  # pbem's settings + the probe
         pbems[cfg] = Server(CONFIG_NAMES[cfg],
-                            gunicorn("pbem:create_app()", port, args.workers,
-                                     ["--config", "python:pbem.gunicorn_conf"]),
-                            env, port, tmp / f"pbem-{cfg}.log")
-        servers.append(pbems[cfg])
+                            gunicorn("pbem:create_app()", port, workers, ["--config", conf]),
+                            env, port, tmp / f"pbem-{tag}.log")
+        mine.append(pbems[cfg])
         if cfg == "clock":
-            clocks[cfg] = Server("clock", [str(BIN / "flask"), "--app", "pbem", "pbem",
-                                           "clock"], env, 0, tmp / "clock.log")
-            servers.append(clocks[cfg])
-    for server in servers:
-        if server not in clocks.values():  # a clock runs only around its own runs
-            server.start()
-    if sink is not None:
-        sink.wait_ready(None)
-    baseline.wait_ready("/healthz")
-    for server in pbems.values():
-        server.wait_ready("/healthz")
+            argv = [str(BIN / "flask"), "--app", "pbem", "pbem", "clock"]
+            if args.lock_probe:
+                argv = [sys.executable, "-c", CLOCK_WITH_PROBE, *argv[1:]]
+                env["BENCH_DIR"] = str(ROOT / "bench")
+            clocks[cfg] = Server("clock", argv, env, 0, tmp / f"clock-w{workers}.log")
+            mine.append(clocks[cfg])
+    servers += mine
+    games: dict[str, Games] = {}
+    try:
+        for server in mine:
+            if server not in clocks.values():  # a clock runs only around its own runs
+                server.start()
+        if sink is not None:
+            sink.wait_ready(None)
+        baseline.wait_ready("/healthz")
+        for server in pbems.values():
+            server.wait_ready("/healthz")
+        games = {cfg: Games(urls[cfg], secret, args.players) for cfg in args.configs}
+        return measure(args, workers, baseline, pbems, clocks, games, lock_dirs, secret, sink)
+    finally:
+        for g in games.values():
+            g.dispose()
+        for server in mine:  # all at once: each takes about a second to shut down
+            server.term()
+        for server in mine:
+            server.stop()
+            servers.remove(server)
 
-    games = {cfg: Games(urls[cfg], secret, args.players) for cfg in configs}
+
+def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
+            clocks: dict[str, Server], games: dict[str, Games],
+            lock_dirs: dict[str, Path | None], secret: str, sink: Server | None) -> list[Row]:
+    configs = args.configs
     warm = 6 * args.clients
     t0 = time.monotonic()
     warm_tokens = {cfg: games[cfg].tokens(warm) for cfg in configs}
     prep_seconds = time.monotonic() - t0
-
-    print(f"confirm throughput: {args.clients} concurrent clients over {args.client_procs} "
-          f"client process(es), gunicorn {args.workers} sync workers per server, loopback, "
-          f"{args.duration:g} s per run after a {args.warmup:g} s warm-up; "
-          f"{os.cpu_count()} cores shared by servers and clients")
-    where = ("an aiosmtpd sink subprocess" if sink else ".eml files in a temp dir (dev)")
-    print(f"pbem: SQLite WAL (synchronous=NORMAL), {args.players}-player games, one database "
-          f"per configuration; requests only queue email. 'queued' = no clock (emails stay "
-          f"in the outbox); '+clock' = a clock process delivers them during the run, to "
-          f"{where}")
-    print("each pbem confirm = GET /a/<token> (confirm page) + POST with its sig; the "
-          "baseline client only POSTs (one SQLite write each)\n")
-
     base_runs: list[Run] = []
     pbem_runs: dict[str, Run] = {}
 
     def baseline_run(label: str, warmup: bool) -> None:
         lists = [None] * args.clients
         if warmup:
-            drive("warm-up", "baseline", bp, lists, args.client_procs, args.warmup,
-                  [baseline], None)
-        run = drive(label, "baseline", bp, lists, args.client_procs, args.duration,
-                    [baseline], None)
+            drive("warm-up", "baseline", baseline.port, lists, args.client_procs,
+                  args.warmup, [baseline], None)
+        run = drive(label, "baseline", baseline.port, lists, args.client_procs,
+                    args.duration, [baseline], None)
         base_runs.append(run)
         report(run, "baseline")
 
-    baseline_run("baseline #1", True)
+    if args.baseline_runs:
+        baseline_run("baseline #1", True)
     for cfg in configs:
         server, clock = pbems[cfg], clocks.get(cfg)
         measured = [server] + ([clock] if clock else [])
@@ -667,7 +876,7 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
             start_clock(clock)
         moves0, outbox0 = games[cfg].counts()
         run = drive(server.name, "pbem", server.port, split(tokens, args.clients),
-                    args.client_procs, args.duration, measured, sink)
+                    args.client_procs, args.duration, measured, sink, lock_dir=lock_dirs[cfg])
         moves1, _ = games[cfg].counts()
         run.moves, run.outbox = moves1 - moves0, games[cfg].outbox_since(outbox0)
         if clock:
@@ -677,17 +886,37 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
     for i in range(1, args.baseline_runs):
         baseline_run(f"baseline #{i + 1}", False)
 
-    base = statistics.median(r.rate("POST") for r in base_runs)
-    base_cpu = statistics.median(r.server_cpu / max(1, len(r.ok("POST"))) for r in base_runs)
-    print(f"\nbaseline median {base:.1f} POST/s, server CPU {base_cpu * 1000:.2f} ms per POST")
-    for _cfg, run in pbem_runs.items():
-        ratio = run.rate("POST") / base if base else 0.0
+    base = base_cpu = 0.0
+    if base_runs:
+        base = statistics.median(r.rate("POST") for r in base_runs)
+        base_cpu = statistics.median(r.server_cpu / max(1, len(r.ok("POST")))
+                                     for r in base_runs)
+        print(f"baseline median {base:.1f} POST/s at {workers} workers, server CPU "
+              f"{base_cpu * 1000:.2f} ms per POST")
+    for run in pbem_runs.values():
         cpu = run.server_cpu / max(1, len(run.ok("POST")))
-        print(f"{run.name:<13} {run.rate('POST'):7.1f} confirm POSTs/s = {ratio:.3f} of the "
-              f"baseline ({'meets' if ratio >= 1 / 3 else 'misses'} the aim of 1/3); by server "
-              f"CPU per request {base_cpu / cpu if cpu else 0:.3f}")
+        line = f"{run.name:<13} {run.rate('POST'):7.1f} confirm POSTs/s"
+        if base:
+            ratio = run.rate("POST") / base
+            line += (f" = {ratio:.3f} of the baseline ({'meets' if ratio >= 1 / 3 else 'misses'}"
+                     f" the aim of 1/3); by server CPU per request "
+                     f"{base_cpu / cpu if cpu else 0:.3f}")
+        print(line)
     print(f"(preparing games and tokens in this process took {prep_seconds:.1f} s, "
-          f"outside the measured windows; {len(servers)} server process groups)")
+          f"outside the measured windows)")
+    return [Row(run.name, workers, run, base) for run in pbem_runs.values()]
+
+
+# The clock process with the lock probe installed first: ``python -c CLOCK_WITH_PROBE
+# --app pbem pbem clock`` is ``flask --app pbem pbem clock`` (click reads sys.argv[1:]).
+CLOCK_WITH_PROBE = """\
+import os, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+import lock_probe
+lock_probe.install(os.environ["BENCH_LOCK_DIR"], "clock")
+from flask.cli import main
+main()
+"""
 
 
 def start_clock(clock: Server, timeout: float = 60.0) -> None:
