@@ -1,7 +1,7 @@
 """Confirm throughput: confirm POSTs per second under 16 concurrent clients, against a
 Flask-plus-one-SQLite-write baseline measured in the same run at the same worker count;
-with the write lock's hold time per confirm, at several worker counts, optionally on
-PostgreSQL.
+with the write lock's hold time per confirm, optionally on PostgreSQL and with open game
+pages polling.
 
 Servers, each a gunicorn subprocess (sync workers, ``--workers``, 2 by default like
 STACK-NOTES) on a free loopback port, all started by this script and all stopped at its
@@ -63,13 +63,26 @@ is the busy share of the one write lock (workers and clock separately; together 
 100 %); on PostgreSQL the locks are game rows, several held at once, so it is the mean
 number of game rows locked at any moment.
 
+Pollers (``--pollers N``, ``--poll-every S``): N simulated open game pages, one asyncio
+loop in a process of their own. Each page is loaded once before the window (its ETag kept,
+as a browser has it), then polled during the window with ``GET /g/<page token>`` every S
+s on a fixed schedule, the pages spread evenly over the S s, with ``If-None-Match`` when
+the last answer had an ``ETag`` (a 304 keeps the old one, a 200 takes its new one or
+none). The page tokens (``mint(s, "page", game, seat)``) are the confirming seats' of
+games spread evenly over the run's tokens: the early ones are confirmed in the run (their
+page changes), the late ones maybe not. Printed: polls/s answered in the window, the
+shares of 200 and 304, poll p50/p99 latency, the pollers' CPU, and how late polls started
+against their schedule (more than 1 % over 100 ms late is flagged: the pollers fell
+behind). The server CPU per confirm then includes serving the polls.
+
 Per run: confirm POSTs/s, POST and GET p50/p99 latency, server CPU per confirm (GET and
 POST together; from /proc, a second and less noise-sensitive way to compare), client CPU,
 the machine's busy share and the part of it by processes not this bench's, the moves
 stored and their emails. Per worker count: the ratio of each configuration to the
 baseline median (the aim is 1/3) and by server CPU per request. At the end a summary
 table: config x workers, with POST/s, ratio, POST p50/p99, CPU ms per confirm, lock hold
-p50/p99 and held share, and POST/s at 4 workers / at 2 (when both ran).
+p50/p99 and held share, polls/s and 304 share (with pollers), and POST/s at 4 workers /
+at 2 (when both ran).
 
 The machine has 2 cores shared by the servers and the clients: compare figures within
 one run. gunicorn's sync workers close the connection after each response, so the
@@ -79,8 +92,9 @@ to their log file in the temp dir.
 
     .venv/bin/python bench/confirm_throughput.py [--duration 6] [--configs queued,clock]
         [--workers 2 | --workers 1,2,4] [--db sqlite|postgresql] [--mail smtp|dev]
-        [--no-lock-probe] [--post-only]
+        [--pollers 0 --poll-every 5] [--no-lock-probe] [--post-only]
     .venv/bin/python bench/confirm_throughput.py --db postgresql --workers 1,2,4
+    .venv/bin/python bench/confirm_throughput.py --workers 2 --pollers 200
 """
 
 from __future__ import annotations
@@ -331,6 +345,104 @@ def client_process(kind: str, port: int, token_lists: list, start_at: float,
     pipe.close()
 
 
+# --------------------------------------------------------------------------- pollers
+
+
+async def fetch_page(port: int, path: str, etag: str | None,
+                     timeout: float = 60.0) -> tuple[int, str | None]:
+    """One GET over a new connection (``Connection: close``), with ``If-None-Match`` when
+    ``etag`` is given: (status, the response's ETag or None); status -1 on any error."""
+    import asyncio
+
+    async def go() -> tuple[int, str | None]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            head = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                    "Connection: close\r\nAccept-Encoding: identity\r\n")
+            if etag is not None:
+                head += f"If-None-Match: {etag}\r\n"
+            writer.write((head + "\r\n").encode("latin-1"))
+            raw = await reader.readuntil(b"\r\n\r\n")
+            lines = raw.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            headers = {}
+            for line in lines[1:]:
+                name, sep, value = line.partition(":")
+                if sep:
+                    headers[name.strip().lower()] = value.strip()
+            if status in (204, 304) or 100 <= status < 200:
+                pass
+            elif "content-length" in headers:
+                await reader.readexactly(int(headers["content-length"]))
+            else:
+                await reader.read()  # to the end: we asked the server to close
+            return status, headers.get("etag")
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    try:
+        return await asyncio.wait_for(go(), timeout)
+    except (OSError, ValueError, IndexError, asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError):  # OSError includes TimeoutError
+        return -1, None
+
+
+def load_pages(port: int, pages: list[str], concurrency: int = 8) -> dict[str, str | None]:
+    """Each page fetched once, as a browser loads it before it starts polling: its ETag
+    (None if the answer had none). Outside the measured window."""
+    import asyncio
+
+    async def main() -> dict[str, str | None]:
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(raw: str) -> tuple[str, str | None]:
+            async with sem:
+                status, etag = await fetch_page(port, f"/g/{raw}", None)
+                if status != 200:
+                    raise RuntimeError(f"GET /g/<page token> answered {status}")
+                return raw, etag
+
+        return dict(await asyncio.gather(*(one(raw) for raw in pages)))
+
+    return asyncio.run(main())
+
+
+def poller_process(port: int, pages: list[str], etags: dict[str, str | None], every: float,
+                   start_at: float, deadline: float, pipe) -> None:
+    """All simulated open game pages in one asyncio loop: page i polls at
+    ``start_at + every * i / len(pages)``, then every ``every`` s on that fixed schedule
+    (a poll whose turn came while the previous one was still waiting starts at once, late).
+    Records ("POLL", start, end, status) and each poll's lateness against its schedule."""
+    import asyncio
+
+    cpu0 = os.times()
+    records: list = []
+    lags: list[float] = []
+
+    async def page(i: int, raw: str) -> None:
+        etag = etags.get(raw)
+        due = start_at + every * i / len(pages)
+        while due < deadline:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            t0 = time.monotonic()
+            lags.append(t0 - due)
+            status, new = await fetch_page(port, f"/g/{raw}", etag)
+            records.append(("POLL", t0, time.monotonic(), status))
+            if status == 200:
+                etag = new  # a 304 keeps the ETag the page has
+            due += every
+
+    async def main() -> None:
+        await asyncio.gather(*(page(i, raw) for i, raw in enumerate(pages)))
+
+    asyncio.run(main())
+    cpu1 = os.times()
+    pipe.send((records, (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system), lags))
+    pipe.close()
+
+
 @dataclass
 class Run:
     name: str
@@ -347,6 +459,8 @@ class Run:
     exhausted: bool
     moves: int = 0
     outbox: dict = field(default_factory=dict)
+    poll_cpu: float = 0.0  # the pollers' process (also in client_cpu)
+    lags: list = field(default_factory=list)  # each poll's start behind its schedule, s
     locks: dict = field(default_factory=dict)  # role -> [(asked, acquired, released)]
 
     def ok(self, method: str) -> list[float]:
@@ -356,6 +470,11 @@ class Run:
     def errors(self) -> int:
         return sum(1 for m, _, t1, st in self.records
                    if m in ("GET", "POST") and st != 200 and t1 <= self.end)
+
+    def polls(self) -> list[tuple[float, int]]:
+        """(latency, status) of the polls answered inside the window."""
+        return [(t1 - t0, st) for m, t0, t1, st in self.records
+                if m == "POLL" and st > 0 and self.start <= t0 and t1 <= self.end]
 
     def holds(self, role: str) -> list[tuple[float, float, float]]:
         """The write-lock samples of ``role`` released inside the window."""
@@ -382,14 +501,24 @@ class Run:
 
 
 def drive(name: str, kind: str, port: int, token_lists: list, procs: int, duration: float,
-          servers: list[Server], sink: Server | None, lock_dir: Path | None = None) -> Run:
-    """Run the clients for ``duration`` seconds (after all have started) and collect."""
+          servers: list[Server], sink: Server | None, polls: tuple | None = None,
+          lock_dir: Path | None = None) -> Run:
+    """Run the clients for ``duration`` seconds (after all have started) and collect.
+    ``polls``: (page tokens, their ETags, seconds between polls) for a poller process."""
     ctx = multiprocessing.get_context("fork")
     procs = max(1, min(procs, len(token_lists)))
-    start_at = time.monotonic() + 0.3 + 0.1 * procs
+    start_at = time.monotonic() + 0.3 + 0.1 * (procs + bool(polls))
     deadline = start_at + duration
     workers, pipes = [], []
+    poll_pipe = None
     try:
+        if polls:
+            poll_pipe, send = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=poller_process, daemon=True,
+                            args=(port, *polls, start_at, deadline, send))
+            p.start()
+            send.close()
+            workers.append(p)
         for i in range(procs):
             recv, send = ctx.Pipe(duplex=False)
             p = ctx.Process(target=client_process, daemon=True,
@@ -414,6 +543,13 @@ def drive(name: str, kind: str, port: int, token_lists: list, procs: int, durati
             records += recs
             client_cpu += cpu
             closes += c
+        poll_cpu, lags = 0.0, []
+        if poll_pipe is not None:
+            if not poll_pipe.poll(120):
+                raise RuntimeError("the pollers did not report within 120 s")
+            recs, poll_cpu, lags = poll_pipe.recv()
+            records += recs
+            client_cpu += poll_cpu
         for p in workers:
             p.join(10)
     finally:
@@ -427,7 +563,7 @@ def drive(name: str, kind: str, port: int, token_lists: list, procs: int, durati
     run = Run(name, start_at, end, records, client_cpu, cpu1 - cpu0, sink1 - sink0,
               (m1[0] - m0[0]) / total if total else 0.0,
               (m1[1] - m0[1]) / total if total else 0.0, total / CLK_TCK, closes,
-              bool(out_of_tokens))
+              bool(out_of_tokens), poll_cpu=poll_cpu, lags=lags)
     if lock_dir is not None:
         from lock_probe import read_samples
 
@@ -449,6 +585,7 @@ class Games:
                                **{k: int(v) for k, v in NO_CAPS.items()}})
         self.players = players
         self.seed = 1
+        self.seats: list[tuple[str, int]] = []  # (game, seat) of each token last made
 
     def tokens(self, count: int) -> list[str]:
         import json
@@ -467,6 +604,7 @@ class Games:
         mod = get_game("cavemen")
         rng = random.Random(self.seed)
         raws: list[str] = []
+        self.seats = []
         with self.app.app_context():
             ids = []
             for _ in range(count):
@@ -489,12 +627,27 @@ class Games:
                         state = mod.from_json(json.loads(games[d.game_id].state))
                         action = heuristic_bot(state, d.position, rng).to_json()
                         raws.append(mint(s, "action", d.game_id, d.seat_id, d.id, action))
+                        self.seats.append((d.game_id, d.seat_id))
                     s.execute(update(Outbox)
                               .where(Outbox.game_id.in_(chunk), Outbox.status == "pending")
                               .values(status="sent", sent_at=utcnow()))
                     for seat in s.exec(select(Seat).where(Seat.game_id.in_(chunk))):
                         seat.seen_event_seq = games[seat.game_id].event_seq
         return raws
+
+    def pages(self, count: int) -> list[str]:
+        """Game-page tokens (``pbem.tokens.mint(s, "page", ...)``) for ``count`` seats
+        spread evenly over the tokens last made: the seat that confirms, in games from the
+        first (confirmed early in the run) to the last (maybe never)."""
+        from pbem.db import session_scope
+        from pbem.tokens import mint_many
+
+        if not self.seats or count <= 0:
+            return []
+        picks = [self.seats[i * len(self.seats) // count] for i in range(count)]
+        with self.app.app_context(), session_scope() as s:
+            return mint_many(s, [{"kind": "page", "game_id": g, "seat_id": seat,
+                                  "decision_id": None, "action": None} for g, seat in picks])
 
     def dispose(self) -> None:
         from pbem.db import get_engine
@@ -557,10 +710,11 @@ def report(run: Run, kind: str) -> None:
         gets = run.ok("GET")
         line += f"  | GET {run.rate('GET'):7.1f}/s  {lat(gets)}"
     print(line)
+    polled = run.polls()
     detail = (f"{'':13} {len(posts)} POSTs in {run.seconds:.2f} s, errors {run.errors()}; "
               f"server CPU {run.server_cpu / n * 1000:.2f} ms per POST"
               f"{' (GET included)' if kind == 'pbem' else ''}"
-              ", "
+              f"{' (and the polls)' if polled else ''}, "
               f"clients {run.client_cpu / n * 1000:.2f} ms; machine busy "
               f"{run.busy * 100:.0f}% of all cores ({run.others * 100:.0f}% by other "
               f"processes), steal {run.steal * 100:.0f}%")
@@ -583,6 +737,24 @@ def report(run: Run, kind: str) -> None:
         print(f"{'':13} write lock, {who}: {len(holds)} holds ({len(holds) / n:.2f} per "
               f"POST), hold {lat(hold)}, wait for it {lat(wait)}; held "
               f"{run.held_share(role):.0%} of the window")
+    if run.lags or polled:
+        statuses = [st for _, st in polled]
+        ok, nm = statuses.count(200), statuses.count(304)
+        other = len(statuses) - ok - nm
+        errors = sum(1 for m, t0, t1, st in run.records
+                     if m == "POLL" and st <= 0 and run.start <= t0 and t1 <= run.end)
+        late = sum(1 for lag in run.lags if lag > 0.1)
+        print(f"{'':13} polls: {len(polled) / run.seconds:.1f}/s answered ({len(polled)}), "
+              f"200 {ok / max(1, len(polled)):.0%}, 304 {nm / max(1, len(polled)):.0%}"
+              f"{f', other {other}' if other else ''}{f', errors {errors}' if errors else ''}; "
+              f"latency {lat([t for t, _ in polled])}; pollers' CPU "
+              f"{run.poll_cpu / max(1, len(run.lags)) * 1000:.2f} ms per poll")
+        lag50 = ms(statistics.median(run.lags) if run.lags else None).strip()
+        lag100 = ms(max(run.lags) if run.lags else None).strip()
+        print(f"{'':13} polls started behind schedule: median {lag50} ms, max {lag100} ms, "
+              f"{late} of "
+              f"{len(run.lags)} more than 100 ms late"
+              f"{' -- THE POLLERS FELL BEHIND' if late > 0.01 * len(run.lags) else ''}")
     if run.exhausted:
         print(f"{'':13} NOTE: a client ran out of tokens; window cut to {run.seconds:.2f} s")
 
@@ -602,15 +774,18 @@ class Row:
 
 
 def summary(rows: list[Row], args) -> None:
+    polls = args.pollers > 0
     pg = " (PostgreSQL: game rows locked at once, on average)" if args.db == "postgresql" else ""
     print("\nsummary: POST = confirm POSTs/s; ratio = POST/s / baseline median at the same "
           "worker count; p50/p99 of the POST, ms; CPU = server CPU ms per confirm (GET+POST"
-          "); lock = the write lock's hold per writing "
+          f"{', polls included' if polls else ''}); lock = the write lock's hold per writing "
           "transaction of the workers, ms, and the share of the window it was held"
           f"{pg}"
           "; x4/2 = POST/s at 4 workers / at 2")
     head = (f"{'config':<13} {'w':>2} {'POST/s':>8} {'ratio':>6} {'p50':>6} {'p99':>6} "
             f"{'CPU':>6} {'lock50':>6} {'lock99':>6} {'held':>5}")
+    if polls:
+        head += f" {'poll/s':>6} {'304':>4}"
     print(head + f" {'x4/2':>5}")
     rate = {(r.name, r.workers): r.run.rate("POST") for r in rows}
     for r in rows:
@@ -625,6 +800,10 @@ def summary(rows: list[Row], args) -> None:
                 f"{run.server_cpu / max(1, len(posts)) * 1000:6.2f} "
                 f"{ms(statistics.median(hold) if hold else None)} "
                 f"{ms(quantile(hold, 0.99) if hold else None)} {held:>5}")
+        if polls:
+            polled = run.polls()
+            share = sum(1 for _, st in polled if st == 304) / max(1, len(polled))
+            line += f" {len(polled) / run.seconds:6.1f} {share:4.0%}"
         two = rate.get((r.name, 2))
         line += (f" {run.rate('POST') / two:5.2f}" if r.workers == 4 and two else f" {'':>5}")
         print(line)
@@ -666,6 +845,11 @@ def main() -> None:
     parser.add_argument("--lock-probe", action=argparse.BooleanOptionalAction, default=True,
                         help="time the write lock's holds in pbem's processes "
                              "(bench/lock_probe.py)")
+    parser.add_argument("--pollers", type=int, default=0,
+                        help="simulated open game pages polling GET /g/<page token> during "
+                             "each pbem run")
+    parser.add_argument("--poll-every", type=float, default=5.0,
+                        help="seconds between two polls of one page")
     args = parser.parse_args()
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     if not args.configs or set(args.configs) - set(CONFIG_NAMES):
@@ -676,6 +860,8 @@ def main() -> None:
         parser.error("--workers takes a comma-separated list of counts")
     if not args.workers or min(args.workers) < 1:
         parser.error("--workers takes counts of 1 or more")
+    if args.pollers < 0 or args.poll_every <= 0:
+        parser.error("--pollers takes 0 or more, --poll-every more than 0")
 
     def on_signal(signum, _frame):
         raise SystemExit(f"stopped by signal {signum}")
@@ -739,6 +925,10 @@ def run_all(args, tmp: Path, servers: list[Server], cluster) -> None:
         lock = ("BEGIN IMMEDIATE granted -> COMMIT/ROLLBACK returned" if cluster is None else
                 "first SELECT ... FOR UPDATE answered -> COMMIT/ROLLBACK returned")
         print(f"write lock per writing transaction of pbem's processes: {lock}")
+    if args.pollers:
+        print(f"pollers: {args.pollers} open game pages in one asyncio process, each "
+              f"GET /g/<page token> every {args.poll_every:g} s with If-None-Match once it "
+              "has an ETag (each page loaded once before the window, as a browser would)")
     print()
 
     rows: list[Row] = []
@@ -867,6 +1057,10 @@ def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
         need = min(args.max_games, math.ceil(estimate * args.duration * 2.0) + 4 * args.clients)
         t0 = time.monotonic()
         tokens = games[cfg].tokens(need)
+        polls = None
+        if args.pollers:
+            pages = games[cfg].pages(args.pollers)
+            polls = (pages, load_pages(server.port, pages), args.poll_every)
         if args.post_only:
             from pbem.tokens import form_signature
 
@@ -876,7 +1070,7 @@ def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
             start_clock(clock)
         moves0, outbox0 = games[cfg].counts()
         run = drive(server.name, "pbem", server.port, split(tokens, args.clients),
-                    args.client_procs, args.duration, measured, sink, lock_dir=lock_dirs[cfg])
+                    args.client_procs, args.duration, measured, sink, polls, lock_dirs[cfg])
         moves1, _ = games[cfg].counts()
         run.moves, run.outbox = moves1 - moves0, games[cfg].outbox_since(outbox0)
         if clock:
