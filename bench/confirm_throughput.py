@@ -26,7 +26,9 @@ end, also on error:
 it). ``--db postgresql``: one throwaway cluster started by this script with
 tests/pgcluster.py (as the test suite runs it: fsync, synchronous_commit and
 full_page_writes off, so commits cost less than on a durable server) and removed at the
-end; each pbem database is a fresh database in it. Every database is migrated with
+end; each pbem database is a fresh database in it. The cluster's processes (backends and
+all) count as server CPU in the pbem runs: they do the database work that SQLite does
+inside pbem's processes. Every database is migrated with
 ``pbem.migrate.upgrade``.
 
 ``--workers 1,2,4`` runs everything once per worker count, in that order, each time on
@@ -206,6 +208,24 @@ def proc_cpu(pid: int) -> float:
         return 0.0
     fields = stat.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and all its descendants alive now."""
+    return proc_cpu(pid) + sum(tree_cpu(child) for child in proc_children(pid))
+
+
+class Cluster:
+    """The PostgreSQL cluster's processes as a server whose CPU counts (``cpu``): the
+    backends do pbem's database work, which SQLite does inside pbem's own processes."""
+
+    name = "postgresql"
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+
+    def cpu(self) -> float:
+        return tree_cpu(self.cluster.proc.pid)
 
 
 def machine_cpu() -> tuple[float, float, float]:
@@ -507,10 +527,11 @@ class Run:
 
 
 def drive(name: str, kind: str, port: int, token_lists: list, procs: int, duration: float,
-          servers: list[Server], sink: Server | None, polls: tuple | None = None,
+          servers: list, sink: Server | None, polls: tuple | None = None,
           lock_dir: Path | None = None, exclusive: bool = True) -> Run:
     """Run the clients for ``duration`` seconds (after all have started) and collect.
-    ``polls``: (page tokens, their ETags, seconds between polls) for a poller process."""
+    ``servers``: whatever has a ``cpu()`` whose CPU counts as the server's. ``polls``:
+    (page tokens, their ETags, seconds between polls) for a poller process."""
     ctx = multiprocessing.get_context("fork")
     procs = max(1, min(procs, len(token_lists)))
     start_at = time.monotonic() + 0.3 + 0.1 * (procs + bool(polls))
@@ -894,6 +915,7 @@ def main() -> None:
         parser.error("--workers takes counts of 1 or more")
     if args.pollers < 0 or args.poll_every <= 0:
         parser.error("--pollers takes 0 or more, --poll-every more than 0")
+    args.rate_seen = 0.0  # the best confirm POSTs/s of a run so far: how many games to make
 
     def on_signal(signum, _frame):
         raise SystemExit(f"stopped by signal {signum}")
@@ -944,7 +966,8 @@ def run_all(args, tmp: Path, servers: list[Server], cluster) -> None:
         db = "SQLite WAL (synchronous=NORMAL), one database file"
     else:
         db = ("PostgreSQL (a throwaway cluster as the tests run it: fsync, synchronous_commit "
-              "and full_page_writes off), one database")
+              "and full_page_writes off; its processes' CPU counts as server CPU), one "
+              "database")
     print(f"pbem: {db} per configuration and worker count, {args.players}-player games; "
           f"requests only queue email. 'queued' = no clock (emails stay in the outbox); "
           f"'+clock' = a clock process delivers them during the run, to {where}")
@@ -1041,7 +1064,9 @@ def run_workers(args, workers: int, tmp: Path, servers: list[Server], cluster,
         for server in pbems.values():
             server.wait_ready("/healthz")
         games = {cfg: Games(urls[cfg], secret, args.players) for cfg in args.configs}
-        return measure(args, workers, baseline, pbems, clocks, games, lock_dirs, secret, sink)
+        db = Cluster(cluster) if cluster is not None else None
+        return measure(args, workers, baseline, pbems, clocks, games, lock_dirs, secret, sink,
+                       db)
     finally:
         for g in games.values():
             g.dispose()
@@ -1054,7 +1079,8 @@ def run_workers(args, workers: int, tmp: Path, servers: list[Server], cluster,
 
 def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
             clocks: dict[str, Server], games: dict[str, Games],
-            lock_dirs: dict[str, Path | None], secret: str, sink: Server | None) -> list[Row]:
+            lock_dirs: dict[str, Path | None], secret: str, sink: Server | None,
+            db: Cluster | None) -> list[Row]:
     configs = args.configs
     warm = 6 * args.clients
     t0 = time.monotonic()
@@ -1077,7 +1103,7 @@ def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
         baseline_run("baseline #1", True)
     for cfg in configs:
         server, clock = pbems[cfg], clocks.get(cfg)
-        measured = [server] + ([clock] if clock else [])
+        measured = [server] + ([clock] if clock else []) + ([db] if db else [])
         if clock:
             start_clock(clock)
         warm_run = drive("warm-up", "pbem", server.port,
@@ -1085,7 +1111,8 @@ def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
                          args.warmup, measured, sink)
         if clock:  # no clock while games are prepared: it would deliver their first emails
             clock.stop()
-        estimate = max(warm_run.rate("POST"), 1.0)
+        # twice the rate seen so far (others' load may have slowed the warm-up)
+        estimate = max(warm_run.rate("POST"), args.rate_seen, 1.0)
         need = min(args.max_games, math.ceil(estimate * args.duration * 2.0) + 4 * args.clients)
         t0 = time.monotonic()
         tokens = games[cfg].tokens(need)
@@ -1106,6 +1133,7 @@ def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
                     exclusive=args.db == "sqlite")
         moves1, _ = games[cfg].counts()
         run.moves, run.outbox = moves1 - moves0, games[cfg].outbox_since(outbox0)
+        args.rate_seen = max(args.rate_seen, run.rate("POST"))
         if clock:
             clock.stop()
         pbem_runs[cfg] = run
