@@ -832,12 +832,13 @@ def summary(rows: list[Row], args) -> None:
           f"{', polls included' if polls else ''}); lock = the write lock's hold per writing "
           "transaction of the workers, ms, and the share of the window it was held"
           f"{pg}"
-          "; x4/2 = POST/s at 4 workers / at 2")
+          "; other = share of all cores busy with processes not this bench's (noise); "
+          "x4/2 = POST/s at 4 workers / at 2")
     head = (f"{'config':<13} {'w':>2} {'POST/s':>8} {'ratio':>6} {'p50':>6} {'p99':>6} "
             f"{'CPU':>6} {'lock50':>6} {'lock99':>6} {'held':>5}")
     if polls:
         head += f" {'poll/s':>6} {'304':>4}"
-    print(head + f" {'x4/2':>5}")
+    print(head + f" {'other':>5} {'x4/2':>5}")
     rate = {(r.name, r.workers): r.run.rate("POST") for r in rows}
     for r in rows:
         run = r.run
@@ -857,6 +858,7 @@ def summary(rows: list[Row], args) -> None:
             polled = run.polls()
             share = sum(1 for _, st in polled if st == 304) / max(1, len(polled))
             line += f" {len(polled) / run.seconds:6.1f} {share:4.0%}"
+        line += f" {run.others:5.0%}"
         two = rate.get((r.name, 2))
         line += (f" {run.rate('POST') / two:5.2f}" if r.workers == 4 and two else f" {'':>5}")
         print(line)
