@@ -1,21 +1,40 @@
 """Confirm throughput: confirm POSTs per second under 16 concurrent clients, against a
-Flask-plus-one-SQLite-write baseline measured in the same run.
+Flask-plus-one-SQLite-write baseline measured in the same run at the same worker count;
+with the write lock's hold time per confirm, optionally on PostgreSQL and with open game
+pages polling.
 
-Servers, each a gunicorn subprocess (sync workers, 2 by default, like STACK-NOTES) on a
-free loopback port, all started by this script and all stopped at its end, also on error:
+Servers, each a gunicorn subprocess (sync workers, ``--workers``, 2 by default like
+STACK-NOTES) on a free loopback port, all started by this script and all stopped at its
+end, also on error:
 
 * ``baseline``: a minimal Flask app (``baseline_app`` below) whose ``POST /write`` does
   one INSERT, committed, into SQLite with ``journal_mode=WAL`` + ``synchronous=NORMAL``.
-* ``pbem queued``: ``pbem:create_app()`` (``--config python:pbem.gunicorn_conf``, as
-  deployed) on a temp SQLite file; requests only queue email (Outbox rows) and no clock
-  runs, so the emails stay in the outbox and delivery costs nothing.
-* ``pbem +clock``: the same on a second temp SQLite file, plus one clock process
+  It stays SQLite with ``--db postgresql`` too: the aim (a third of it) is defined
+  against it.
+* ``pbem queued``: ``pbem:create_app()`` with pbem's gunicorn settings
+  (``pbem.gunicorn_conf``, as deployed, through bench/lock_probe.py: see below) on a
+  database of its own; requests only queue email (Outbox rows) and no clock runs, so the
+  emails stay in the outbox and delivery costs nothing.
+* ``pbem +clock``: the same on a second database, plus one clock process
   (``flask --app pbem pbem clock``) whose mail loop delivers the queued emails during the
-  run (it polls the outbox every ``PBEM_MAIL_POLL_INTERVAL`` s on SQLite) to a local
-  aiosmtpd sink (its own subprocess; ``--mail dev`` writes .eml files instead). The clock
-  competes for the same cores and the same SQLite write lock, as in a real deployment;
-  its CPU counts as server CPU. (This replaces the old ``inline`` configuration, which
-  delivered in the request: pbem no longer has ``DELIVER_INLINE``.)
+  run (on SQLite it polls the outbox every ``PBEM_MAIL_POLL_INTERVAL`` s, on PostgreSQL a
+  NOTIFY wakes it) to a local aiosmtpd sink (its own subprocess; ``--mail dev`` writes
+  .eml files instead). The clock competes for the same cores and the same write lock, as
+  in a real deployment; its CPU counts as server CPU.
+
+``--db sqlite`` (default): each pbem database is a temp SQLite file (WAL, as pbem sets
+it). ``--db postgresql``: one throwaway cluster started by this script with
+tests/pgcluster.py (as the test suite runs it: fsync, synchronous_commit and
+full_page_writes off, so commits cost less than on a durable server) and removed at the
+end; each pbem database is a fresh database in it. The cluster's processes (backends and
+all) count as server CPU in the pbem runs: they do the database work that SQLite does
+inside pbem's processes. Every database is migrated with
+``pbem.migrate.upgrade``.
+
+``--workers 1,2,4`` runs everything once per worker count, in that order, each time on
+fresh servers and fresh databases: the baseline (warm-up, run #1), each pbem
+configuration, the baseline again (run #2, ``--baseline-runs``); each pbem figure is
+compared with the median of the baseline runs *at the same worker count*.
 
 Open games are prepared by this process on each configuration's database with
 ``services.create_game(..., confirm_by_email=False, start=True)`` (each game with
@@ -23,23 +42,66 @@ addresses of its own; the sending caps are lifted as well); for each game's firs
 decision it mints one action token (``pbem.tokens.mint``) for the heuristic bot's choice,
 and marks the games' initial emails as already sent (else the clock would deliver that
 backlog during the run). So every confirm hits a different open decision, always the
-first decision of a fresh game (bench/confirm_latency.py covers whole games).
+first decision of a fresh game (bench/confirm_latency.py covers whole games); on
+PostgreSQL no two confirms wait for the same game row.
 
 Each client thread (16, spread over ``--client-procs`` processes) does, for its own
 tokens, ``GET /a/<token>`` (the confirm page), reads the hidden ``sig`` and
 ``POST /a/<token>`` with it, until the time is up; against the baseline it only POSTs.
 Rates count responses completed inside the measured window; a 1.5 s warm-up precedes it.
-The baseline runs before and after the pbem runs; the ratio uses their median.
 
-The machine has 2 cores shared by the servers and the clients: the clients' CPU is
-reported, and the server CPU per request (from /proc) is a second, less noise-sensitive
-way to compare. gunicorn's sync workers close the connection after each response, so
-the clients' keep-alive connections are re-opened for every request. All servers write
-an access log line per request (pbem's redacting one for pbem, gunicorn's for the
-baseline) to their log file in the temp dir.
+Write lock (``--lock-probe``, on by default): pbem's gunicorn runs with
+``--config bench/lock_probe.py``, which takes every setting of pbem.gunicorn_conf and adds
+a ``post_fork`` hook; the clock runs under a wrapper (``CLOCK_WITH_PROBE``) that installs
+the same probe. Per writing transaction it records when the lock was asked for, granted
+and released (its docstring says exactly how): on SQLite from the end of pbem's
+``BEGIN IMMEDIATE`` (a read-only transaction's plain ``BEGIN`` is not counted) to the
+return of the DBAPI COMMIT/ROLLBACK; on PostgreSQL from the end of the first
+``SELECT ... FOR UPDATE`` (``lock_game``) to the same. Only samples released inside the
+window count. On SQLite the lock is one and exclusive, so a hold ends at the latest when
+the next writer (worker or clock) is granted it: a release stamped later than that (the
+process descheduled between the release inside COMMIT and its timestamp, which happens
+with more busy processes than cores) is cut to that grant, and the cuts are printed (how
+many, by how much). A holder descheduled *while* it holds the lock still counts: the lock
+is held meanwhile. Printed: the holds' count (per confirm POST), hold p50/p99, the wait
+before the grant (on PostgreSQL the locking statement's time), and the sum of the holds'
+time inside the window / the window. On SQLite that is the busy share of the one write
+lock (workers and clock separately; together at most 100 %); on PostgreSQL the locks are
+game rows, several held at once, so it is the mean number of game rows locked at any
+moment.
+
+Pollers (``--pollers N``, ``--poll-every S``): N simulated open game pages, one asyncio
+loop in a process of their own. Each page is loaded once before the window (its ETag kept,
+as a browser has it), then polled during the window with ``GET /g/<page token>`` every S
+s on a fixed schedule, the pages spread evenly over the S s, with ``If-None-Match`` when
+the last answer had an ``ETag`` (a 304 keeps the old one, a 200 takes its new one or
+none). The page tokens (``mint(s, "page", game, seat)``) are the confirming seats' of
+games spread evenly over the run's tokens: the early ones are confirmed in the run (their
+page changes), the late ones maybe not. Printed: polls/s answered in the window, the
+shares of 200 and 304, poll p50/p99 latency, the pollers' CPU, and how late polls started
+against their schedule (more than 1 % over 100 ms late is flagged: the pollers fell
+behind). The server CPU per confirm then includes serving the polls.
+
+Per run: confirm POSTs/s, POST and GET p50/p99 latency, server CPU per confirm (GET and
+POST together; from /proc, a second and less noise-sensitive way to compare), client CPU,
+the machine's busy share and the part of it by processes not this bench's, the moves
+stored and their emails. Per worker count: the ratio of each configuration to the
+baseline median (the aim is 1/3) and by server CPU per request. At the end a summary
+table: config x workers, with POST/s, ratio, POST p50/p99, CPU ms per confirm, lock hold
+p50/p99 and held share, polls/s and 304 share (with pollers), and POST/s at 4 workers /
+at 2 (when both ran).
+
+The machine has 2 cores shared by the servers and the clients: compare figures within
+one run. gunicorn's sync workers close the connection after each response, so the
+clients' keep-alive connections are re-opened for every request. All servers write an
+access log line per request (pbem's redacting one for pbem, gunicorn's for the baseline)
+to their log file in the temp dir.
 
     .venv/bin/python bench/confirm_throughput.py [--duration 6] [--configs queued,clock]
-                                                 [--mail smtp|dev]
+        [--workers 2 | --workers 1,2,4] [--db sqlite|postgresql] [--mail smtp|dev]
+        [--pollers 0 --poll-every 5] [--no-lock-probe] [--post-only]
+    .venv/bin/python bench/confirm_throughput.py --db postgresql --workers 1,2,4
+    .venv/bin/python bench/confirm_throughput.py --workers 2 --pollers 200
 """
 
 from __future__ import annotations
@@ -148,6 +210,24 @@ def proc_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and all its descendants alive now."""
+    return proc_cpu(pid) + sum(tree_cpu(child) for child in proc_children(pid))
+
+
+class Cluster:
+    """The PostgreSQL cluster's processes as a server whose CPU counts (``cpu``): the
+    backends do pbem's database work, which SQLite does inside pbem's own processes."""
+
+    name = "postgresql"
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+
+    def cpu(self) -> float:
+        return tree_cpu(self.cluster.proc.pid)
+
+
 def machine_cpu() -> tuple[float, float, float]:
     """(busy, steal, total) jiffies from /proc/stat, all cores together."""
     values = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -201,12 +281,17 @@ class Server:
         except OSError:
             return ""
 
+    def term(self) -> None:
+        """SIGTERM to the server's own process group (``stop`` waits for it)."""
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+
     def stop(self) -> None:
         """SIGTERM to the server's own process group, then SIGKILL if it lingers."""
         if self.proc is None or self.proc.poll() is not None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
+        self.term()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -285,6 +370,104 @@ def client_process(kind: str, port: int, token_lists: list, start_at: float,
     pipe.close()
 
 
+# --------------------------------------------------------------------------- pollers
+
+
+async def fetch_page(port: int, path: str, etag: str | None,
+                     timeout: float = 60.0) -> tuple[int, str | None]:
+    """One GET over a new connection (``Connection: close``), with ``If-None-Match`` when
+    ``etag`` is given: (status, the response's ETag or None); status -1 on any error."""
+    import asyncio
+
+    async def go() -> tuple[int, str | None]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            head = (f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                    "Connection: close\r\nAccept-Encoding: identity\r\n")
+            if etag is not None:
+                head += f"If-None-Match: {etag}\r\n"
+            writer.write((head + "\r\n").encode("latin-1"))
+            raw = await reader.readuntil(b"\r\n\r\n")
+            lines = raw.decode("latin-1").split("\r\n")
+            status = int(lines[0].split()[1])
+            headers = {}
+            for line in lines[1:]:
+                name, sep, value = line.partition(":")
+                if sep:
+                    headers[name.strip().lower()] = value.strip()
+            if status in (204, 304) or 100 <= status < 200:
+                pass
+            elif "content-length" in headers:
+                await reader.readexactly(int(headers["content-length"]))
+            else:
+                await reader.read()  # to the end: we asked the server to close
+            return status, headers.get("etag")
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    try:
+        return await asyncio.wait_for(go(), timeout)
+    except (OSError, ValueError, IndexError, asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError):  # OSError includes TimeoutError
+        return -1, None
+
+
+def load_pages(port: int, pages: list[str], concurrency: int = 8) -> dict[str, str | None]:
+    """Each page fetched once, as a browser loads it before it starts polling: its ETag
+    (None if the answer had none). Outside the measured window."""
+    import asyncio
+
+    async def main() -> dict[str, str | None]:
+        sem = asyncio.Semaphore(concurrency)
+
+        async def one(raw: str) -> tuple[str, str | None]:
+            async with sem:
+                status, etag = await fetch_page(port, f"/g/{raw}", None)
+                if status != 200:
+                    raise RuntimeError(f"GET /g/<page token> answered {status}")
+                return raw, etag
+
+        return dict(await asyncio.gather(*(one(raw) for raw in pages)))
+
+    return asyncio.run(main())
+
+
+def poller_process(port: int, pages: list[str], etags: dict[str, str | None], every: float,
+                   start_at: float, deadline: float, pipe) -> None:
+    """All simulated open game pages in one asyncio loop: page i polls at
+    ``start_at + every * i / len(pages)``, then every ``every`` s on that fixed schedule
+    (a poll whose turn came while the previous one was still waiting starts at once, late).
+    Records ("POLL", start, end, status) and each poll's lateness against its schedule."""
+    import asyncio
+
+    cpu0 = os.times()
+    records: list = []
+    lags: list[float] = []
+
+    async def page(i: int, raw: str) -> None:
+        etag = etags.get(raw)
+        due = start_at + every * i / len(pages)
+        while due < deadline:
+            await asyncio.sleep(max(0.0, due - time.monotonic()))
+            t0 = time.monotonic()
+            lags.append(t0 - due)
+            status, new = await fetch_page(port, f"/g/{raw}", etag)
+            records.append(("POLL", t0, time.monotonic(), status))
+            if status == 200:
+                etag = new  # a 304 keeps the ETag the page has
+            due += every
+
+    async def main() -> None:
+        await asyncio.gather(*(page(i, raw) for i, raw in enumerate(pages)))
+
+    asyncio.run(main())
+    cpu1 = os.times()
+    pipe.send((records, (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system), lags))
+    pipe.close()
+
+
 @dataclass
 class Run:
     name: str
@@ -301,6 +484,10 @@ class Run:
     exhausted: bool
     moves: int = 0
     outbox: dict = field(default_factory=dict)
+    poll_cpu: float = 0.0  # the pollers' process (also in client_cpu)
+    lags: list = field(default_factory=list)  # each poll's start behind its schedule, s
+    # role -> [(asked, acquired, released, release as stamped)]: see cut_to_next_grant
+    locks: dict = field(default_factory=dict)
 
     def ok(self, method: str) -> list[float]:
         return [t1 - t0 for m, t0, t1, st in self.records
@@ -309,6 +496,21 @@ class Run:
     def errors(self) -> int:
         return sum(1 for m, _, t1, st in self.records
                    if m in ("GET", "POST") and st != 200 and t1 <= self.end)
+
+    def polls(self) -> list[tuple[float, int]]:
+        """(latency, status) of the polls answered inside the window."""
+        return [(t1 - t0, st) for m, t0, t1, st in self.records
+                if m == "POLL" and st > 0 and self.start <= t0 and t1 <= self.end]
+
+    def holds(self, role: str) -> list[tuple[float, float, float, float]]:
+        """The write-lock samples of ``role`` released inside the window."""
+        return [h for h in self.locks.get(role, []) if self.start <= h[2] <= self.end]
+
+    def held_share(self, role: str) -> float:
+        """Sum of the holds' time inside the window / the window."""
+        held = sum(max(0.0, min(h[2], self.end) - max(h[1], self.start))
+                   for h in self.locks.get(role, []))
+        return held / self.seconds if self.seconds else 0.0
 
     @property
     def seconds(self) -> float:
@@ -325,14 +527,25 @@ class Run:
 
 
 def drive(name: str, kind: str, port: int, token_lists: list, procs: int, duration: float,
-          servers: list[Server], sink: Server | None) -> Run:
-    """Run the clients for ``duration`` seconds (after all have started) and collect."""
+          servers: list, sink: Server | None, polls: tuple | None = None,
+          lock_dir: Path | None = None, exclusive: bool = True) -> Run:
+    """Run the clients for ``duration`` seconds (after all have started) and collect.
+    ``servers``: whatever has a ``cpu()`` whose CPU counts as the server's. ``polls``:
+    (page tokens, their ETags, seconds between polls) for a poller process."""
     ctx = multiprocessing.get_context("fork")
     procs = max(1, min(procs, len(token_lists)))
-    start_at = time.monotonic() + 0.3 + 0.1 * procs
+    start_at = time.monotonic() + 0.3 + 0.1 * (procs + bool(polls))
     deadline = start_at + duration
     workers, pipes = [], []
+    poll_pipe = None
     try:
+        if polls:
+            poll_pipe, send = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=poller_process, daemon=True,
+                            args=(port, *polls, start_at, deadline, send))
+            p.start()
+            send.close()
+            workers.append(p)
         for i in range(procs):
             recv, send = ctx.Pipe(duplex=False)
             p = ctx.Process(target=client_process, daemon=True,
@@ -357,6 +570,13 @@ def drive(name: str, kind: str, port: int, token_lists: list, procs: int, durati
             records += recs
             client_cpu += cpu
             closes += c
+        poll_cpu, lags = 0.0, []
+        if poll_pipe is not None:
+            if not poll_pipe.poll(120):
+                raise RuntimeError("the pollers did not report within 120 s")
+            recs, poll_cpu, lags = poll_pipe.recv()
+            records += recs
+            client_cpu += poll_cpu
         for p in workers:
             p.join(10)
     finally:
@@ -367,10 +587,31 @@ def drive(name: str, kind: str, port: int, token_lists: list, procs: int, durati
     out_of_tokens = [t0 for m, t0, _, _ in records if m == "EXHAUSTED" and t0 < deadline]
     end = min([deadline, *out_of_tokens])
     total = m1[2] - m0[2]
-    return Run(name, start_at, end, records, client_cpu, cpu1 - cpu0, sink1 - sink0,
-               (m1[0] - m0[0]) / total if total else 0.0,
-               (m1[1] - m0[1]) / total if total else 0.0, total / CLK_TCK, closes,
-               bool(out_of_tokens))
+    run = Run(name, start_at, end, records, client_cpu, cpu1 - cpu0, sink1 - sink0,
+              (m1[0] - m0[0]) / total if total else 0.0,
+              (m1[1] - m0[1]) / total if total else 0.0, total / CLK_TCK, closes,
+              bool(out_of_tokens), poll_cpu=poll_cpu, lags=lags)
+    if lock_dir is not None:
+        from lock_probe import read_samples
+
+        run.locks = cut_to_next_grant({role: read_samples(lock_dir, role)
+                                       for role in ("worker", "clock")}, exclusive)
+    return run
+
+
+def cut_to_next_grant(locks: dict[str, list], exclusive: bool) -> dict[str, list]:
+    """Samples (asked, acquired, released) -> (asked, acquired, released, as stamped). On
+    SQLite the write lock is one and exclusive, so a hold ends at the latest when the next
+    writer (of any process) was granted it: a release stamped later than that (the process
+    was descheduled between the release inside COMMIT and its timestamp, common with more
+    busy processes than cores) is cut to that grant. PostgreSQL's row locks overlap: kept."""
+    rows = sorted(((a, role, q, r) for role, samples in locks.items()
+                   for q, a, r in samples), key=lambda row: row[0])
+    out: dict[str, list] = {role: [] for role in locks}
+    for i, (a, role, q, r) in enumerate(rows):
+        end = min(r, rows[i + 1][0]) if exclusive and i + 1 < len(rows) else r
+        out[role].append((q, a, max(a, end), r))
+    return out
 
 
 # --------------------------------------------------------------------------- pbem games
@@ -387,6 +628,7 @@ class Games:
                                **{k: int(v) for k, v in NO_CAPS.items()}})
         self.players = players
         self.seed = 1
+        self.seats: list[tuple[str, int]] = []  # (game, seat) of each token last made
 
     def tokens(self, count: int) -> list[str]:
         import json
@@ -405,6 +647,7 @@ class Games:
         mod = get_game("cavemen")
         rng = random.Random(self.seed)
         raws: list[str] = []
+        self.seats = []
         with self.app.app_context():
             ids = []
             for _ in range(count):
@@ -427,12 +670,32 @@ class Games:
                         state = mod.from_json(json.loads(games[d.game_id].state))
                         action = heuristic_bot(state, d.position, rng).to_json()
                         raws.append(mint(s, "action", d.game_id, d.seat_id, d.id, action))
+                        self.seats.append((d.game_id, d.seat_id))
                     s.execute(update(Outbox)
                               .where(Outbox.game_id.in_(chunk), Outbox.status == "pending")
                               .values(status="sent", sent_at=utcnow()))
                     for seat in s.exec(select(Seat).where(Seat.game_id.in_(chunk))):
                         seat.seen_event_seq = games[seat.game_id].event_seq
         return raws
+
+    def pages(self, count: int) -> list[str]:
+        """Game-page tokens (``pbem.tokens.mint(s, "page", ...)``) for ``count`` seats
+        spread evenly over the tokens last made: the seat that confirms, in games from the
+        first (confirmed early in the run) to the last (maybe never)."""
+        from pbem.db import session_scope
+        from pbem.tokens import mint_many
+
+        if not self.seats or count <= 0:
+            return []
+        picks = [self.seats[i * len(self.seats) // count] for i in range(count)]
+        with self.app.app_context(), session_scope() as s:
+            return mint_many(s, [{"kind": "page", "game_id": g, "seat_id": seat,
+                                  "decision_id": None, "action": None} for g, seat in picks])
+
+    def dispose(self) -> None:
+        from pbem.db import get_engine
+
+        get_engine(self.app).dispose()
 
     def counts(self) -> tuple[int, int]:
         """(moves, outbox rows) so far."""
@@ -478,7 +741,11 @@ def lat(values: list[float]) -> str:
             f"p99 {quantile(values, 0.99) * 1000:6.1f} ms")
 
 
-def report(run: Run, kind: str) -> None:
+def ms(value: float | None, width: int = 6) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value * 1000:{width}.1f}"
+
+
+def report(run: Run, kind: str, pg: bool = False) -> None:
     posts = run.ok("POST")
     n = max(1, len(posts))
     line = (f"{run.name:<13} POST {run.rate('POST'):8.1f}/s  {lat(posts)}")
@@ -486,9 +753,11 @@ def report(run: Run, kind: str) -> None:
         gets = run.ok("GET")
         line += f"  | GET {run.rate('GET'):7.1f}/s  {lat(gets)}"
     print(line)
+    polled = run.polls()
     detail = (f"{'':13} {len(posts)} POSTs in {run.seconds:.2f} s, errors {run.errors()}; "
               f"server CPU {run.server_cpu / n * 1000:.2f} ms per POST"
-              f"{' (GET included)' if kind == 'pbem' else ''}, "
+              f"{' (GET included)' if kind == 'pbem' else ''}"
+              f"{' (and the polls)' if polled else ''}, "
               f"clients {run.client_cpu / n * 1000:.2f} ms; machine busy "
               f"{run.busy * 100:.0f}% of all cores ({run.others * 100:.0f}% by other "
               f"processes), steal {run.steal * 100:.0f}%")
@@ -502,8 +771,97 @@ def report(run: Run, kind: str) -> None:
         ob = ", ".join(f"{k} {v}" for k, v in sorted(run.outbox.items())) or "none"
         print(f"{'':13} moves stored {run.moves} (with POSTs still in flight at the end); "
               f"their emails: {ob}")
+    for role, who in (("worker", "gunicorn workers"), ("clock", "clock process")):
+        holds = run.holds(role)
+        if not holds and (role == "clock" or not run.locks):
+            continue
+        hold = [h[2] - h[1] for h in holds]
+        wait = [h[1] - h[0] for h in holds]
+        cut = [h[3] - h[2] for h in holds if h[3] > h[2]]
+        if pg:
+            share = f"game rows locked {run.held_share(role):.2f} at once on average"
+        else:
+            share = f"held {run.held_share(role):.0%} of the window"
+        print(f"{'':13} write lock, {who}: {len(holds)} holds ({len(holds) / n:.2f} per "
+              f"POST), hold {lat(hold)}, wait for it {lat(wait)}; {share}")
+        if cut:
+            print(f"{'':13}   ({len(cut)} release stamps later than the next grant, cut to "
+                  f"it: by {statistics.median(cut) * 1000:.1f} ms median, "
+                  f"{max(cut) * 1000:.1f} ms max)")
+    if run.lags or polled:
+        statuses = [st for _, st in polled]
+        ok, nm = statuses.count(200), statuses.count(304)
+        other = len(statuses) - ok - nm
+        errors = sum(1 for m, t0, t1, st in run.records
+                     if m == "POLL" and st <= 0 and run.start <= t0 and t1 <= run.end)
+        late = sum(1 for lag in run.lags if lag > 0.1)
+        print(f"{'':13} polls: {len(polled) / run.seconds:.1f}/s answered ({len(polled)}), "
+              f"200 {ok / max(1, len(polled)):.0%}, 304 {nm / max(1, len(polled)):.0%}"
+              f"{f', other {other}' if other else ''}{f', errors {errors}' if errors else ''}; "
+              f"latency {lat([t for t, _ in polled])}; pollers' CPU "
+              f"{run.poll_cpu / max(1, len(run.lags)) * 1000:.2f} ms per poll")
+        lag50 = ms(statistics.median(run.lags) if run.lags else None).strip()
+        lag100 = ms(max(run.lags) if run.lags else None).strip()
+        print(f"{'':13} polls started behind schedule: median {lag50} ms, max {lag100} ms, "
+              f"{late} of "
+              f"{len(run.lags)} more than 100 ms late"
+              f"{' -- THE POLLERS FELL BEHIND' if late > 0.01 * len(run.lags) else ''}")
     if run.exhausted:
         print(f"{'':13} NOTE: a client ran out of tokens; window cut to {run.seconds:.2f} s")
+
+
+@dataclass
+class Row:
+    """One line of the summary: a pbem configuration at one worker count."""
+
+    name: str
+    workers: int
+    run: Run
+    base: float  # the baseline's median POST/s at this worker count
+
+    @property
+    def ratio(self) -> float:
+        return self.run.rate("POST") / self.base if self.base else 0.0
+
+
+def summary(rows: list[Row], args) -> None:
+    polls = args.pollers > 0
+    pg = " (PostgreSQL: game rows locked at once, on average)" if args.db == "postgresql" else ""
+    print("\nsummary: POST = confirm POSTs/s; ratio = POST/s / baseline median at the same "
+          "worker count; p50/p99 of the POST, ms; CPU = server CPU ms per confirm (GET+POST"
+          f"{', polls included' if polls else ''}); lock = the write lock's hold per writing "
+          "transaction of the workers, ms, and the share of the window it was held"
+          f"{pg}"
+          "; other = share of all cores busy with processes not this bench's (noise); "
+          "x4/2 = POST/s at 4 workers / at 2")
+    head = (f"{'config':<13} {'w':>2} {'POST/s':>8} {'ratio':>6} {'p50':>6} {'p99':>6} "
+            f"{'CPU':>6} {'lock50':>6} {'lock99':>6} {'held':>5}")
+    if polls:
+        head += f" {'poll/s':>6} {'304':>4}"
+    print(head + f" {'other':>5} {'x4/2':>5}")
+    rate = {(r.name, r.workers): r.run.rate("POST") for r in rows}
+    for r in rows:
+        run = r.run
+        posts = run.ok("POST")
+        hold = [h[2] - h[1] for h in run.holds("worker")]
+        share = run.held_share("worker")
+        held = ("-" if not run.locks else f"{share:.2f}" if args.db == "postgresql"
+                else f"{share:.0%}")
+        ratio = f"{r.ratio:6.3f}" if r.base else f"{'-':>6}"
+        line = (f"{r.name:<13} {r.workers:>2} {run.rate('POST'):8.1f} {ratio} "
+                f"{ms(statistics.median(posts) if posts else None)} "
+                f"{ms(quantile(posts, 0.99) if posts else None)} "
+                f"{run.server_cpu / max(1, len(posts)) * 1000:6.2f} "
+                f"{ms(statistics.median(hold) if hold else None)} "
+                f"{ms(quantile(hold, 0.99) if hold else None)} {held:>5}")
+        if polls:
+            polled = run.polls()
+            share = sum(1 for _, st in polled if st == 304) / max(1, len(polled))
+            line += f" {len(polled) / run.seconds:6.1f} {share:4.0%}"
+        line += f" {run.others:5.0%}"
+        two = rate.get((r.name, 2))
+        line += (f" {run.rate('POST') / two:5.2f}" if r.workers == 4 and two else f" {'':>5}")
+        print(line)
 
 
 # --------------------------------------------------------------------------- main
@@ -516,7 +874,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16, help="concurrent client threads")
     parser.add_argument("--client-procs", type=int, default=2,
                         help="processes the client threads are spread over")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    parser.add_argument("--workers", default="2",
+                        help="gunicorn sync workers per server; a comma-separated list (e.g. "
+                             "1,2,4) runs everything once per count, on fresh servers and "
+                             "databases")
+    parser.add_argument("--db", choices=("sqlite", "postgresql"), default="sqlite",
+                        help="pbem's database (the baseline stays Flask + one SQLite write); "
+                             "postgresql: a throwaway cluster (tests/pgcluster.py)")
     parser.add_argument("--players", type=int, default=4, choices=range(2, 6))
     parser.add_argument("--mail", choices=("dev", "smtp"), default="smtp",
                         help="where the clock of '+clock' delivers: smtp to an aiosmtpd sink "
@@ -525,17 +889,35 @@ def main() -> None:
                         help="comma-separated pbem configurations: queued (no clock), "
                              "clock (a clock process delivering during the run)")
     parser.add_argument("--baseline-runs", type=int, default=2,
-                        help="baseline runs (the second after the pbem runs)")
+                        help="baseline runs per worker count (the second after the pbem runs; "
+                             "0: none, no ratios)")
     parser.add_argument("--post-only", action="store_true",
                         help="clients send only the confirm POSTs, with the form's sig worked "
                              "out beforehand (as if each confirm page had been fetched before "
                              "the window): the rate of confirm POSTs alone")
     parser.add_argument("--max-games", type=int, default=8000,
                         help="cap on games prepared per pbem run")
+    parser.add_argument("--lock-probe", action=argparse.BooleanOptionalAction, default=True,
+                        help="time the write lock's holds in pbem's processes "
+                             "(bench/lock_probe.py)")
+    parser.add_argument("--pollers", type=int, default=0,
+                        help="simulated open game pages polling GET /g/<page token> during "
+                             "each pbem run")
+    parser.add_argument("--poll-every", type=float, default=5.0,
+                        help="seconds between two polls of one page")
     args = parser.parse_args()
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     if not args.configs or set(args.configs) - set(CONFIG_NAMES):
         parser.error("--configs takes queued and/or clock")
+    try:
+        args.workers = [int(w) for w in args.workers.split(",") if w.strip()]
+    except ValueError:
+        parser.error("--workers takes a comma-separated list of counts")
+    if not args.workers or min(args.workers) < 1:
+        parser.error("--workers takes counts of 1 or more")
+    if args.pollers < 0 or args.poll_every <= 0:
+        parser.error("--pollers takes 0 or more, --poll-every more than 0")
+    args.rate_seen = 0.0  # the best confirm POSTs/s of a run so far: how many games to make
 
     def on_signal(signum, _frame):
         raise SystemExit(f"stopped by signal {signum}")
@@ -545,48 +927,108 @@ def main() -> None:
 
     servers: list[Server] = []
     started = time.monotonic()
+    cluster = None
     with tempfile.TemporaryDirectory(prefix="pbem-bench-") as tmp_name:
         tmp = Path(tmp_name)
         try:
-            run_all(args, tmp, servers)
+            if args.db == "postgresql":
+                sys.path.insert(0, str(ROOT))  # for tests.pgcluster
+                from tests.pgcluster import PostgresCluster
+
+                cluster = PostgresCluster()  # the tests' throwaway cluster
+                cluster.start()
+            run_all(args, tmp, servers, cluster)
         finally:
             for server in servers:
                 server.stop()
-    print(f"wall time {time.monotonic() - started:.0f} s; all servers stopped")
+            if cluster is not None:
+                cluster.stop()
+    print(f"wall time {time.monotonic() - started:.0f} s; all servers stopped"
+          f"{' and the PostgreSQL cluster removed' if cluster else ''}")
 
 
-def run_all(args, tmp: Path, servers: list[Server]) -> None:
-    from pbem.migrate import upgrade
-
-    create_baseline_db(tmp / "baseline.sqlite3")
+def run_all(args, tmp: Path, servers: list[Server], cluster) -> None:
     secret = "bench-" + os.urandom(16).hex()
-    configs = args.configs
-
     sink = None
-    if "clock" in configs and args.mail == "smtp":
+    if "clock" in args.configs and args.mail == "smtp":
         sp = free_port()
         sink = Server("smtp sink", [str(BIN / "aiosmtpd"), "-n", "-l", f"127.0.0.1:{sp}",
                                     "-c", "aiosmtpd.handlers.Sink"],
                       dict(os.environ), sp, tmp / "smtp.log")
         servers.append(sink)
+        sink.start()  # ready by the time the first pbem server is
 
+    print(f"confirm throughput: {args.clients} concurrent clients over {args.client_procs} "
+          f"client process(es), gunicorn sync workers {','.join(map(str, args.workers))} "
+          f"per server (fresh servers and databases per count), loopback, "
+          f"{args.duration:g} s per run after a {args.warmup:g} s warm-up; "
+          f"{os.cpu_count()} cores shared by servers and clients")
+    where = ("an aiosmtpd sink subprocess" if sink else ".eml files in a temp dir (dev)")
+    if cluster is None:
+        db = "SQLite WAL (synchronous=NORMAL), one database file"
+    else:
+        db = ("PostgreSQL (a throwaway cluster as the tests run it: fsync, synchronous_commit "
+              "and full_page_writes off; its processes' CPU counts as server CPU), one "
+              "database")
+    print(f"pbem: {db} per configuration and worker count, {args.players}-player games; "
+          f"requests only queue email. 'queued' = no clock (emails stay in the outbox); "
+          f"'+clock' = a clock process delivers them during the run, to {where}")
+    print("each pbem confirm = GET /a/<token> (confirm page) + POST with its sig; the "
+          "baseline (Flask + one SQLite write per POST, whatever --db) only POSTs; "
+          + (f"it runs {args.baseline_runs} time(s) per worker count, at that count, first "
+             "before the pbem runs and then after them" if args.baseline_runs else
+             "no baseline runs (--baseline-runs 0): no ratios"))
+    if args.lock_probe:
+        lock = ("BEGIN IMMEDIATE granted -> COMMIT/ROLLBACK returned" if cluster is None else
+                "first SELECT ... FOR UPDATE answered -> COMMIT/ROLLBACK returned")
+        print(f"write lock per writing transaction of pbem's processes: {lock}")
+    if args.pollers:
+        print(f"pollers: {args.pollers} open game pages in one asyncio process, each "
+              f"GET /g/<page token> every {args.poll_every:g} s with If-None-Match once it "
+              "has an ETag (each page loaded once before the window, as a browser would)")
+    print()
+
+    rows: list[Row] = []
+    t0 = time.monotonic()
+    for workers in args.workers:
+        print(f"== {workers} worker{'s' if workers > 1 else ''} ==")
+        rows += run_workers(args, workers, tmp, servers, cluster, secret, sink)
+        print()
+    summary(rows, args)
+    print(f"(all worker counts took {time.monotonic() - t0:.0f} s)")
+
+
+def run_workers(args, workers: int, tmp: Path, servers: list[Server], cluster,
+                secret: str, sink: Server | None) -> list[Row]:
+    """Fresh servers and databases at ``workers`` workers: baseline, pbem configurations,
+    baseline again; the servers are stopped before returning."""
+    from pbem.migrate import upgrade
+
+    mine: list[Server] = []
+    base_db = tmp / f"baseline-w{workers}.sqlite3"
+    create_baseline_db(base_db)
     bp = free_port()
     baseline = Server("baseline", gunicorn("confirm_throughput:baseline_app()", bp,
-                                           args.workers, ["--pythonpath", str(ROOT / "bench"),
-                                                          "--access-logfile", "-"]),
-                      dict(os.environ, BENCH_BASELINE_DB=str(tmp / "baseline.sqlite3")),
-                      bp, tmp / "baseline.log")
-    servers.append(baseline)
+                                           workers, ["--pythonpath", str(ROOT / "bench"),
+                                                     "--access-logfile", "-"]),
+                      dict(os.environ, BENCH_BASELINE_DB=str(base_db)),
+                      bp, tmp / f"baseline-w{workers}.log")
+    mine.append(baseline)
     pbems: dict[str, Server] = {}
     clocks: dict[str, Server] = {}
     urls: dict[str, str] = {}
-    for cfg in configs:
-        urls[cfg] = f"sqlite:///{tmp / f'pbem-{cfg}.sqlite3'}"
+    lock_dirs: dict[str, Path | None] = {}
+    for cfg in args.configs:
+        tag = f"{cfg}-w{workers}"
+        if cluster is None:
+            urls[cfg] = f"sqlite:///{tmp / f'pbem-{tag}.sqlite3'}"
+        else:
+            urls[cfg] = cluster.url(cluster.create_database())
         upgrade(urls[cfg])
         port = free_port()
         env = dict(os.environ, PBEM_DATABASE_URL=urls[cfg], PBEM_SECRET_KEY=secret,
                    PBEM_BASE_URL=f"http://127.0.0.1:{port}",
-                   PBEM_MAILBOX_DIR=str(tmp / f"mailbox-{cfg}"),
+                   PBEM_MAILBOX_DIR=str(tmp / f"mailbox-{tag}"),
                    **{f"PBEM_{k}": v for k, v in NO_CAPS.items()})
         if sink is not None:
             env.update(PBEM_MAIL_BACKEND="smtp", PBEM_SMTP_HOST="127.0.0.1",
@@ -594,59 +1036,76 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
                        PBEM_MAIL_FROM="pbem bench <pbem@bench.invalid>")
         else:
             env["PBEM_MAIL_BACKEND"] = "dev"
+        conf = "python:pbem.gunicorn_conf"
+        lock_dirs[cfg] = None
+        if args.lock_probe:
+            lock_dirs[cfg] = tmp / f"locks-{tag}"
+            lock_dirs[cfg].mkdir()
+            env["BENCH_LOCK_DIR"] = str(lock_dirs[cfg])
+            conf = str(ROOT / "bench" / "lock_probe.py")  # pbem's settings + the probe
         pbems[cfg] = Server(CONFIG_NAMES[cfg],
-                            gunicorn("pbem:create_app()", port, args.workers,
-                                     ["--config", "python:pbem.gunicorn_conf"]),
-                            env, port, tmp / f"pbem-{cfg}.log")
-        servers.append(pbems[cfg])
+                            gunicorn("pbem:create_app()", port, workers, ["--config", conf]),
+                            env, port, tmp / f"pbem-{tag}.log")
+        mine.append(pbems[cfg])
         if cfg == "clock":
-            clocks[cfg] = Server("clock", [str(BIN / "flask"), "--app", "pbem", "pbem",
-                                           "clock"], env, 0, tmp / "clock.log")
-            servers.append(clocks[cfg])
-    for server in servers:
-        if server not in clocks.values():  # a clock runs only around its own runs
-            server.start()
-    if sink is not None:
-        sink.wait_ready(None)
-    baseline.wait_ready("/healthz")
-    for server in pbems.values():
-        server.wait_ready("/healthz")
+            argv = [str(BIN / "flask"), "--app", "pbem", "pbem", "clock"]
+            if args.lock_probe:
+                argv = [sys.executable, "-c", CLOCK_WITH_PROBE, *argv[1:]]
+                env["BENCH_DIR"] = str(ROOT / "bench")
+            clocks[cfg] = Server("clock", argv, env, 0, tmp / f"clock-w{workers}.log")
+            mine.append(clocks[cfg])
+    servers += mine
+    games: dict[str, Games] = {}
+    try:
+        for server in mine:
+            if server not in clocks.values():  # a clock runs only around its own runs
+                server.start()
+        if sink is not None:
+            sink.wait_ready(None)
+        baseline.wait_ready("/healthz")
+        for server in pbems.values():
+            server.wait_ready("/healthz")
+        games = {cfg: Games(urls[cfg], secret, args.players) for cfg in args.configs}
+        db = Cluster(cluster) if cluster is not None else None
+        return measure(args, workers, baseline, pbems, clocks, games, lock_dirs, secret, sink,
+                       db)
+    finally:
+        for g in games.values():
+            g.dispose()
+        for server in mine:  # all at once: each takes about a second to shut down
+            server.term()
+        for server in mine:
+            server.stop()
+            servers.remove(server)
 
-    games = {cfg: Games(urls[cfg], secret, args.players) for cfg in configs}
+
+def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
+            clocks: dict[str, Server], games: dict[str, Games],
+            lock_dirs: dict[str, Path | None], secret: str, sink: Server | None,
+            db: Cluster | None) -> list[Row]:
+    configs = args.configs
     warm = 6 * args.clients
     t0 = time.monotonic()
     warm_tokens = {cfg: games[cfg].tokens(warm) for cfg in configs}
     prep_seconds = time.monotonic() - t0
-
-    print(f"confirm throughput: {args.clients} concurrent clients over {args.client_procs} "
-          f"client process(es), gunicorn {args.workers} sync workers per server, loopback, "
-          f"{args.duration:g} s per run after a {args.warmup:g} s warm-up; "
-          f"{os.cpu_count()} cores shared by servers and clients")
-    where = ("an aiosmtpd sink subprocess" if sink else ".eml files in a temp dir (dev)")
-    print(f"pbem: SQLite WAL (synchronous=NORMAL), {args.players}-player games, one database "
-          f"per configuration; requests only queue email. 'queued' = no clock (emails stay "
-          f"in the outbox); '+clock' = a clock process delivers them during the run, to "
-          f"{where}")
-    print("each pbem confirm = GET /a/<token> (confirm page) + POST with its sig; the "
-          "baseline client only POSTs (one SQLite write each)\n")
-
     base_runs: list[Run] = []
     pbem_runs: dict[str, Run] = {}
 
     def baseline_run(label: str, warmup: bool) -> None:
         lists = [None] * args.clients
         if warmup:
-            drive("warm-up", "baseline", bp, lists, args.client_procs, args.warmup,
-                  [baseline], None)
-        run = drive(label, "baseline", bp, lists, args.client_procs, args.duration,
-                    [baseline], None)
+            drive("warm-up", "baseline", baseline.port, lists, args.client_procs,
+                  args.warmup, [baseline], None)
+        run = drive(label, "baseline", baseline.port, lists, args.client_procs,
+                    args.duration, [baseline], None)
         base_runs.append(run)
         report(run, "baseline")
 
-    baseline_run("baseline #1", True)
+    if args.baseline_runs:
+        baseline_run("baseline #1", True)
     for cfg in configs:
         server, clock = pbems[cfg], clocks.get(cfg)
-        measured = [server] + ([clock] if clock else [])
+        measured = [server] + ([clock] if clock else []) + ([db] if db else [])
         if clock:
             start_clock(clock)
         warm_run = drive("warm-up", "pbem", server.port,
@@ -654,10 +1113,15 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
                          args.warmup, measured, sink)
         if clock:  # no clock while games are prepared: it would deliver their first emails
             clock.stop()
-        estimate = max(warm_run.rate("POST"), 1.0)
+        # twice the rate seen so far (others' load may have slowed the warm-up)
+        estimate = max(warm_run.rate("POST"), args.rate_seen, 1.0)
         need = min(args.max_games, math.ceil(estimate * args.duration * 2.0) + 4 * args.clients)
         t0 = time.monotonic()
         tokens = games[cfg].tokens(need)
+        polls = None
+        if args.pollers:
+            pages = games[cfg].pages(args.pollers)
+            polls = (pages, load_pages(server.port, pages), args.poll_every)
         if args.post_only:
             from pbem.tokens import form_signature
 
@@ -667,27 +1131,49 @@ def run_all(args, tmp: Path, servers: list[Server]) -> None:
             start_clock(clock)
         moves0, outbox0 = games[cfg].counts()
         run = drive(server.name, "pbem", server.port, split(tokens, args.clients),
-                    args.client_procs, args.duration, measured, sink)
+                    args.client_procs, args.duration, measured, sink, polls, lock_dirs[cfg],
+                    exclusive=args.db == "sqlite")
         moves1, _ = games[cfg].counts()
         run.moves, run.outbox = moves1 - moves0, games[cfg].outbox_since(outbox0)
+        args.rate_seen = max(args.rate_seen, run.rate("POST"))
         if clock:
             clock.stop()
         pbem_runs[cfg] = run
-        report(run, "pbem")
+        report(run, "pbem", args.db == "postgresql")
     for i in range(1, args.baseline_runs):
         baseline_run(f"baseline #{i + 1}", False)
 
-    base = statistics.median(r.rate("POST") for r in base_runs)
-    base_cpu = statistics.median(r.server_cpu / max(1, len(r.ok("POST"))) for r in base_runs)
-    print(f"\nbaseline median {base:.1f} POST/s, server CPU {base_cpu * 1000:.2f} ms per POST")
-    for _cfg, run in pbem_runs.items():
-        ratio = run.rate("POST") / base if base else 0.0
+    base = base_cpu = 0.0
+    if base_runs:
+        base = statistics.median(r.rate("POST") for r in base_runs)
+        base_cpu = statistics.median(r.server_cpu / max(1, len(r.ok("POST")))
+                                     for r in base_runs)
+        print(f"baseline median {base:.1f} POST/s at {workers} workers, server CPU "
+              f"{base_cpu * 1000:.2f} ms per POST")
+    for run in pbem_runs.values():
         cpu = run.server_cpu / max(1, len(run.ok("POST")))
-        print(f"{run.name:<13} {run.rate('POST'):7.1f} confirm POSTs/s = {ratio:.3f} of the "
-              f"baseline ({'meets' if ratio >= 1 / 3 else 'misses'} the aim of 1/3); by server "
-              f"CPU per request {base_cpu / cpu if cpu else 0:.3f}")
+        line = f"{run.name:<13} {run.rate('POST'):7.1f} confirm POSTs/s"
+        if base:
+            ratio = run.rate("POST") / base
+            line += (f" = {ratio:.3f} of the baseline ({'meets' if ratio >= 1 / 3 else 'misses'}"
+                     f" the aim of 1/3); by server CPU per request "
+                     f"{base_cpu / cpu if cpu else 0:.3f}")
+        print(line)
     print(f"(preparing games and tokens in this process took {prep_seconds:.1f} s, "
-          f"outside the measured windows; {len(servers)} server process groups)")
+          f"outside the measured windows)")
+    return [Row(run.name, workers, run, base) for run in pbem_runs.values()]
+
+
+# The clock process with the lock probe installed first: ``python -c CLOCK_WITH_PROBE
+# --app pbem pbem clock`` is ``flask --app pbem pbem clock`` (click reads sys.argv[1:]).
+CLOCK_WITH_PROBE = """\
+import os, sys
+sys.path.insert(0, os.environ["BENCH_DIR"])
+import lock_probe
+lock_probe.install(os.environ["BENCH_LOCK_DIR"], "clock")
+from flask.cli import main
+main()
+"""
 
 
 def start_clock(clock: Server, timeout: float = 60.0) -> None:
