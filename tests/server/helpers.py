@@ -13,7 +13,8 @@ import random
 import re
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from email.utils import parseaddr
@@ -24,12 +25,14 @@ from typing import Any
 import requests
 from flask import Flask
 from sqlalchemy import select as sa_select
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
 from sqlmodel import select
 
 from engine.core import Action, format_action
 from engine.registry import get_game
 from pbem import mail, services
-from pbem.db import get_engine, session_scope
+from pbem.db import get_engine, is_postgres, session_scope
 from pbem.models import Decision, Game, Outbox, Seat, Token, metadata
 from pbem.tokens import form_signature, hash_token
 
@@ -453,6 +456,25 @@ def create_on_web(client, app: Flask, players=PLAYERS, **extra: str) -> Mail:
 
 
 # --------------------------------------------------------------------------- servers
+
+
+@contextmanager
+def holding_game(app: Flask, game_id: str) -> Iterator[Connection]:
+    """Another writer holding a game, as a request in the middle of a move would: on
+    SQLite the database's write lock (a ``BEGIN IMMEDIATE``), on PostgreSQL the game's
+    row (``FOR UPDATE``). Let go at the end, or earlier by ``rollback()`` of the
+    connection it yields."""
+    with app.app_context():
+        conn = get_engine(app).connect()
+    try:
+        conn.begin()  # BEGIN IMMEDIATE on SQLite: the write lock, held
+        if is_postgres(app):
+            conn.execute(text("SELECT id FROM game WHERE id = :id FOR UPDATE"),
+                         {"id": game_id})
+        yield conn
+    finally:
+        conn.rollback()
+        conn.close()
 
 
 def poll_until(condition: Callable[[], bool], seconds: float, what: str) -> None:

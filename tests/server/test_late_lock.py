@@ -14,7 +14,7 @@ from sqlmodel import select
 import pbem.services.playing as playing
 from pbem.db import get_engine, is_postgres, read_scope
 from pbem.models import Move
-from tests.server.helpers import only_form, path_of
+from tests.server.helpers import holding_game, only_form, path_of
 
 
 def _moves_of(app, decision_id: int) -> list[Move]:
@@ -55,21 +55,12 @@ def test_a_confirm_works_out_its_move_while_another_writer_holds_the_lock(app, t
     url, action = next(iter(table.one_click(decision).items()))
     form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
     worked_out = _spy_apply(monkeypatch)
-    with app.app_context():
-        conn = get_engine(app).connect()
-    try:
-        conn.begin()  # BEGIN IMMEDIATE on SQLite: the write lock, held
-        if is_postgres(app):
-            conn.execute(text("SELECT id FROM game WHERE id = :id FOR UPDATE"),
-                         {"id": table.game_id})
-        with ThreadPoolExecutor(1) as pool:
-            future = pool.submit(lambda: table.client.post(path_of(url), data=form))
-            assert worked_out.wait(10), "the confirm waited for the lock before its move"
-            assert not future.done()  # it waits for the lock only to write
-            conn.rollback()
-            resp = future.result(timeout=30)
-    finally:
-        conn.close()
+    with holding_game(app, table.game_id) as conn, ThreadPoolExecutor(1) as pool:
+        future = pool.submit(lambda: table.client.post(path_of(url), data=form))
+        assert worked_out.wait(10), "the confirm waited for the lock before its move"
+        assert not future.done()  # it waits for the lock only to write
+        conn.rollback()
+        resp = future.result(timeout=30)
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert [m.action for m in _moves_of(app, decision.id)] == [action.to_json()]
 

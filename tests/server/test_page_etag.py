@@ -10,17 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import event
 from sqlmodel import select
 
 from pbem import services
-from pbem.db import get_engine, is_postgres, session_scope
+from pbem.db import get_engine, session_scope
 from pbem.models import Game, Seat
 from pbem.tokens import mint
 from pbem.web import fresh
 from pbem.web.common import CSP, LOG_FETCH, SCRIPTS
 from tests.server.conftest import new_table
-from tests.server.helpers import Table, forms, token_of
+from tests.server.helpers import Table, forms, holding_game, token_of
 from tests.server.timekit import T0, at
 
 ANN, BOB, CY = 0, 1, 2  # seat positions; Cy bids first
@@ -351,19 +351,9 @@ def test_a_304_takes_no_write_lock(app, table):
     304 answers at once."""
     path = f"/g/{token(app, table.game_id, ANN)}"
     tag = etag_of(get(table.client, path))
-    with app.app_context():
-        conn = get_engine(app).connect()
-    try:
-        conn.begin()  # BEGIN IMMEDIATE on SQLite: the write lock, held
-        if is_postgres(app):
-            conn.execute(text("SELECT id FROM game WHERE id = :id FOR UPDATE"),
-                         {"id": table.game_id})
-        with ThreadPoolExecutor(1) as pool:
-            resp = pool.submit(lambda: get(table.client, path, tag)).result(timeout=10)
-        assert resp.status_code == 304
-    finally:
-        conn.rollback()
-        conn.close()
+    with holding_game(app, table.game_id), ThreadPoolExecutor(1) as pool:
+        resp = pool.submit(lambda: get(table.client, path, tag)).result(timeout=10)
+    assert resp.status_code == 304
 
 
 # --------------------------------------------------------------------------- the log's script

@@ -7,12 +7,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from sqlalchemy import text
 from sqlmodel import select
 
-from pbem.db import get_engine, is_postgres, read_scope
+from pbem.db import read_scope
 from pbem.models import Game, Move
-from tests.server.helpers import only_form, path_of
+from tests.server.helpers import holding_game, only_form, path_of
 
 
 def test_a_page_is_served_while_a_writer_holds_the_game(app, table):
@@ -21,21 +20,10 @@ def test_a_page_is_served_while_a_writer_holds_the_game(app, table):
     (30 s) or forever; the game page answers at once instead."""
     decision = table.open()
     page = path_of(table.page_link(decision))
-    with app.app_context():
-        conn = get_engine(app).connect()
-    try:
-        conn.begin()  # BEGIN IMMEDIATE on SQLite: the write lock, held
-        if is_postgres(app):
-            conn.execute(text("SELECT id FROM game WHERE id = :id FOR UPDATE"),
-                         {"id": table.game_id})
-        with ThreadPoolExecutor(1) as pool:
-            future = pool.submit(lambda: table.client.get(page))
-            resp = future.result(timeout=10)
-        assert resp.status_code == 200
-        assert 'id="decision"' in resp.get_data(as_text=True)
-    finally:
-        conn.rollback()
-        conn.close()
+    with holding_game(app, table.game_id), ThreadPoolExecutor(1) as pool:
+        resp = pool.submit(lambda: table.client.get(page)).result(timeout=10)
+    assert resp.status_code == 200
+    assert 'id="decision"' in resp.get_data(as_text=True)
 
 
 def test_a_read_keeps_its_snapshot_while_a_confirm_commits(app, table):
