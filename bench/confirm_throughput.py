@@ -59,16 +59,20 @@ and released (its docstring says exactly how): on SQLite from the end of pbem's
 return of the DBAPI COMMIT/ROLLBACK; on PostgreSQL from the end of the first
 ``SELECT ... FOR UPDATE`` (``lock_game``) to the same. Only samples released inside the
 window count. On SQLite the lock is one and exclusive, so a hold ends at the latest when
-the next writer (worker or clock) is granted it: a release stamped later than that (the
-process descheduled between the release inside COMMIT and its timestamp, which happens
-with more busy processes than cores) is cut to that grant, and the cuts are printed (how
-many, by how much). A holder descheduled *while* it holds the lock still counts: the lock
-is held meanwhile. Printed: the holds' count (per confirm POST), hold p50/p99, the wait
-before the grant (on PostgreSQL the locking statement's time), and the sum of the holds'
-time inside the window / the window. On SQLite that is the busy share of the one write
-lock (workers and clock separately; together at most 100 %); on PostgreSQL the locks are
-game rows, several held at once, so it is the mean number of game rows locked at any
-moment.
+the next writer (worker or clock) is granted it: a release stamped later than that is cut
+to that grant, and the cuts are printed (how many, by how much). Two causes: the process
+was descheduled between the release inside COMMIT and its timestamp (more busy processes
+than cores), or the COMMIT call went on after the release: SQLite runs the WAL
+auto-checkpoint (every 1000 pages; it syncs the database file at synchronous=NORMAL)
+inside the committing call once the transaction is over. A standalone loop of one-row
+commits here showed commit calls of up to 85 ms every ~1000 pages against a median of
+0.02 ms; cuts of 100-200 ms appear in the runs. A holder descheduled *while* it holds the
+lock still counts: the lock is held meanwhile. Printed: the holds' count (per confirm
+POST), hold p50/p99, the wait before the grant (on PostgreSQL the locking statement's
+time), and the sum of the holds' time inside the window / the window. On SQLite that is
+the busy share of the one write lock (workers and clock separately; together at most
+100 %); on PostgreSQL the locks are game rows, several held at once, so it is the mean number
+of game rows locked at any moment.
 
 Pollers (``--pollers N``, ``--poll-every S``): N simulated open game pages, one asyncio
 loop in a process of their own. Each page is loaded once before the window (its ETag kept,
