@@ -56,7 +56,6 @@ import argparse
 import contextlib
 import http.client
 import json
-import math
 import os
 import random
 import re
@@ -73,7 +72,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for pbem and tests.pgcluster when run as a script
 sys.path.insert(0, str(ROOT / "bench"))
 
-from confirm_throughput import Server, free_port, gunicorn  # noqa: E402
+from confirm_throughput import Server, free_port, gunicorn, quantile  # noqa: E402
 from sweep_time import BASE_URL, bulk_load, database, make_templates  # noqa: E402
 
 SIG_RE = re.compile(rb'name="sig" value="([0-9a-f]+)"')
@@ -200,11 +199,6 @@ class Clients:
             got = [r for r in self.records if r[0] == method and start <= r[1] <= end]
         return [t1 - t0 for _, t0, t1, st in got if st == 200], \
             sum(1 for *_, st in got if st != 200)
-
-
-def quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[max(1, min(len(ordered), math.ceil(q * len(ordered)))) - 1]
 
 
 def lat(values: list[float]) -> str:
