@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import weakref
 from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -82,18 +83,34 @@ SHORT_PATTERNS = {"en": ("EEE HH:mm", "d MMM y, HH:mm"), "de": ("EEE HH:mm", "d.
 def short_time(when: datetime | str | None, tz: str, now: datetime | None = None) -> str:
     """A time for a list in the reader's zone and language: the weekday within a few days
     of now ("Tue 14:02"), else the date ("3 Mar 2030, 14:02")."""
-    if when is None:
-        return ""
-    when = datetime.fromisoformat(when) if isinstance(when, str) else when
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
+    return short_times((when,), tz, now)[0]
+
+
+def short_times(whens: Iterable[datetime | str | None], tz: str,
+                now: datetime | None = None) -> list[str]:
+    """``short_time`` of each of ``whens`` (a game page's dozens of round headings and
+    log days), with the language and the clock read once."""
     lang = language()
     near, far = SHORT_PATTERNS.get(lang, SHORT_PATTERNS[DEFAULT])
-    if now is None:
-        now = datetime.now(UTC)
-        _changes_at(min((t for t in (when - NEAR, when + NEAR) if t > now), default=None))
-    pattern = near if abs(when - now) < NEAR else far
-    return _short_time(when, tz, pattern, lang)
+    track = now is None  # the words follow the clock: note when they will change
+    current = datetime.now(UTC) if now is None else now
+    out: list[str] = []
+    change: datetime | None = None
+    for when in whens:
+        if when is None:
+            out.append("")
+            continue
+        when = datetime.fromisoformat(when) if isinstance(when, str) else when
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        if track:
+            for t in (when - NEAR, when + NEAR):
+                if t > current and (change is None or t < change):
+                    change = t
+        out.append(_short_time(when, tz, near if abs(when - current) < NEAR else far, lang))
+    if track:
+        _changes_at(change)
+    return out
 
 
 @functools.lru_cache(maxsize=8192)
@@ -162,6 +179,7 @@ def init_app(app: Flask) -> None:
     Babel(app, locale_selector=select_locale)
     app.jinja_env.globals.update(format_deadline=format_deadline, languages=LANGUAGES,
                                  current_language=language, short_time=short_time,
+                                 short_times=short_times,
                                  time_until=time_until)
     app.jinja_env.filters["num"] = number
     app.jinja_env.filters["sentence"] = sentence

@@ -20,6 +20,7 @@ import json
 import re
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from jinja2 import (
 
 from engine.registry import Listing, listings
 from pbem import TEMPLATES
+from pbem.i18n import short_times
 
 HTML_SUFFIX = "@html"
 GAME_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,30}")
@@ -148,20 +150,42 @@ class NarratedLog:
 
     def __call__(self, event: Callable[..., Any], game: Any, e: Any, names: list[str],
                  card: Any, me: int | None = None) -> Any:
+        """The words of the entry of event ``e`` (``event``: the narration's macro)."""
+        return self.words(event, game, [e], names, card, me)[0]
+
+    def words(self, event: Callable[..., Any], game: Any, events: list[Any],
+              names: list[str], card: Any, me: int | None = None) -> list[Any]:
+        """The words of each of ``events``, kept or narrated now."""
         if current_app.jinja_env.auto_reload:
-            return event(e, names, card, me)
-        raw = getattr(e, "raw", None)  # the data as stored (a LogEvent), else as JSON
-        key = (game.id, e.kind, e.actor, raw if raw is not None else json.dumps(
-            e.data, sort_keys=True), str(get_locale()), me, tuple(names))
-        found = self._entries.get(key)
-        if found is None:
-            found = event(e, names, card, me)
-            with self._lock:
-                if len(self._entries) >= self.limit:
-                    for old in list(itertools.islice(self._entries, self.limit // 4)):
-                        del self._entries[old]
-                self._entries[key] = found
-        return found
+            return [event(e, names, card, me) for e in events]
+        language, who, out = str(get_locale()), tuple(names), []
+        for e in events:
+            raw = getattr(e, "raw", None)  # the data as stored (a LogEvent), else as JSON
+            key = (game.id, e.kind, e.actor, raw if raw is not None else json.dumps(
+                e.data, sort_keys=True), language, me, who)
+            found = self._entries.get(key)
+            if found is None:
+                found = event(e, names, card, me)
+                with self._lock:
+                    if len(self._entries) >= self.limit:
+                        for old in list(itertools.islice(self._entries, self.limit // 4)):
+                            del self._entries[old]
+                    self._entries[key] = found
+            out.append(found)
+        return out
+
+    def lines(self, event: Callable[..., Any], game: Any,
+              entries: list[tuple[Any, datetime, bool]], names: list[str], card: Any,
+              me: int | None, zone: str) -> list[tuple[str, str, Any]]:
+        """A part of the log as a page lists it, from its (event, time in the reader's
+        zone, first of its day) entries: each as its time in ISO form (to the minute),
+        its time as written (with the day for the first of a day, in ``zone``) and its
+        words."""
+        words = self.words(event, game, [e for e, _, _ in entries], names, card, me)
+        days = iter(short_times([at for _, at, new_day in entries if new_day], zone))
+        return [(at.isoformat(timespec="minutes"),
+                 next(days) if new_day else at.strftime("%H:%M"), said)
+                for (_, at, new_day), said in zip(entries, words, strict=True)]
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -5,6 +5,7 @@ from an endpoint that the page's own link (or key) authorises."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import update
@@ -210,6 +211,38 @@ def test_narrated_entries_kept_between_views_follow_names_language_and_reader(ro
         s.execute(update(Seat).where(Seat.game_id == game_id, Seat.position == 0)
                   .values(language="de"))
     assert "Runde 4 beginnt." in part_text(client.get(f"/g/{raw}").get_data(as_text=True), 4)
+
+
+def test_an_entry_shows_its_day_when_it_is_the_first_of_a_day(round4, client):
+    """Within an open round, the first entry of each day (in the reader's zone) writes
+    the day with its time; the others only the time."""
+    app, game_id = round4.app, round4.game_id
+    with app.app_context(), session_scope() as s:
+        seqs = s.exec(select(EventLog.seq).where(EventLog.game_id == game_id)
+                      .order_by(EventLog.seq)).all()
+        # every event a day apart at 10:00 UTC (11:00 in Berlin, the reader's zone), far
+        # back, so the day is written as a date
+        for n, seq in enumerate(seqs):
+            s.execute(update(EventLog).where(EventLog.game_id == game_id, EventLog.seq == seq)
+                      .values(created_at=datetime(2020, 1, 1, 10, 0, tzinfo=UTC) + timedelta(days=n)))
+        last = seqs[-1]
+        s.execute(update(EventLog).where(EventLog.game_id == game_id, EventLog.seq == last)
+                  .values(created_at=datetime(2020, 1, 1, 12, 0, tzinfo=UTC) + timedelta(days=len(seqs) - 2)))
+    html = client.get(f"/g/{page_token(app, game_id, 0)}").get_data(as_text=True)
+    times = re.findall(r'<li><time datetime="([^"]+)">([^<]+)</time>', text_of_raw(html, 4))
+    assert len(times) >= 3
+    *days, (last_iso, last_written) = times
+    for iso, written in days:  # each the first of its day: with its date
+        day = datetime.fromisoformat(iso)
+        assert written == f"{day.day} {day.strftime('%b')} {day.year}, 11:00", (iso, written)
+    assert last_iso.endswith("T13:00+01:00") and last_written == "13:00"  # same day as before
+
+
+def text_of_raw(html: str, number: int) -> str:
+    """The HTML of the log's part ``number``."""
+    found = re.search(rf'id="round-{number}".*?</(section|details)>', html, re.S)
+    assert found, number
+    return found.group(0)
 
 
 def test_narrated_log_keeps_at_most_its_limit():

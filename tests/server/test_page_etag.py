@@ -277,6 +277,16 @@ def test_words_that_move_with_the_clock_say_until_when_they_hold(app, frozen):
         i18n.time_until(T0 + timedelta(hours=5))  # "in 5 hours": not for long
         assert i18n.changes_at() == T0
 
+    with app.test_request_context("/"):  # many at once: each as alone, the first change
+        whens = [T0 - timedelta(days=10), None, T0 - timedelta(days=1), T0 + timedelta(days=8)]
+        alone = [i18n.short_time(w, "Europe/Berlin") for w in whens]
+        first = i18n.changes_at()
+    with app.test_request_context("/"):
+        assert i18n.short_times(whens, "Europe/Berlin") == alone
+        assert alone[1] == "" and alone[2].startswith(("Mon", "Tue", "Wed", "Thu", "Fri", "Sat",
+                                                       "Sun"))
+        assert i18n.changes_at() == first == T0 + timedelta(days=3)
+
 
 # --------------------------------------------------------------------------- a bad link: never 304
 
