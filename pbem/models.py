@@ -194,7 +194,9 @@ class Move(SQLModel, table=True):
 class EventLog(SQLModel, table=True):
     """The narration log: engine events (with visibility) and server notices."""
 
-    __table_args__ = (UniqueConstraint("game_id", "seq"),)
+    # the game page finds the beginnings of rounds among a long game's events by kind
+    __table_args__ = (UniqueConstraint("game_id", "seq"),
+                      Index("ix_eventlog_game_kind", "game_id", "kind", "seq"))
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: str = Field(foreign_key="game.id", index=True, max_length=16)

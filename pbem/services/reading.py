@@ -261,10 +261,14 @@ class LogRound:
     entries: list[tuple[LogEvent, datetime, bool]] | None = None
 
 
-_ROUND_MARKS = (select(EventLog.seq, EventLog.data, EventLog.created_at, EventLog.visible_to)
-                .where(EventLog.game_id == bindparam("game_id"),
-                       EventLog.kind == bindparam("kind"))
+# The beginnings of rounds (data and visibility as stored text: parsed only as needed).
+_ROUND_MARKS = (sa_select(col(EventLog.seq), cast(col(EventLog.data), Text),
+                          col(EventLog.created_at), cast(col(EventLog.visible_to), Text))
+                .where(col(EventLog.game_id) == bindparam("game_id"),
+                       col(EventLog.kind) == bindparam("kind"))
                 .order_by(col(EventLog.seq)))
+
+
 class LogEvent:
     """An event of the log as a page shows it: a plain row (an ORM object costs several
     times more, and a page shows up to a few hundred), whose ``data`` is parsed from its
@@ -274,9 +278,10 @@ class LogEvent:
     __slots__ = ("seq", "kind", "actor", "raw", "visible_to", "created_at", "_data")
 
     def __init__(self, seq: int, kind: str, actor: int | None, raw: str,
-                 visible_to: list[int] | None, created_at: datetime) -> None:
+                 visible_to: str | None, created_at: datetime) -> None:
         self.seq, self.kind, self.actor, self.raw = seq, kind, actor, raw
-        self.visible_to, self.created_at = visible_to, created_at
+        self.visible_to: list[int] | None = _json_or_none(visible_to)
+        self.created_at = created_at
         self._data: Any = None
 
     @property
@@ -287,8 +292,8 @@ class LogEvent:
 
 
 _EVENTS_FROM = (sa_select(col(EventLog.seq), col(EventLog.kind), col(EventLog.actor),
-                          cast(col(EventLog.data), Text), col(EventLog.visible_to),
-                          col(EventLog.created_at))
+                          cast(col(EventLog.data), Text),
+                          cast(col(EventLog.visible_to), Text), col(EventLog.created_at))
                 .where(col(EventLog.game_id) == bindparam("game_id"),
                        col(EventLog.seq) >= bindparam("first"),
                        col(EventLog.seq) < bindparam("end"))
@@ -314,22 +319,29 @@ def _rounds(s: Session, game: Game, mod: Any) -> list[LogRound]:
     """The parts of the log, oldest first: the events before the first round, then one
     part per event of the game's ``ROUND_EVENT`` (a game without one: a single part)."""
     kind = getattr(mod, "ROUND_EVENT", None)
-    marks = [m for m in s.execute(_ROUND_MARKS, {"game_id": game.id, "kind": kind})
-             if m.visible_to is None] if kind else []
+    marks = [(seq, data, at) for seq, data, at, seen in s.connection().execute(
+        _ROUND_MARKS, {"game_id": game.id, "kind": kind})
+        if _json_or_none(seen) is None] if kind else []
     parts = [LogRound(0, None, 1, None, _aware(game.started_at or game.created_at))]
-    for n, mark in enumerate(marks, 1):
-        parts[-1].end_seq = mark.seq
-        label = mark.data.get("round", n) if isinstance(mark.data, dict) else n
-        parts.append(LogRound(n, label, mark.seq, None, _aware(mark.created_at)))
+    for n, (seq, data, at) in enumerate(marks, 1):
+        parts[-1].end_seq = seq
+        data = json.loads(data)
+        label = data.get("round", n) if isinstance(data, dict) else n
+        parts.append(LogRound(n, label, seq, None, _aware(at)))
     if len(parts) > 1 and parts[1].first_seq <= 1:  # nothing came before the first round
         parts.pop(0)
     return parts
 
 
 def _events(s: Session, game: Game, first: int, end: int | None) -> list[LogEvent]:
-    return [LogEvent(*row) for row in s.execute(
+    return [LogEvent(*row) for row in s.connection().execute(
         _EVENTS_FROM, {"game_id": game.id, "first": first,
                        "end": end if end is not None else 2**31 - 1})]
+
+
+def _json_or_none(text: str | None) -> Any:
+    """A JSON value stored as text (a JSON null, or none stored: None)."""
+    return None if text is None or text == "null" else json.loads(text)
 
 
 def _entries(events: list[LogEvent], part: LogRound,
