@@ -136,12 +136,18 @@ def spectator_stamp(key: str) -> PageStamp | None:
     return PageStamp(row.id, SPECTATOR, row.version, row.event_seq, row.page_version)
 
 
+# The game's open decisions, as plain rows (attributes as a Decision's; nothing changes).
+_OPEN_DECISIONS = (sa_select(*table_of(Decision).columns)
+                   .where(table_of(Decision).c.game_id == bindparam("game_id"),
+                          table_of(Decision).c.closed_at.is_(None))
+                   .order_by(table_of(Decision).c.id))
+
+
 def _page_data(s: Session, game: Game, seat: Seat | None,
                with_log: bool = True) -> dict[str, Any]:
     seats = seats_of(s, game.id)
     position = seat.position if seat else None
-    decisions = s.exec(select(Decision).where(Decision.game_id == game.id,
-                                              col(Decision.closed_at).is_(None))).all()
+    decisions = s.connection().execute(_OPEN_DECISIONS, {"game_id": game.id}).all()
     mine = next((d for d in decisions if seat and d.seat_id == seat.id), None)
     mod = get_game(game.engine)
     state = load_state(mod, game) if game.state else None
