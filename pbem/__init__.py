@@ -63,6 +63,9 @@ class DefaultConfig:
     # Minutes a decision email waits when the same player decides again at once: the
     # page of their move already shows it; the email goes out only if they leave it open.
     FOLLOW_UP_MINUTES = 10.0
+    # Seconds between a live game page's questions "has anything changed?" (static/live.js;
+    # each answered 304 at almost no cost while nothing did).
+    LIVE_POLL_SECONDS = 5.0
     # A game in which no person played for this many full rounds in a row (every decision
     # timed out or played by a bot standing in) ends as abandoned; a game without rounds
     # counts this many moves per seat.

@@ -168,6 +168,8 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
         "view": localize.view(mod, mod.view(state, position), tr) if state is not None else None,
         "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
         "choices": choices, "log_zone": str(_zone(seat)), "effect": effect,
+        # the page follows the game (static/live.js) while what players do may change it
+        "live": game.status in (GameStatus.ACTIVE, GameStatus.INVITING),
         "variants": lambda action: variants_of(mod, state, position, action),
     }
 

@@ -93,18 +93,36 @@ def unchanged(stamp_of: Callable[[], PageStamp | None], variant: str = "",
     return None
 
 
-def tag(resp: Response, stamp: PageStamp, variant: str = "",
-        vary: str | None = None) -> Response:
+# Where a live game page writes its own ETag, for its script to ask with (``tag``).
+LIVE_TAG = b"@@pbem-etag@@"
+
+
+def tag(resp: Response, stamp: PageStamp, variant: str = "", vary: str | None = None,
+        headers: bool = True) -> Response:
     """``resp``, the page of ``stamp`` just rendered in this request, with its ETag (see
-    the module's description) and the cache headers of a page that is asked for again."""
+    the module's description) and the cache headers of a page that is asked for again
+    (``headers``: a plain GET); the ETag also where the page's live script reads it
+    (``LIVE_TAG``), to ask whether the game moved on since."""
+    etag = etag_of(resp, stamp, variant)
+    body = resp.get_data()
+    if LIVE_TAG in body:
+        resp.set_data(body.replace(LIVE_TAG, (etag or "").encode()))
+    if not headers or resp.status_code != 200 or etag is None:
+        return resp  # not a page a 304 could stand for
+    _headers(resp, etag, CSPS[etag.rpartition(".")[2]], vary)
+    return resp
+
+
+def etag_of(resp: Response, stamp: PageStamp, variant: str = "") -> str | None:
+    """The ETag of the page ``resp`` of ``stamp`` just rendered (None: a page no tag can
+    name, its security policy being none of ``CSPS``)."""
     policy = resp.headers.get("Content-Security-Policy", CSP)
     csp = next((letter for letter, text in CSPS.items() if text == policy), None)
-    if resp.status_code != 200 or csp is None:
-        return resp  # not a page a 304 could stand for
+    if csp is None:
+        return None
     when = i18n.changes_at()
     until = int(when.timestamp()) if when is not None else 0
-    _headers(resp, f"{_digest(stamp, variant)}.{until}.{csp}", CSPS[csp], vary)
-    return resp
+    return f"{_digest(stamp, variant)}.{until}.{csp}"
 
 
 def _headers(resp: Response, etag: str, policy: str, vary: str | None) -> None:

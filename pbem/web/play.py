@@ -123,16 +123,18 @@ def show_game_page(raw: str, status: int = 200, tagged: bool = False, **extra: A
     data = services.game_for_page(raw)
     if data["seat"] is not None:
         speak(data["seat"].language)
-    resp = _with_log_script(data, render_template("pages/game.html", data=data, raw=raw,
-                                                  **extra), status)
-    return fresh.tag(resp, data["stamp"]) if tagged else resp
+    resp = _with_scripts(data, render_template("pages/game.html", data=data, raw=raw,
+                                               **extra), status)
+    return fresh.tag(resp, data["stamp"], headers=tagged)
 
 
-def _with_log_script(data: dict[str, Any], page: str, status: int = 200):
-    """A game page whose log has folded rounds carries a script (static/log.js) that
-    loads one when it is opened, from this server only; other pages run no script."""
+def _with_scripts(data: dict[str, Any], page: str, status: int = 200):
+    """A game page runs scripts from this server only, and only where it has use for
+    them: a log with folded rounds (static/log.js loads one when it is opened) or a game
+    under way (static/live.js asks every few seconds whether the page changed); other
+    pages run no script."""
     resp = current_app.make_response((page, status))
-    if any(part.entries is None for part in data["log"]):
+    if data["live"] or any(part.entries is None for part in data["log"]):
         resp.headers["Content-Security-Policy"] = CSP + SCRIPTS + LOG_FETCH
     return resp
 
@@ -230,7 +232,7 @@ def spectator(key: str):
     if not_modified is not None:
         return not_modified
     data = services.game_for_spectator(key)
-    resp = _with_log_script(data, render_template("pages/game.html", data=data, raw=None))
+    resp = _with_scripts(data, render_template("pages/game.html", data=data, raw=None))
     return fresh.tag(resp, data["stamp"], variant, SPECTATOR_VARY)
 
 
