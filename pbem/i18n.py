@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 import weakref
-from datetime import UTC, datetime, timedelta
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 

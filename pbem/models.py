@@ -255,6 +255,18 @@ class Suppression(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class Address(SQLModel, table=True):
+    """What one email address chose for all of its games, set through links sent to it
+    (there are no accounts): ``calendar_hash``, the hash of its private calendar feed's
+    secret (the feed of every open decision of the address, ``pbem.services.calendar``;
+    None: no feed), made at ``calendar_since``."""
+
+    address: str = Field(primary_key=True, max_length=254)  # lower case
+    calendar_hash: str | None = Field(default=None, max_length=64, unique=True)
+    calendar_since: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class RateLimit(SQLModel, table=True):
     """Counts of a limited action (creating games) per client key and window."""
 

@@ -18,6 +18,8 @@ One module per area; each imports only the ones listed above it:
   invitations, re-inviting a declined seat, starting.
 - ``my_games``: a player's own list of games: asking for it by address (a link sent to
   that address only), reading it, opening a game's page from it.
+- ``calendar``: a player's deadlines in their calendar: the private feed of an address's
+  open decisions (made, replaced and stopped from a game page), one deadline as a file.
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
   back, notifications, unsubscribing, leaving, language, abandon, vacation.
 
@@ -29,6 +31,15 @@ A test that patches a module attribute patches the module that reads it:
 """
 
 from pbem.policy import GamePolicy, default_reminders
+from pbem.services.calendar import (
+    CALENDAR_CHOICES,
+    calendar_feed,
+    calendar_game,
+    calendar_settings,
+    deadline_file,
+    open_from_calendar,
+    set_calendar,
+)
 from pbem.services.controls import (
     NOTIFY_CHOICES,
     abandon_game,
@@ -117,6 +128,9 @@ __all__ = [
     "parse_player", "play_again", "replace_player", "validate_players",
     # my_games
     "my_games", "open_my_game", "request_my_games",
+    # calendar
+    "CALENDAR_CHOICES", "calendar_feed", "calendar_game", "calendar_settings",
+    "deadline_file", "open_from_calendar", "set_calendar",
     # controls
     "NOTIFY_CHOICES", "abandon_game", "answer_handover", "come_back", "describe_handover",
     "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "pause_game",

@@ -17,6 +17,8 @@ long ago keeps working; ``tests/server/test_url_map.py`` pins them):
 - ``settings``: what a player sets, by address or by seat: the list of their games,
   language, notifications, unsubscribing. Digests, quiet hours and per-address settings
   go here.
+- ``calendar``: a player's deadlines in their calendar: a seat's calendar page, the
+  address's private feed, the page an event opens, one deadline as a file.
 - ``devmail``: the dev mailbox (this machine's browser only, dev backend only).
 
 ``common`` holds what they share (security headers, error pages, form checks).
@@ -30,9 +32,9 @@ from flask import Flask
 from pbem import narrate, zones
 from pbem.errors import ServiceError
 from pbem.tokens import form_signature
-from pbem.web import common, devmail, host, pages, play, rules, settings
+from pbem.web import calendar, common, devmail, host, pages, play, rules, settings
 
-BLUEPRINTS = (pages.bp, rules.bp, host.bp, play.bp, settings.bp, devmail.bp)
+BLUEPRINTS = (pages.bp, rules.bp, host.bp, play.bp, settings.bp, calendar.bp, devmail.bp)
 
 
 def init_app(app: Flask) -> None:

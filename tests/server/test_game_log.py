@@ -222,12 +222,12 @@ def test_an_entry_shows_its_day_when_it_is_the_first_of_a_day(round4, client):
                       .order_by(EventLog.seq)).all()
         # every event a day apart at 10:00 UTC (11:00 in Berlin, the reader's zone), far
         # back, so the day is written as a date
+        first = datetime(2020, 1, 1, 10, 0, tzinfo=UTC)
         for n, seq in enumerate(seqs):
             s.execute(update(EventLog).where(EventLog.game_id == game_id, EventLog.seq == seq)
-                      .values(created_at=datetime(2020, 1, 1, 10, 0, tzinfo=UTC) + timedelta(days=n)))
-        last = seqs[-1]
-        s.execute(update(EventLog).where(EventLog.game_id == game_id, EventLog.seq == last)
-                  .values(created_at=datetime(2020, 1, 1, 12, 0, tzinfo=UTC) + timedelta(days=len(seqs) - 2)))
+                      .values(created_at=first + timedelta(days=n)))
+        s.execute(update(EventLog).where(EventLog.game_id == game_id, EventLog.seq == seqs[-1])
+                  .values(created_at=first + timedelta(days=len(seqs) - 2, hours=2)))
     html = client.get(f"/g/{page_token(app, game_id, 0)}").get_data(as_text=True)
     times = re.findall(r'<li><time datetime="([^"]+)">([^<]+)</time>', text_of_raw(html, 4))
     assert len(times) >= 3

@@ -9,8 +9,10 @@ URLS = [
     ("/", "GET"), ("/a/<raw>", "GET,POST"), ("/admin/<raw>", "GET"),
     ("/admin/<raw>/<control>", "POST"), ("/admin/<raw>/again", "POST"),
     ("/admin/<raw>/remind", "POST"), ("/admin/<raw>/replace", "POST"),
+    ("/cal/<raw>.ics", "GET"), ("/cal/<raw>/open/<int(max=2147483647):seat_id>", "GET,POST"),
     ("/dev/mail", "GET"), ("/dev/mail/<name>", "GET"), ("/g/<raw>", "GET"),
-    ("/g/<raw>", "POST"), ("/g/<raw>/back", "POST"), ("/g/<raw>/language", "POST"),
+    ("/g/<raw>", "POST"), ("/g/<raw>/back", "POST"), ("/g/<raw>/calendar", "GET,POST"),
+    ("/g/<raw>/deadline.ics", "GET"), ("/g/<raw>/language", "POST"),
     ("/g/<raw>/log/<int(max=2147483647):number>", "GET"),
     ("/g/<raw>/notifications", "POST"), ("/g/<raw>/vacation", "POST"),
     ("/handover/<raw>", "GET,POST"), ("/healthz", "GET"), ("/host/confirm/<raw>", "GET,POST"),
@@ -32,9 +34,10 @@ def test_each_blueprint_holds_its_own_visitors_urls(app):
     """Who uses a URL says where it lives (see pbem/web/__init__.py)."""
     owner = {r.rule: r.endpoint.split(".")[0] for r in app.url_map.iter_rules()}
     assert {b.name for b in BLUEPRINTS} == {
-        "pages", "rules", "host", "play", "settings", "devmail"}
+        "pages", "rules", "host", "play", "settings", "calendar", "devmail"}
     expected = {"/": "pages", "/healthz": "pages", "/rules/<game>": "rules",
                 "/new": "host", "/admin/<raw>/<control>": "host", "/a/<raw>": "play",
                 "/watch/<key>": "play", "/my/<raw>": "settings", "/u/<raw>": "settings",
-                "/g/<raw>/notifications": "settings", "/dev/mail": "devmail"}
+                "/g/<raw>/notifications": "settings", "/dev/mail": "devmail",
+                "/cal/<raw>.ics": "calendar", "/g/<raw>/calendar": "calendar"}
     assert {rule: owner[rule] for rule in expected} == expected

@@ -1,0 +1,184 @@
+"""A player's deadlines in their calendar (issue 20, point 5): the private feed of every
+open decision of an address across its games, parsed back with ``icalendar``; its UIDs
+stable while a deadline moves; made, replaced and stopped from a game page; the page an
+event opens; one deadline as a file. Both databases."""
+
+from __future__ import annotations
+
+import re
+
+from icalendar import Calendar
+from sqlalchemy import func
+from sqlmodel import select
+
+from pbem.db import session_scope
+from pbem.models import Address, Decision, Seat, Token
+from pbem.tokens import form_signature
+from tests.server.conftest import start_game
+from tests.server.helpers import PLAYERS, SECRET, Table
+from tests.server.test_page_etag import ANN, BOB, CY, token
+
+FEED = re.compile(r'value="http://[^/"]+(/cal/[A-Za-z0-9_-]{43}\.ics)"')
+
+
+def calendar(client, raw: str, how: str):
+    return client.post(f"/g/{raw}/calendar", data={"sig": form_signature(SECRET, raw),
+                                                   "how": how})
+
+
+def new_feed(client, raw: str) -> str:
+    """Make (or replace) the feed from a seat's page link; its path."""
+    resp = calendar(client, raw, "start")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    (path,) = FEED.findall(resp.get_data(as_text=True))
+    return path
+
+
+def events(client, path: str) -> dict[str, dict]:
+    resp = client.get(path)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert resp.mimetype == "text/calendar"
+    cal = Calendar.from_ical(resp.get_data())
+    return {str(e["uid"]): {"start": e.decoded("dtstart"), "summary": str(e["summary"]),
+                            "url": str(e["url"]), "description": str(e["description"])}
+            for e in cal.walk("VEVENT")}
+
+
+def open_decisions(app, email: str) -> list[Decision]:
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(Decision).join(Seat, Seat.id == Decision.seat_id)
+                           .where(func.lower(Seat.email) == email,
+                                  Decision.closed_at.is_(None))).all())
+
+
+def count(app, model) -> int:
+    with app.app_context(), session_scope() as s:
+        return len(s.exec(select(model)).all())
+
+
+def uid(decision: Decision) -> str:
+    return f"pbem-decision-{decision.id}@pbem.test"
+
+
+def test_the_feed_lists_every_open_decision_of_the_address_in_all_its_games(table: Table):
+    other = start_game(table.app, seed=11, title="Second table")  # Cy plays here too
+    cy = token(table.app, table.game_id, CY)
+    assert count(table.app, Address) == 0
+    assert table.client.get(f"/g/{cy}/calendar").status_code == 200
+    assert count(table.app, Address) == 0  # looking changes nothing
+    path = new_feed(table.client, cy)
+    mine = open_decisions(table.app, PLAYERS[CY].email)
+    assert {d.game_id for d in mine} == {table.game_id, other.game_id}
+    found = events(table.client, path)
+    assert set(found) == {uid(d) for d in mine}  # Cy's decisions, nobody else's
+    for d in mine:
+        event = found[uid(d)]
+        assert event["start"] == d.deadline_at.replace(microsecond=0)
+        assert "your turn, bid for the conch" in event["summary"]
+        assert event["url"].endswith(f"/open/{d.seat_id}") and event["url"] in \
+            event["description"]
+    assert "Second table" in found[uid(next(d for d in mine if d.game_id == other.game_id))][
+        "summary"]
+
+
+def test_an_event_keeps_its_uid_as_its_deadline_moves_and_goes_once_decided(table: Table):
+    cy = token(table.app, table.game_id, CY)
+    path = new_feed(table.client, cy)
+    (first,) = open_decisions(table.app, PLAYERS[CY].email)
+    before = events(table.client, path)[uid(first)]["start"]
+    resp = table.client.post(f"/admin/{table.admin}/extend", data={
+        "sig": form_signature(SECRET, table.admin), "hours": "24"})
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    moved = events(table.client, path)
+    assert list(moved) == [uid(first)]  # the same event, updated
+    assert (moved[uid(first)]["start"] - before).total_seconds() == 24 * 3600
+    table.step()  # Cy bids: the event is gone
+    assert uid(first) not in events(table.client, path)
+
+
+def test_a_new_address_replaces_the_old_and_stopping_ends_it(table: Table):
+    ann = token(table.app, table.game_id, ANN)
+    old = new_feed(table.client, ann)
+    new = new_feed(table.client, ann)
+    assert old != new
+    gone = table.client.get(old)
+    assert gone.status_code == 404 and "no longer valid" in gone.get_data(as_text=True)
+    assert table.client.get(new).status_code == 200
+    # the same address from another game's page: the same feed
+    other = start_game(table.app, seed=12)
+    page = table.client.get(f"/g/{token(table.app, other.game_id, ANN)}/calendar")
+    assert "has a calendar feed, made" in page.get_data(as_text=True)
+    resp = calendar(table.client, ann, "stop")
+    assert "its address no longer works" in resp.get_data(as_text=True)
+    assert table.client.get(new).status_code == 404
+    assert "Make my calendar feed" in table.client.get(
+        f"/g/{ann}/calendar").get_data(as_text=True)
+
+
+def test_an_event_opens_its_game_only_by_a_press(table: Table):
+    cy = token(table.app, table.game_id, CY)
+    path = new_feed(table.client, cy)
+    (event,) = events(table.client, path).values()
+    url = event["url"].split("pbem.test", 1)[1]
+    tokens = count(table.app, Token)
+    page = table.client.get(url)
+    assert page.status_code == 200 and "Open the game page" in page.get_data(as_text=True)
+    assert count(table.app, Token) == tokens  # a GET mints nothing
+    feed_raw = path.split("/")[2].removesuffix(".ics")
+    resp = table.client.post(url, data={"sig": form_signature(SECRET, feed_raw)})
+    assert resp.status_code == 303 and resp.headers["Location"].startswith("/g/")
+    assert "Your turn" in table.client.get(resp.headers["Location"]).get_data(as_text=True)
+    # someone else's seat, a garbled one, a forged form: clear refusals, nothing made
+    with table.app.app_context(), session_scope() as s:
+        ann_seat = s.exec(select(Seat.id).where(Seat.game_id == table.game_id,
+                                                Seat.position == ANN)).one()
+    tokens = count(table.app, Token)
+    for bad in (url.rsplit("/", 1)[0] + f"/{ann_seat}", url.rsplit("/", 1)[0] + "/999999"):
+        assert table.client.get(bad).status_code == 404
+        assert table.client.post(bad, data={"sig": form_signature(SECRET, feed_raw)}
+                                 ).status_code == 404
+    forged = table.client.post(url, data={"sig": "0" * 64})
+    assert forged.status_code == 400
+    assert count(table.app, Token) == tokens
+
+
+def test_one_deadline_as_a_file_is_the_feeds_event_linking_to_its_page(table: Table):
+    cy, bob = token(table.app, table.game_id, CY), token(table.app, table.game_id, BOB)
+    resp = table.client.get(f"/g/{cy}/deadline.ics")
+    assert resp.status_code == 200 and "attachment" in resp.headers["Content-Disposition"]
+    (event,) = [e for e in Calendar.from_ical(resp.get_data()).walk("VEVENT")]
+    (decision,) = open_decisions(table.app, PLAYERS[CY].email)
+    assert str(event["uid"]) == uid(decision) and str(event["url"]).endswith(f"/g/{cy}")
+    assert f'href="/g/{cy}/deadline.ics"' in table.client.get(f"/g/{cy}").get_data(
+        as_text=True)
+    nothing = table.client.get(f"/g/{bob}/deadline.ics")  # Bob has no decision now
+    assert nothing.status_code == 404
+    assert "no open decision" in nothing.get_data(as_text=True)
+
+
+def test_a_german_players_calendar_speaks_german(table: Table):
+    with table.app.app_context(), session_scope() as s:
+        seat = s.exec(select(Seat).where(Seat.game_id == table.game_id,
+                                         Seat.position == CY)).one()
+        seat.language = "de"
+    cy = token(table.app, table.game_id, CY)
+    page = table.client.get(f"/g/{cy}/calendar").get_data(as_text=True)
+    assert "Deine Fristen in deinem Kalender" in page
+    (event,) = events(table.client, new_feed(table.client, cy)).values()
+    assert "du bist dran" in event["summary"] and "Frist:" in event["description"]
+
+
+def test_bad_links_and_forms_get_clear_answers(table: Table):
+    ann = token(table.app, table.game_id, ANN)
+    for path in ("/cal/garbled.ics", f"/cal/{'x' * 43}.ics", "/cal/%0d%0a.ics",
+                 "/g/garbled/calendar", "/g/garbled/deadline.ics",
+                 f"/cal/{'x' * 43}/open/1", f"/cal/{'x' * 43}/open/99999999999"):
+        resp = table.client.get(path)
+        assert resp.status_code == 404, (path, resp.status_code)
+    assert calendar(table.client, ann, "explode").status_code == 400
+    forged = table.client.post(f"/g/{ann}/calendar", data={"sig": "0" * 64, "how": "start"})
+    assert forged.status_code == 400
+    assert count(table.app, Address) == 0
+    # a one-click (action) link opens a read-only page: it cannot make a feed
+    action = token(table.app, table.game_id, ANN, "action")
+    assert calendar(table.client, action, "start").status_code == 404
