@@ -43,9 +43,19 @@ within one run), ``--reps 3``, the 6 games, 1,080 emails, the templates of commi
         lookups kept): median 5.0 ms, p99 8.1 ms (templates 2.4, MIME 0.7, tokens 0.2,
         the rest 1.5); between 4.1 and 5.2 ms over several runs
 
-What is left is mostly Jinja's own work (a call per macro, ``_()``, ``ui()``; every
-``import ... with context`` runs the narration module again): the templates are the
-lever now, not this code.
+Issue 19, point 3 (branch mailcpu against 622c631, the two run alternately on a busy
+machine, load 4 to 6; ``--reps 3 --every 2``, 589 emails timed): median 8.8 and 9.4 ms ->
+7.4 and 7.4 ms, p99 19.1 and 15.2 ms -> 14.2 and 13.2 ms (templates 4.1 -> 3.9, MIME 1.6
+-> 0.8, the rest 2.6 -> 1.9): the message's bytes written directly
+(``compose.wire_message``), the game's narration imported once per part, the reads as
+Core rows on the session's connection. Not kept: a cache of whole boards (per game
+state, seat and language): in these games 998 of the 1,017 emails with a board show one
+that no other email to the same address showed, so it would hit only on this bench's own
+repeats of an email.
+
+What is left is mostly Jinja's own work (a call per macro, ``_()``, ``ui()``, the
+narration's macros run for the text and again for the HTML): the templates are the lever
+now, not this code.
 
     .venv/bin/python bench/render_mail.py
     .venv/bin/python bench/render_mail.py --reps 3 --every 4 --profile

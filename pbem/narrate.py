@@ -11,6 +11,11 @@ and the translation catalogs. The same narration source serves plain-text emails
 HTML: a template named ``games/<game>/narration.jinja@html`` is that source compiled with
 autoescaping, so a player called ``Bo&b "x"`` reads as typed in both (text is never
 escaped, HTML always).
+
+An email imports its game's narration once per part, as ``n``; the partials it includes
+(events, deadlines, board, standings) use that one (``{% if n is not defined %}`` around
+their own import, for when they stand alone): every ``import ... with context`` runs the
+module again, a few dozen macro definitions each time.
 """
 
 from __future__ import annotations

@@ -208,8 +208,8 @@ def thread_of(s: Session, row: Outbox) -> list[str]:
     from the game (both really received, so every mail program can join the thread)."""
     if row.game_id is None:
         return []
-    return list(s.exec(_THREAD, params={"game_id": row.game_id, "rcpt": row.rcpt,
-                                        "id": row.id}))
+    return list(s.connection().execute(_THREAD, {"game_id": row.game_id, "rcpt": row.rcpt,
+                                                 "id": row.id}).scalars())
 
 
 def write_headers(msg: Message[str, Any], row: Outbox, game: Game | None, subject: str,

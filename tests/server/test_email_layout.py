@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import jinja2
+
 from engine import cavemen
 from tests.server.conftest import start_game
 from tests.server.helpers import PLAYERS, Table, game_state
@@ -100,3 +102,23 @@ def test_every_game_page_links_to_the_rules(table: Table, client):
         html = client.get(path).get_data(as_text=True)
         assert 'id="rules-link" class="rules-link">How to play</a>' in html, name
         assert 'href="/rules/cavemen' in html, name
+
+
+def test_an_email_runs_its_games_narration_once_per_part(table: Table, monkeypatch):
+    """Each ``import ... with context`` runs the module again: an email imports its game's
+    narration once for the text and once for the HTML, and its partials (news, deadlines,
+    board) use those (``{% if n is not defined %}``)."""
+    for _ in range(3):  # moves that send decisions and notices with news, board and deadlines
+        table.step()
+    imports: list[str] = []
+    original = jinja2.Template.make_module
+
+    def counted(self, *args, **kwargs):
+        imports.append(self.name)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Template, "make_module", counted)
+    sent = table.inbox.deliver()["sent"]  # the last move's emails
+    assert sent >= 1
+    assert imports.count("games/cavemen/narration.jinja") == sent
+    assert imports.count("games/cavemen/narration.jinja@html") == sent
