@@ -122,6 +122,9 @@ class Seat(SQLModel, table=True):
     invite: Invite = Field(default=Invite.INVITED, sa_type=EnumText(Invite, 12))
     bot: SeatBot | None = Field(default=None, sa_type=EnumText(SeatBot, 16))  # None: a person
     seen_event_seq: int = 0  # events up to here were narrated to this seat
+    # The last time the seat's game page said it was open and in view (static/live.js):
+    # a decision opened meanwhile shows up there, and its email waits (FOLLOW_UP_MINUTES).
+    page_seen_at: datetime | None = None
     timeouts_in_row: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     vacation_used_hours: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
     vacation_until: datetime | None = None
@@ -279,10 +282,11 @@ class RateLimit(SQLModel, table=True):
 
 # The tables a game's pages are read from, and the columns of them that no page shows (a
 # change to those alone leaves ``Game.page_version`` where it is): ``seen_event_seq``
-# moves with every email delivered, which changes no page.
+# moves with every email delivered, ``page_seen_at`` while a page is open; neither changes
+# a page.
 PAGE_TABLES: tuple[type[SQLModel], ...] = (Game, Seat, Decision, EventLog)
 NOT_ON_PAGES: dict[type[SQLModel], frozenset[str]] = {
-    Game: frozenset({"page_version"}), Seat: frozenset({"seen_event_seq"})}
+    Game: frozenset({"page_version"}), Seat: frozenset({"seen_event_seq", "page_seen_at"})}
 _BUMPED = "pbem.page_version_bumped"  # session.info: games bumped in this transaction
 _GAME = table_of(Game)
 _BUMP = (update(_GAME).where(_GAME.c.id.in_(bindparam("ids", expanding=True)))

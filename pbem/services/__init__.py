@@ -50,6 +50,7 @@ from pbem.services.controls import (
     extend_deadline,
     hand_over,
     is_on_bot,
+    note_presence,
     pause_game,
     remind_now,
     resume_game,
@@ -133,7 +134,8 @@ __all__ = [
     "deadline_file", "open_from_calendar", "set_calendar",
     # controls
     "NOTIFY_CHOICES", "abandon_game", "answer_handover", "come_back", "describe_handover",
-    "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "pause_game",
+    "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "note_presence",
+    "pause_game",
     "remind_now", "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
     "unsubscribe", "withdraw_handover",
 ]

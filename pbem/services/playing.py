@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
@@ -478,8 +478,9 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                     known: list[Decision] | None = None) -> list[Decision]:
     """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones.
     The email of a decision for seat ``follow_up`` (who has just played, and whose answer
-    page shows the new decision at once) waits FOLLOW_UP_MINUTES: it goes out only if the
-    player leaves the decision open that long. ``known``: the game's decisions that were
+    page shows the new decision at once), or for a seat whose game page is open
+    (``is_present``: the page shows it by itself), waits FOLLOW_UP_MINUTES: it goes out
+    only if the player leaves the decision open that long. ``known``: the game's decisions that were
     open when this transaction read them (a row closed since is skipped), instead of
     reading them again."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
@@ -503,10 +504,21 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
         opened.append(row)
         if not seat.bot:
             delay = None
-            if seat.id == follow_up:
+            if seat.id == follow_up or is_present(seat, now):
                 delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
             queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
+
+
+def is_present(seat: Seat, now: datetime) -> bool:
+    """Whether the seat's game page is open and in view: it said so (``page_seen_at``,
+    every LIVE_HERE_SECONDS while it is) within twice that time."""
+    seen = seat.page_seen_at
+    if seen is None:
+        return False
+    if seen.tzinfo is None:  # SQLite gives stored times back without their zone
+        seen = seen.replace(tzinfo=now.tzinfo)
+    return now - seen < timedelta(seconds=2 * current_app.config["LIVE_HERE_SECONDS"])
 
 
 _INSERT_DECISION = insert(_DECISION_TABLE).returning(_DECISION_TABLE.c.id)
