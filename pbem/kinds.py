@@ -106,6 +106,22 @@ class OutboxStatus(StrEnum):
     UNDELIVERABLE = "undeliverable"  # failed for good
 
 
+class Delivery(StrEnum):
+    """How an address gets its turns (``pbem.models.Address``)."""
+
+    TURN = "turn"  # an email for each turn (the default)
+    DIGEST = "digest"  # one email a day listing every game waiting (reminders still go)
+
+
+class News(StrEnum):
+    """When an address gets the news of its games: a game started, someone timed out or
+    was handed a seat, the game is over (``pbem.models.Address``)."""
+
+    NOW = "now"  # an email at once (the default)
+    TURN = "turn"  # told in the next turn email (the result still comes when it ends)
+    NEVER = "never"
+
+
 class SuppressionScope(StrEnum):
     """What an address asked to get no more of."""
 

@@ -33,11 +33,13 @@ from sqlmodel import Field, SQLModel
 
 from pbem.kinds import (
     ClosedBy,
+    Delivery,
     EmailTemplate,
     EnumText,
     GameStatus,
     Invite,
     MoveSource,
+    News,
     OutboxStatus,
     SeatBot,
     SuppressionScope,
@@ -260,14 +262,30 @@ class Suppression(SQLModel, table=True):
 
 class Address(SQLModel, table=True):
     """What one email address chose for all of its games, set through links sent to it
-    (there are no accounts): ``calendar_hash``, the hash of its private calendar feed's
-    secret (the feed of every open decision of the address, ``pbem.services.calendar``;
-    None: no feed), made at ``calendar_since``."""
+    (there are no accounts; ``pbem.mail.addresses`` applies it when an email is due):
+
+    - ``delivery``: an email per turn, or a daily digest at ``digest_hour`` (reminders
+      go as ever); ``digest_sent_at``: the last digest's time;
+    - quiet hours from ``quiet_from`` to ``quiet_to`` (whole hours; None: none): what
+      falls due then waits until they end;
+    - ``news``: at once, in the next turn email, or never;
+    - ``timezone`` for those hours (None: the zone of the seat an email is about);
+    - ``calendar_hash``, the hash of its private calendar feed's secret (the feed of
+      every open decision of the address, ``pbem.services.calendar``; None: no feed),
+      made at ``calendar_since``."""
 
     address: str = Field(primary_key=True, max_length=254)  # lower case
+    timezone: str | None = Field(default=None, max_length=64)
+    delivery: Delivery = Field(default=Delivery.TURN, sa_type=EnumText(Delivery, 16))
+    digest_hour: int = 8
+    digest_sent_at: datetime | None = None
+    quiet_from: int | None = None
+    quiet_to: int | None = None
+    news: News = Field(default=News.NOW, sa_type=EnumText(News, 16))
     calendar_hash: str | None = Field(default=None, max_length=64, unique=True)
     calendar_since: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
 
 
 class RateLimit(SQLModel, table=True):

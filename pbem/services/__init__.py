@@ -18,6 +18,8 @@ One module per area; each imports only the ones listed above it:
   invitations, re-inviting a declined seat, starting.
 - ``my_games``: a player's own list of games: asking for it by address (a link sent to
   that address only), reading it, opening a game's page from it.
+- ``addresses``: what an address chooses for all of its games (a digest, quiet hours,
+  news), through the link of any email sent to it.
 - ``calendar``: a player's deadlines in their calendar: the private feed of an address's
   open decisions (made, replaced and stopped from a game page), one deadline as a file.
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
@@ -31,6 +33,7 @@ A test that patches a module attribute patches the module that reads it:
 """
 
 from pbem.policy import GamePolicy, default_reminders
+from pbem.services.addresses import save_address_settings
 from pbem.services.calendar import (
     CALENDAR_CHOICES,
     calendar_feed,
@@ -129,6 +132,8 @@ __all__ = [
     "parse_player", "play_again", "replace_player", "validate_players",
     # my_games
     "my_games", "open_my_game", "request_my_games",
+    # addresses
+    "save_address_settings",
     # calendar
     "CALENDAR_CHOICES", "calendar_feed", "calendar_game", "calendar_settings",
     "deadline_file", "open_from_calendar", "set_calendar",

@@ -31,6 +31,7 @@ from pbem.kinds import (
 )
 from pbem.mail import game_name, suppressed
 from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, table_of, utcnow
+from pbem.services.addresses import address_settings
 from pbem.services.deadlines import queue_reminder
 from pbem.services.games import (
     PlayerIn,
@@ -357,7 +358,8 @@ def describe_unsubscribe(raw: str) -> dict[str, Any]:
                 "suppressed": suppressed(s, address.lower()),
                 "list": _of_list(token),
                 "lists_stopped": suppressed(s, address.lower(), EmailTemplate.MY_GAMES),
-                "playing": _playing(s, address.lower())}
+                "playing": _playing(s, address.lower()),
+                "settings": address_settings(s, address.lower())}
 
 
 def unsubscribe(raw: str, how: str, seat_id: Any = None) -> str:
