@@ -92,6 +92,7 @@ class EmailTemplate(StrEnum):
     WELCOME = "welcome"  # you took over a seat
     DECLINED = "declined"  # to the host: someone declined a seat or a hand-over
     MY_GAMES = "my_games"  # the list of an address's games
+    DIGEST = "digest"  # an address's daily digest of the games waiting for it
 
 
 class OutboxStatus(StrEnum):

@@ -20,6 +20,8 @@ One module per area; each imports only the ones listed above it:
   that address only), reading it, opening a game's page from it.
 - ``addresses``: what an address chooses for all of its games (a digest, quiet hours,
   news), through the link of any email sent to it.
+- ``digest``: the daily digest of an address that chose one (queued by the clock, filled
+  in when sent).
 - ``calendar``: a player's deadlines in their calendar: the private feed of an address's
   open decisions (made, replaced and stopped from a game page), one deadline as a file.
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
@@ -73,6 +75,7 @@ from pbem.services.deadlines import (
     time_out,
     time_out_due,
 )
+from pbem.services.digest import queue_digests
 from pbem.services.games import (
     Created,
     PlayerIn,
@@ -134,6 +137,8 @@ __all__ = [
     "my_games", "open_my_game", "request_my_games",
     # addresses
     "save_address_settings",
+    # digest
+    "queue_digests",
     # calendar
     "CALENDAR_CHOICES", "calendar_feed", "calendar_game", "calendar_settings",
     "deadline_file", "open_from_calendar", "set_calendar",

@@ -71,6 +71,9 @@ def save_address_settings(raw: str, form: Mapping[str, Any]) -> None:
             raise FormInvalid([("delivery", gettext(
                 "this address plays no game here, so it has nothing to set"))])
         row = s.get(Address, address) or Address(address=address)
+        if delivery == Delivery.DIGEST and (row.delivery != Delivery.DIGEST
+                                            or row.digest_hour != digest_hour):
+            row.digest_sent_at = utcnow()  # the first digest comes at the next such hour
         row.delivery, row.digest_hour = Delivery(delivery), digest_hour or 0
         row.quiet_from, row.quiet_to = quiet_from, quiet_to
         row.news, row.timezone, row.updated_at = News(news), zone, utcnow()
