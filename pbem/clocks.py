@@ -58,6 +58,22 @@ class Stops:
         return min(candidates)
 
 
+def quiet_span(stops: Stops, when: datetime) -> tuple[datetime, datetime] | None:
+    """The quiet hours ``when`` falls in, as (start, end); None outside them."""
+    if stops.quiet is None or stops.quiet[0] == stops.quiet[1]:
+        return None
+    quiet_only = Stops(stops.zone, stops.quiet)
+    if not quiet_only.stopped(when):
+        return None
+    start_hour, end_hour = stops.quiet
+    day = when.astimezone(stops.zone).date()
+    starts = [at for at in (_local(day - timedelta(days=d), start_hour, stops.zone)
+                            for d in (0, 1)) if at <= when]
+    ends = [at for at in (_local(day + timedelta(days=d), end_hour, stops.zone)
+                          for d in (0, 1)) if at > when]
+    return max(starts), min(ends)
+
+
 def _local(day: date, hour: int, zone: tzinfo) -> datetime:
     """``hour`` o'clock on ``day`` in ``zone``, as an aware time (a wall time a change to
     summer time skips is read as the zone's rules read it: the same instant as an hour

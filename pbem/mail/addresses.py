@@ -8,7 +8,9 @@ of its emails falls due, whatever queued it:
   it (reminders still go, so that a deadline is never missed);
 - quiet hours: an email due in them waits until they end, but for what the person has
   just asked for (a list of their games, the confirmation of a game they made), and for
-  a reminder whose deadline comes before they end (sent now, not uselessly late).
+  a turn or a reminder whose deadline comes before they end (sent now, not uselessly
+  late; reminders are planned to come before the quiet hours begin, see
+  ``services.plumbing.next_reminder``).
 
 The hours are whole hours in the address's zone (else the zone of the seat the email is
 about). A quiet period runs from ``quiet_from`` to ``quiet_to``, over midnight when the
@@ -67,9 +69,9 @@ def address_rule(s: Session, row: Outbox, seat: Seat | None,
     until = quiet_until(quiet_from, quiet_to, zone(zone_name, seat), now)
     if until is None:
         return None
-    deadline = _deadline(s, row) if reminder else None
+    deadline = _deadline(s, row)
     if deadline is not None and deadline <= until:
-        return None  # held, it would come too late to help
+        return None  # a turn or its reminder: held, it would come too late to act on
     return "later", until
 
 

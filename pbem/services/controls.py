@@ -55,6 +55,7 @@ from pbem.services.plumbing import (
     queue_email,
     recent_emails,
     seats_of,
+    stops_of,
 )
 from pbem.tokens import lookup, mint, revoke_seat
 
@@ -141,7 +142,8 @@ def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = 
     for d in rows:
         if d.deadline_at is not None:
             d.deadline_at += shift
-            d.next_reminder_at = next_reminder(game, d.deadline_at, now)
+            d.next_reminder_at = next_reminder(game, d.deadline_at, now,
+                                               stops_of(s, game, get_row(s, Seat, d.seat_id)))
     return len(rows)
 
 

@@ -48,6 +48,7 @@ from pbem.services.plumbing import (
     queue_email,
     queue_emails,
     seats_of,
+    stops_of,
 )
 from pbem.services.reading import card_lookup, variants_of
 from pbem.tokens import mint
@@ -496,10 +497,11 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     now = utcnow()
     for position, kind in sorted(wanted - have):
         seat = seats[position]
-        deadline = deadline_for(game, seat, now)
+        stops = stops_of(s, game, seat)
+        deadline = deadline_for(game, seat, now, stops)
         row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
                        seq=game.version, kind=kind, deadline_at=deadline,
-                       next_reminder_at=next_reminder(game, deadline, now))
+                       next_reminder_at=next_reminder(game, deadline, now, stops))
         _insert_decision(s, row)
         opened.append(row)
         if not seat.bot:

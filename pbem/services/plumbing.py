@@ -21,13 +21,25 @@ from sqlmodel import Session, col, select
 from engine.core import Event
 from engine.core import Game as EngineGame
 from pbem import i18n
+from pbem.clocks import Stops, advance, quiet_span
 from pbem.db import is_postgres
 from pbem.errors import NotFound, WrongState
 from pbem.i18n import mark
 from pbem.kinds import EmailTemplate, OutboxStatus, TokenKind
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
+from pbem.mail.addresses import zone as address_zone
 from pbem.mail.headers import message_id
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, Token, table_of, utcnow
+from pbem.models import (
+    Address,
+    Decision,
+    EventLog,
+    Game,
+    Outbox,
+    Seat,
+    Token,
+    table_of,
+    utcnow,
+)
 from pbem.tokens import hash_token, is_live, lookup, well_formed
 
 OUTBOX_CHANNEL = "pbem_outbox"  # PostgreSQL NOTIFY channel: new mail to deliver
@@ -146,16 +158,49 @@ def seats_of(s: Session, game_id: str) -> list[Seat]:
 # ---------------------------------------------------------------------- deadline and reminder times
 
 
-def deadline_for(game: Game, seat: Seat, now: datetime) -> datetime:
-    """Now plus the time per decision, counted from the end of the seat's vacation."""
+REMIND_BEFORE_QUIET = timedelta(hours=1)  # a reminder due in quiet hours goes this early
+_QUIET = sa_select(table_of(Address).c.quiet_from, table_of(Address).c.quiet_to,
+                   table_of(Address).c.timezone).where(
+    table_of(Address).c.address == bindparam("rcpt"))
+
+
+def stops_of(s: Session, game: Game, seat: Seat) -> Stops:
+    """When the seat's clock stands still: its address's quiet hours and the weekends
+    (in the address's zone, else the seat's), as far as the game's policy stops clocks
+    for them; the quiet hours themselves in ``quiet`` either way, for the reminders."""
+    row = s.connection().execute(_QUIET, {"rcpt": seat.email.lower()}).first()
+    zone = address_zone(row.timezone if row is not None else None, seat)
+    quiet = ((row.quiet_from, row.quiet_to) if row is not None and row.quiet_from is not None
+             and row.quiet_to is not None else None)
+    return Stops(zone, quiet, game.policy.pause_weekends)
+
+
+def deadline_for(game: Game, seat: Seat, now: datetime, stops: Stops | None = None) -> datetime:
+    """Now plus the time per decision, counted from the end of the seat's vacation, on a
+    clock that stands still in the seat's quiet hours and at weekends where the game's
+    policy says so (``stops``: ``stops_of`` the seat)."""
     start = max(now, seat.vacation_until) if seat.vacation_until else now
-    return start + timedelta(hours=game.policy.hours_per_decision)
+    seconds = game.policy.hours_per_decision * 3600
+    if stops is None:
+        return start + timedelta(seconds=seconds)
+    running = Stops(stops.zone, stops.quiet if game.policy.pause_quiet else None,
+                    game.policy.pause_weekends)
+    return advance(start, seconds, running)
 
 
-def next_reminder(game: Game, deadline: datetime, now: datetime) -> datetime | None:
-    """The earliest reminder time still ahead (reminders are hours before the deadline)."""
-    ahead = [deadline - timedelta(hours=h) for h in game.policy.reminder_hours]
-    ahead = [t for t in ahead if t > now]
+def next_reminder(game: Game, deadline: datetime, now: datetime,
+                  stops: Stops | None = None) -> datetime | None:
+    """The earliest reminder time still ahead (reminders are hours before the deadline).
+    A reminder that would fall in the seat's quiet hours (``stops``) comes an hour before
+    they begin instead, never swallowed by them."""
+    ahead = []
+    for hours in game.policy.reminder_hours:
+        at = deadline - timedelta(hours=hours)
+        span = quiet_span(stops, at) if stops is not None else None
+        if span is not None:
+            at = span[0] - REMIND_BEFORE_QUIET
+        if at > now:
+            ahead.append(at)
     return min(ahead) if ahead else None
 
 
