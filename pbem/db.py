@@ -15,6 +15,7 @@ from typing import IO, Any, Protocol, TypeVar
 from flask import Flask, current_app
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.base import OptionEngine
 from sqlmodel import Session, SQLModel
 
 READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
@@ -205,15 +206,42 @@ def read_connection(app: Flask | None = None) -> Iterator[Connection]:
 _READERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
 
 
+class _OwnPoolEngine(OptionEngine):
+    """``engine.execution_options(...)`` (the same dialect, compiled statements and event
+    listeners) with a pool of connections of its own (``OptionEngine`` shares its
+    parent's)."""
+
+    pool = None  # an attribute of each instance, not the parent's (a property there)
+
+
 def _reader(engine: Engine) -> Engine:
-    """``engine`` with the options of a read-only transaction (made once per engine)."""
+    """``engine`` with the options of a read-only transaction (made once per engine).
+
+    On SQLite the readers have connections of their own, which stay ``query_only``:
+    switching a connection between reading and writing (``PRAGMA query_only``) makes
+    SQLite throw away every statement it has prepared on it, so each statement of the
+    next transaction was parsed and planned again (a tenth of a confirm's time). The
+    pool is emptied with the engine's (``Engine.dispose``)."""
     reader = _READERS.get(engine)
     if reader is None:
         options: dict[str, Any] = {READ_ONLY: True}
         if engine.dialect.name == "postgresql":  # one snapshot for every query, as SQLite
             options.update(postgresql_readonly=True, isolation_level="REPEATABLE READ")
-        reader = _READERS[engine] = engine.execution_options(**options)
+            reader = engine.execution_options(**options)
+        else:
+            reader = _OwnPoolEngine(engine, options)
+            reader.pool = engine.pool.recreate()  # with the pool's listeners (pragmas)
+            event.listen(engine, "engine_disposed", _dispose_reader(reader))
+        _READERS[engine] = reader
     return reader
+
+
+def _dispose_reader(reader: Engine):
+    def dispose(_engine: Engine) -> None:  # not reader.dispose(): it shares the event
+        reader.pool.dispose()
+        reader.pool = reader.pool.recreate()
+
+    return dispose
 
 
 M = TypeVar("M", bound=SQLModel)

@@ -7,9 +7,10 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from sqlalchemy import event, text
 from sqlmodel import select
 
-from pbem.db import read_scope
+from pbem.db import _reader, get_engine, is_postgres, read_scope, session_scope
 from pbem.models import Game, Move
 from tests.server.helpers import holding_game, only_form, path_of
 
@@ -60,3 +61,37 @@ def test_a_read_scope_refuses_to_write(app, table):
             s.flush()
     with app.app_context(), read_scope() as s:
         assert s.get(Game, table.game_id).title != "changed"
+
+
+def test_reads_and_writes_keep_to_connections_of_their_own(app, table):
+    """SQLite: a read after a write (and a write after a read) does not switch a
+    connection between reading and writing: ``PRAGMA query_only`` on a connection makes
+    SQLite throw away every statement prepared on it. Readers still cannot write, and
+    disposing of the engine closes the readers' connections too."""
+    if is_postgres(app):
+        pytest.skip("PostgreSQL's readers share the pool: a read-only BEGIN costs nothing")
+    seen: list[str] = []
+
+    def spy(_conn, _cursor, statement, *_args):
+        seen.append(statement)
+
+    with app.app_context():
+        engine = get_engine(app)
+        event.listen(engine, "before_cursor_execute", spy)  # readers' statements too
+        try:
+            for _ in range(3):
+                with read_scope() as r:
+                    r.get(Game, table.game_id)
+                    assert r.execute(text("PRAGMA query_only")).scalar() == 1
+                with session_scope() as s:
+                    s.get(Game, table.game_id)
+                    assert s.execute(text("PRAGMA query_only")).scalar() == 0
+        finally:
+            event.remove(engine, "before_cursor_execute", spy)
+        switches = [x for x in seen if x.startswith("PRAGMA query_only=")]
+        assert len(switches) <= 2, switches  # each connection set once, if ever
+        assert any("SELECT" in x for x in seen)
+        reader = _reader(engine)
+        assert reader.pool is not engine.pool and reader.pool.checkedin() >= 1
+        engine.dispose()
+        assert reader.pool.checkedin() == 0
