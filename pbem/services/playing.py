@@ -255,8 +255,9 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
                          game_id=game_id)
-    if source == MoveSource.PLAYER:
-        seat.timeouts_in_row = 0
+    if source == MoveSource.PLAYER and seat.timeouts_in_row:
+        seat.timeouts_in_row = 0  # (set only if it changes: setting the ORM attribute at
+        # all makes the seat dirty, and the next query flushes the session first)
     played = play_move(s, game, seat, decision, action, source, state, applied=applied)
     again = any(d.seat_id == seat_id for d in played.opened)
     mod, state = get_game(game.engine), played.state
