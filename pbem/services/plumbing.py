@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import json
 import threading
-import weakref
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -15,7 +14,6 @@ from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import Select, bindparam, event, func, insert, literal, or_, text
 from sqlalchemy import select as sa_select
-from sqlalchemy.orm import SessionTransaction
 from sqlmodel import Session, col, select
 
 from engine.core import Event
@@ -363,9 +361,9 @@ def recent_emails(s: Session, where: Any, templates: frozenset[EmailTemplate] | 
     return s.exec(query).one()
 
 
-# The transactions that have sent their NOTIFY already (one is enough: PostgreSQL
-# delivers a transaction's identical notifications once, at commit).
-_WOKEN: weakref.WeakSet[SessionTransaction] = weakref.WeakSet()
+# session.info: this transaction has woken the deliverer already (one NOTIFY is enough:
+# PostgreSQL delivers a transaction's identical notifications once, at commit).
+_WOKEN = "pbem.deliverer_woken"
 
 
 # Set when a transaction that queued mail commits in this process: a mail loop running in
@@ -378,18 +376,29 @@ def wake_deliverer(s: Session) -> None:
     """Wake the clock's mail loop when this transaction commits (PostgreSQL NOTIFY is
     transactional; on SQLite a loop in another process polls every
     ``MAIL_POLL_INTERVAL`` seconds, one in this process is woken by ``MAIL_QUEUED``)."""
-    transaction = s.get_transaction()
-    if transaction is None or transaction in _WOKEN:
+    if s.info.get(_WOKEN) or s.get_transaction() is None:
         return
-    _WOKEN.add(transaction)
     if is_postgres():
         s.execute(text(f"NOTIFY {OUTBOX_CHANNEL}"))
+        s.info[_WOKEN] = "notified"
     else:
-        event.listen(s, "after_commit", _mail_queued, once=True)
+        s.info[_WOKEN] = "at commit"
 
 
-def _mail_queued(_session: Session) -> None:
-    MAIL_QUEUED.set()
+@event.listens_for(Session, "after_commit")
+def _mail_queued(session: Session) -> None:
+    """(A session hook, instead of a listener added per transaction: adding one costs more
+    than the hook's check at every commit.)"""
+    if session.info.get(_WOKEN) == "at commit":
+        MAIL_QUEUED.set()
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_woken(session: Session, transaction: Any) -> None:
+    """A new transaction wakes the deliverer again, and so does one after a savepoint
+    (rolled back, it took its NOTIFY with it)."""
+    if transaction.parent is None or transaction.nested:
+        session.info.pop(_WOKEN, None)
 
 
 def dump_json(data: dict[str, Any]) -> str:
