@@ -38,6 +38,7 @@ from pbem.services.plumbing import (
     deadline_for,
     dump_json,
     insert_events,
+    link_unchanged,
     live_seat_link,
     load_state,
     lock_game,
@@ -119,7 +120,9 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
     the move itself are worked out in a read that waits for nobody (a closed turn or a
     wrong choice is refused there); the writing transaction then checks again that the
     link is live and its decision open, and reuses that work only if the game has not
-    moved since (its ``version``), else works it out again under the lock."""
+    moved since (its ``version``), else works it out again under the lock. When nothing
+    of the link has changed at all (``link_unchanged``: one small query), the rows read
+    before the lock are used as they are, not loaded again."""
     with read_scope() as r:
         token, game, seat, decision = live_seat_link(r, raw, TokenKind.ACTION)
         decision = _open_decision(decision, token.game_id, token.seat_id, token.decision_id)
@@ -131,6 +134,8 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
         applied = _try_apply(mod, state, seat.position, action)
     with session_scope() as s:
         lock_game_row(s, token.game_id)
+        if link_unchanged(s, TokenKind.ACTION, token, game, seat, decision):
+            return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
         token, game, seat, found = live_seat_link(s, raw, TokenKind.ACTION)
         decision = _open_decision(found, token.game_id, token.seat_id, token.decision_id)
         if game.version != seen:  # the game moved on meanwhile: decide on its latest state
@@ -192,6 +197,8 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
         applied = _try_apply(mod, state, decision.position, action)
     with session_scope() as s:
         lock_game_row(s, token.game_id)
+        if link_unchanged(s, TokenKind.PAGE, token, game, seat, decision):
+            return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
         token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         if game.version != seen:  # the game moved on meanwhile: read the words again

@@ -79,6 +79,43 @@ def live_seat_link(s: Session, raw: str, kind: TokenKind,
     return token, game, seat, decision
 
 
+# What may have changed since a link was read before the write lock: its game's version
+# and page_version, its token's revocation and its decision's closing (see
+# ``link_unchanged``). Core: nothing is loaded as an object.
+_TOKEN_T, _GAME_T, _DECISION_T = table_of(Token), table_of(Game), table_of(Decision)
+
+
+def _link_now(decision: Any) -> Any:
+    return (sa_select(_GAME_T.c.version, _GAME_T.c.page_version, _TOKEN_T.c.revoked_at,
+                      _DECISION_T.c.closed_at)
+            .select_from(_TOKEN_T.join(_GAME_T, _GAME_T.c.id == _TOKEN_T.c.game_id)
+                         .outerjoin(_DECISION_T, _DECISION_T.c.id == decision))
+            .where(_TOKEN_T.c.hash == bindparam("hash")))
+
+
+_LINK_NOW = {TokenKind.ACTION: _link_now(_TOKEN_T.c.decision_id),
+             TokenKind.PAGE: _link_now(bindparam("decision_id"))}
+
+
+def link_unchanged(s: Session, kind: TokenKind, token: Token, game: Game, seat: Seat,
+                   decision: Decision) -> bool:
+    """Whether a seat's link as ``live_seat_link`` read it in an earlier transaction (a
+    read before the write lock) is still what the database holds, read under the game's
+    lock (``lock_game_row``) in one small query: the game's ``version`` and
+    ``page_version`` (which every committed change to the game, its seats and its
+    decisions moves: see ``pbem.models``), the token not revoked since, the decision
+    (``decision``: the link's own or the one a page's form names) not closed since. If so,
+    the four objects join ``s`` as they were read (persistent, no second load) and True;
+    else False, and the caller reads them again."""
+    row = s.connection().execute(_LINK_NOW[kind], {"hash": token.hash,
+                                                   "decision_id": decision.id}).first()
+    if row is None or tuple(row) != (game.version, game.page_version, token.revoked_at,
+                                     decision.closed_at):
+        return False
+    s.add_all((token, game, seat, decision))
+    return True
+
+
 def live_seat_page(s: Session, raw: str,
                    *kinds: TokenKind) -> tuple[Token, Game, Seat]:
     """The live token of one of ``kinds`` behind ``raw`` with its game and its seat (one
