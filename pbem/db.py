@@ -6,7 +6,7 @@ from __future__ import annotations
 import fcntl
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -201,6 +201,62 @@ def read_connection(app: Flask | None = None) -> Iterator[Connection]:
     that load no objects: the one query of a page's "has anything changed?")."""
     with _reader(get_engine(app)).connect() as conn:
         yield conn  # closing rolls the transaction back
+
+
+class LateLock:
+    """The sessions of a change that reads before it takes its lock (``read_then_write``):
+    ``read``, then ``write()``."""
+
+    def __init__(self, read: Session, write: Callable[[], Session]) -> None:
+        self.read = read
+        self._write = write
+
+    def write(self) -> Session:
+        """End the read and give the writing session (call once)."""
+        return self._write()
+
+
+@contextmanager
+def read_then_write(app: Flask | None = None) -> Iterator[LateLock]:
+    """A change that reads first, waiting for no writer, then writes: ``.read`` is a
+    session to read with, ``.write()`` ends the read and gives the session to write with,
+    whose transaction commits when the block ends without an error (else it rolls back),
+    as ``session_scope``'s.
+
+    On SQLite the read is a ``read_scope`` and the write a ``session_scope`` of their own
+    (a writing transaction holds the database's write lock from its BEGIN). On
+    PostgreSQL both are one session, one transaction (READ COMMITTED) on one pooled
+    connection: the read is its first statements (a plain SELECT waits for no lock), the
+    write its statements after the game's lock (``lock_game_row``), each of which sees
+    every change committed before it; one checkout, BEGIN and COMMIT instead of two, and
+    no ROLLBACK. So on PostgreSQL the objects read are still in the writing session: a
+    caller that reads them again under the lock must load them afresh
+    (``populate_existing``), not from the session's identity map."""
+    engine = get_engine(app)
+    if engine.dialect.name == "postgresql":
+        with session_scope(app) as session:
+            yield LateLock(session, lambda: session)
+        return
+    reader = Session(_reader(engine), expire_on_commit=False)
+    writers: list[Session] = []
+
+    def write() -> Session:
+        reader.close()  # ends the read; what it loaded stays usable
+        writers.append(Session(engine, expire_on_commit=False))
+        return writers[0]
+
+    try:
+        yield LateLock(reader, write)
+        for writer in writers:
+            writer.commit()
+    except BaseException:
+        for writer in writers:
+            writer.rollback()
+        raise
+    finally:
+        reader.close()
+        for writer in writers:
+            writer.close()
 
 
 _READERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()

@@ -20,7 +20,7 @@ from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import get_row, read_scope, saved_id, session_scope
+from pbem.db import get_row, read_scope, read_then_write, saved_id
 from pbem.errors import (
     AlreadyRecorded,
     Conflict,
@@ -123,8 +123,8 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
     moved since (its ``version``), else works it out again under the lock. When nothing
     of the link has changed at all (``link_unchanged``: one small query), the rows read
     before the lock are used as they are, not loaded again."""
-    with read_scope() as r:
-        token, game, seat, decision = live_seat_link(r, raw, TokenKind.ACTION)
+    with read_then_write() as late:
+        token, game, seat, decision = live_seat_link(late.read, raw, TokenKind.ACTION)
         decision = _open_decision(decision, token.game_id, token.seat_id, token.decision_id)
         mod = get_game(game.engine)
         state = load_state(mod, game)
@@ -132,11 +132,11 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
                          choice)
         seen = game.version
         applied = _try_apply(mod, state, seat.position, action)
-    with session_scope() as s:
+        s = late.write()
         lock_game_row(s, token.game_id)
         if link_unchanged(s, TokenKind.ACTION, token, game, seat, decision):
             return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
-        token, game, seat, found = live_seat_link(s, raw, TokenKind.ACTION)
+        token, game, seat, found = live_seat_link(s, raw, TokenKind.ACTION, again=True)
         decision = _open_decision(found, token.game_id, token.seat_id, token.decision_id)
         if game.version != seen:  # the game moved on meanwhile: decide on its latest state
             state = load_state(mod, game)
@@ -186,8 +186,8 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
         wanted: int | None = _decision_id(decision_id)
     except InvalidInput:  # said only once the link is known to be live
         wanted = None
-    with read_scope() as r:
-        token, game, seat, found = live_seat_link(r, page_raw, TokenKind.PAGE, wanted)
+    with read_then_write() as late:
+        token, game, seat, found = live_seat_link(late.read, page_raw, TokenKind.PAGE, wanted)
         wanted = _decision_id(decision_id)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         mod = get_game(game.engine)
@@ -195,11 +195,12 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
         action = _parsed(mod, state, decision, command)
         seen = game.version
         applied = _try_apply(mod, state, decision.position, action)
-    with session_scope() as s:
+        s = late.write()
         lock_game_row(s, token.game_id)
         if link_unchanged(s, TokenKind.PAGE, token, game, seat, decision):
             return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
-        token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted)
+        token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted,
+                                                  again=True)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         if game.version != seen:  # the game moved on meanwhile: read the words again
             state = load_state(mod, game)

@@ -57,6 +57,9 @@ def _seat_link(decision: Any) -> Any:
 
 _SEAT_LINK = {TokenKind.ACTION: _seat_link(Token.decision_id),
               TokenKind.PAGE: _seat_link(bindparam("decision_id"))}
+# The same, loaded afresh into objects the session may hold already (``again``).
+_SEAT_LINK_AGAIN = {kind: query.execution_options(populate_existing=True)
+                    for kind, query in _SEAT_LINK.items()}
 _SEAT_PAGE = _seat_link(None)
 
 
@@ -66,13 +69,15 @@ def _found_link(row: Any, kinds: tuple[TokenKind, ...]) -> Any:
     return row
 
 
-def live_seat_link(s: Session, raw: str, kind: TokenKind,
-                   decision_id: int | None = None) -> tuple[Token, Game, Seat, Decision | None]:
+def live_seat_link(s: Session, raw: str, kind: TokenKind, decision_id: int | None = None,
+                   again: bool = False) -> tuple[Token, Game, Seat, Decision | None]:
     """The live ``kind`` token (``action`` or ``page``) behind ``raw`` with its game, its
     seat and a decision (open or not; None if there is none): the link's own for an
     ``action`` token, else ``decision_id``. A friendly NotFound for a link that is not
-    live. In a writing transaction, lock the game first (``lock_game_row``)."""
-    row = s.exec(_SEAT_LINK[kind], params={"hash": hash_token(raw),
+    live. In a writing transaction, lock the game first (``lock_game_row``). ``again``:
+    the session may hold these rows already, read before the lock (``read_then_write``):
+    load them afresh."""
+    row = s.exec((_SEAT_LINK_AGAIN if again else _SEAT_LINK)[kind], params={"hash": hash_token(raw),
                                            "decision_id": decision_id}).first() \
         if well_formed(raw) else None
     token, game, seat, decision = _found_link(row, (kind,))

@@ -8,11 +8,12 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlmodel import select
 
 import pbem.services.playing as playing
-from pbem.db import get_engine, is_postgres, read_scope
+from pbem import services
+from pbem.db import _reader, get_engine, is_postgres, read_scope
 from pbem.models import Move
 from tests.server.helpers import holding_game, only_form, path_of
 
@@ -153,13 +154,14 @@ def test_an_email_is_rendered_in_a_read_and_its_links_work(app, table, inbox, mo
 
 
 def _count_link_reads(monkeypatch) -> list[bool]:
-    """One entry per full read of a link (``live_seat_link``): True for one that writes."""
+    """One entry per full read of a link (``live_seat_link``): True for one under the
+    lock (``again``)."""
     reads: list[bool] = []
     original = playing.live_seat_link
 
-    def spy(s, *args):
-        reads.append(not s.get_bind().get_execution_options().get("pbem_read_only", False))
-        return original(s, *args)
+    def spy(*args, again=False):
+        reads.append(again)
+        return original(*args, again=again)
 
     monkeypatch.setattr(playing, "live_seat_link", spy)
     return reads
@@ -219,3 +221,43 @@ def test_a_game_paused_after_the_read_is_refused_under_the_lock(app, table, monk
     assert resp.status_code == 409
     assert reads == [False, True]
     assert _moves_of(app, decision.id) == []
+
+
+def test_a_confirm_checks_out_one_connection_on_postgresql(app, table):
+    """PostgreSQL: the read before the lock and the write after it are one transaction on
+    one pooled connection (one checkout, one BEGIN, one COMMIT, no ROLLBACK). SQLite: a
+    read on a reader's connection, then the write on a writer's."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    raw = path_of(url).rsplit("/", 1)[-1]
+    checkouts: list[object] = []
+    ends: list[str] = []
+    engine = get_engine(app)
+
+    def checkout(dbapi_conn, *_args):
+        checkouts.append(dbapi_conn)
+
+    def rollback(_conn):
+        ends.append("rollback")
+
+    def commit(_conn):
+        ends.append("commit")
+
+    with app.app_context():
+        pools = {engine.pool, _reader(engine).pool}
+        for pool in pools:
+            event.listen(pool, "checkout", checkout)
+        event.listen(engine, "rollback", rollback)
+        event.listen(engine, "commit", commit)
+        try:
+            services.act_by_token(raw)
+        finally:
+            for pool in pools:
+                event.remove(pool, "checkout", checkout)
+            event.remove(engine, "rollback", rollback)
+            event.remove(engine, "commit", commit)
+    if is_postgres(app):
+        assert len(checkouts) == 1 and ends == ["commit"], (checkouts, ends)
+    else:
+        assert len(set(map(id, checkouts))) == 2 and ends[-1] == "commit", (checkouts, ends)
+    assert len(_moves_of(app, decision.id)) == 1
