@@ -4,6 +4,7 @@ on SQLite the gate that lets players' writes go before the clock's)."""
 from __future__ import annotations
 
 import fcntl
+import select
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -16,6 +17,7 @@ from flask import Flask, current_app
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.base import OptionEngine
+from sqlalchemy.exc import DisconnectionError
 from sqlmodel import Session, SQLModel
 
 READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
@@ -47,7 +49,8 @@ def background_writes() -> Iterator[None]:
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite gets WAL, NORMAL sync, a busy timeout,
     ``BEGIN IMMEDIATE`` transactions so that writers queue instead of failing, and the
-    writer gate (``_sqlite_writer_gate``) for a database in a file."""
+    writer gate (``_sqlite_writer_gate``) for a database in a file; PostgreSQL a pool
+    that replaces connections the server closed (``_postgres_liveness``)."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         file = bool(path) and path != ":memory:" and not path.startswith("file:")
@@ -56,7 +59,36 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         _sqlite_pragmas(engine, path + ".writers" if file else None)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    engine = create_engine(url, pool_size=10, max_overflow=10)
+    _postgres_liveness(engine)
+    return engine
+
+
+def _postgres_liveness(engine: Engine) -> None:
+    """A pooled connection the server has closed (a restart, a terminated backend, an idle
+    timeout) is replaced when it is checked out, before anything is sent on it, as
+    ``pool_pre_ping`` would, without its round trip at every checkout: an idle
+    connection has nothing to read, while one whose server went away has its farewell
+    (an error message, then the end of the stream) waiting, or is known to be closed.
+    Raising DisconnectionError makes the pool open a new connection instead (up to three
+    tries). (A server that vanished without closing the connection is found only by the
+    next query, with or without a ping: the ping would wait as long.)"""
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn, _record, _proxy) -> None:
+        if not _looks_alive(dbapi_conn):
+            raise DisconnectionError("the server closed this pooled connection")
+
+
+def _looks_alive(dbapi_conn: Any) -> bool:
+    """Whether an idle psycopg connection looks usable without a round trip."""
+    if dbapi_conn.closed or getattr(dbapi_conn, "broken", False):
+        return False
+    try:
+        readable, _, _ = select.select([dbapi_conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
 
 
 def _sqlite_pragmas(engine: Engine, gate: str | None) -> None:
