@@ -18,6 +18,7 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.base import OptionEngine
 from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.pool import Pool
 from sqlmodel import Session, SQLModel
 
 READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
@@ -299,7 +300,17 @@ class _OwnPoolEngine(OptionEngine):
     listeners) with a pool of connections of its own (``OptionEngine`` shares its
     parent's)."""
 
-    pool = None  # an attribute of each instance, not the parent's (a property there)
+    def __init__(self, proxied: Engine, options: dict[str, Any], pool: Pool) -> None:
+        super().__init__(proxied, options)
+        self._own_pool = pool
+
+    @property
+    def pool(self) -> Pool:
+        return self._own_pool
+
+    @pool.setter
+    def pool(self, pool: Pool) -> None:
+        self._own_pool = pool
 
 
 def _reader(engine: Engine) -> Engine:
@@ -317,8 +328,8 @@ def _reader(engine: Engine) -> Engine:
             options.update(postgresql_readonly=True, isolation_level="REPEATABLE READ")
             reader = engine.execution_options(**options)
         else:
-            reader = _OwnPoolEngine(engine, options)
-            reader.pool = engine.pool.recreate()  # with the pool's listeners (pragmas)
+            # a new pool with the listeners of the engine's (the pragmas)
+            reader = _OwnPoolEngine(engine, options, engine.pool.recreate())
             event.listen(engine, "engine_disposed", _dispose_reader(reader))
         _READERS[engine] = reader
     return reader

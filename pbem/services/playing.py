@@ -20,7 +20,7 @@ from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import get_row, read_scope, read_then_write, saved_id
+from pbem.db import get_row, read_connection, read_then_write, saved_id
 from pbem.errors import (
     AlreadyRecorded,
     Conflict,
@@ -35,6 +35,7 @@ from pbem.kinds import ClosedBy, EmailTemplate, GameStatus, MoveSource, SeatBot,
 from pbem.models import Decision, Game, Move, Seat, page_version_moved, table_of, utcnow
 from pbem.services.plumbing import (
     PAGE_LINK,
+    confirm_link,
     deadline_for,
     dump_json,
     insert_events,
@@ -51,7 +52,7 @@ from pbem.services.plumbing import (
     seats_of,
 )
 from pbem.services.reading import card_lookup, variants_of
-from pbem.tokens import mint
+from pbem.tokens import hash_token, mint
 
 # Bot moves played in one transaction after a move. A game of heuristic bots ends well
 # within it; bots that only play the timeout defaults never end a game, so when every seat
@@ -93,22 +94,23 @@ def describe_token(raw: str) -> dict[str, Any]:
     ``action`` bound to it, while its decision is open what it costs and brings
     (``effect``) and the ``variants`` the page lets the player choose from instead (see
     ``reading.variants_of``); ``closed`` once the decision has closed."""
-    with read_scope() as s:
-        token, game, seat, decision = live_seat_link(s, raw, TokenKind.ACTION)
-        if decision is None:
-            raise LookupError(f"the decision of action token {token.hash[:8]} is missing")
-        mod = get_game(game.engine)
-        state = load_state(mod, game) if game.state else None
-        info: dict[str, Any] = {
-            "game": game, "seat": seat, "decision": decision, "action": token.action,
-            "card": card_lookup(game, seat.language, state), "effect": {}, "variants": []}
-        if decision.closed_at is not None:
-            info["closed"] = _closed_reason(decision)
-        elif state is not None:
-            action = Action.from_json(token.action or {})
-            info["effect"] = mod.choice_effect(state, seat.position, action)
-            info["variants"] = variants_of(mod, state, seat.position, action)
-        return info
+    with read_connection() as conn:  # one Core query: a page that only reads
+        link = confirm_link(conn, raw)
+    game, seat, decision = link.game, link.seat, link.decision
+    if decision is None:
+        raise LookupError(f"the decision of action token {hash_token(raw)[:8]} is missing")
+    mod = get_game(game.engine)
+    state = load_state(mod, game) if game.state else None
+    info: dict[str, Any] = {
+        "game": game, "seat": seat, "decision": decision, "action": link.action,
+        "card": card_lookup(game, seat.language, state), "effect": {}, "variants": []}
+    if decision.closed_at is not None:
+        info["closed"] = _closed_reason(decision)
+    elif state is not None:
+        action = Action.from_json(link.action or {})
+        info["effect"] = mod.choice_effect(state, seat.position, action)
+        info["variants"] = variants_of(mod, state, seat.position, action)
+    return info
 
 
 def act_by_token(raw: str, choice: str | None = None) -> Outcome:

@@ -7,13 +7,16 @@ from __future__ import annotations
 import functools
 import json
 import threading
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import Select, bindparam, event, func, insert, literal, or_, text
 from sqlalchemy import select as sa_select
+from sqlalchemy.engine import Connection
 from sqlmodel import Session, col, select
 
 from engine.core import Event
@@ -119,6 +122,51 @@ def link_unchanged(s: Session, kind: TokenKind, token: Token, game: Game, seat: 
         return False
     s.add_all((token, game, seat, decision))
     return True
+
+
+_SEAT_T = table_of(Seat)
+# What a one-click link's confirmation page shows, in one Core query: no session, no
+# objects (see ``confirm_link``).
+_CONFIRM_LINK = (
+    sa_select(_TOKEN_T.c.kind, _TOKEN_T.c.revoked_at, _TOKEN_T.c.action,
+              _TOKEN_T.c.decision_id, _GAME_T.c.id.label("game_id"), _GAME_T.c.engine,
+              _GAME_T.c.state, _SEAT_T.c.id.label("seat_id"), _SEAT_T.c.name,
+              _SEAT_T.c.language, _SEAT_T.c.position,
+              _DECISION_T.c.id.label("found_decision"), _DECISION_T.c.closed_at,
+              _DECISION_T.c.closed_by)
+    .select_from(_TOKEN_T.join(_GAME_T, _GAME_T.c.id == _TOKEN_T.c.game_id)
+                 .join(_SEAT_T, _SEAT_T.c.id == _TOKEN_T.c.seat_id)
+                 .outerjoin(_DECISION_T, _DECISION_T.c.id == _TOKEN_T.c.decision_id))
+    .where(_TOKEN_T.c.hash == bindparam("hash")))
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmLink:
+    """A live one-click link as its confirmation page needs it (``confirm_link``): the
+    token's ``action``, and only the columns of its game, seat and decision that the page
+    reads, under their rows' attribute names."""
+
+    action: dict[str, Any] | None
+    game: Any  # id, engine, state (as a Game row has them)
+    seat: Any  # id, name, language, position (as a Seat row)
+    decision: Any  # id, closed_at, closed_by (as a Decision row); None: no such row
+
+
+def confirm_link(conn: Connection, raw: str) -> ConfirmLink:
+    """The live ``action`` token behind ``raw`` for its confirmation page, in one Core
+    query on ``conn`` (a ``read_connection``: a page that only reads loads no objects), or
+    a friendly NotFound for a link that is not live (as ``live_seat_link``)."""
+    row = conn.execute(_CONFIRM_LINK, {"hash": hash_token(raw)}).first() \
+        if well_formed(raw) else None
+    if row is None or row.revoked_at is not None or row.kind != TokenKind.ACTION:
+        raise NotFound(gettext("this link is unknown or no longer valid"))
+    decision = None if row.found_decision is None else SimpleNamespace(
+        id=row.found_decision, closed_at=row.closed_at, closed_by=row.closed_by)
+    return ConfirmLink(row.action,
+                       SimpleNamespace(id=row.game_id, engine=row.engine, state=row.state),
+                       SimpleNamespace(id=row.seat_id, name=row.name, language=row.language,
+                                       position=row.position),
+                       decision)
 
 
 def live_seat_page(s: Session, raw: str,

@@ -95,3 +95,27 @@ def test_reads_and_writes_keep_to_connections_of_their_own(app, table):
         assert reader.pool is not engine.pool and reader.pool.checkedin() >= 1
         engine.dispose()
         assert reader.pool.checkedin() == 0
+
+
+def test_the_confirm_page_reads_its_link_in_one_narrow_query(app, table):
+    """GET /a/<token>: one SELECT, of the columns the page shows (not whole rows: no
+    game policy, no seat address), and nothing else but the transaction's own."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    seen: list[str] = []
+
+    def spy(_conn, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()))
+
+    with app.app_context():
+        engine = get_engine(app)
+        event.listen(engine, "before_cursor_execute", spy)
+        try:
+            resp = table.client.get(path_of(url))
+        finally:
+            event.remove(engine, "before_cursor_execute", spy)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    selects = [x for x in seen if x.upper().startswith("SELECT")]
+    assert len(selects) == 1, seen
+    assert "policy" not in selects[0] and "email" not in selects[0], selects[0]
+    assert len(seen) <= 2, seen  # BEGIN on SQLite at most besides
