@@ -236,6 +236,32 @@ def read_connection(app: Flask | None = None) -> Iterator[Connection]:
         yield conn  # closing rolls the transaction back
 
 
+@contextmanager
+def one_read(app: Flask | None = None) -> Iterator[Connection]:
+    """A connection for one read-only statement (a page's single query): on PostgreSQL
+    in autocommit (the statement is its own snapshot: no BEGIN and no ROLLBACK, one
+    round trip instead of three); on SQLite a ``read_connection``. Never more than one
+    statement: two would not share a snapshot on PostgreSQL."""
+    engine = get_engine(app)
+    if engine.dialect.name != "postgresql":
+        with read_connection(app) as conn:
+            yield conn
+        return
+    with _autocommit_reader(engine).connect() as conn:
+        yield conn
+
+
+_AUTOCOMMIT: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def _autocommit_reader(engine: Engine) -> Engine:
+    reader = _AUTOCOMMIT.get(engine)
+    if reader is None:
+        reader = _AUTOCOMMIT[engine] = engine.execution_options(
+            **{READ_ONLY: True}, isolation_level="AUTOCOMMIT")
+    return reader
+
+
 class LateLock:
     """The sessions of a change that reads before it takes its lock (``read_then_write``):
     ``read``, then ``write()``."""

@@ -20,7 +20,7 @@ from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import get_row, read_connection, read_then_write, saved_id
+from pbem.db import get_row, one_read, read_then_write, saved_id
 from pbem.errors import (
     AlreadyRecorded,
     Conflict,
@@ -94,7 +94,7 @@ def describe_token(raw: str) -> dict[str, Any]:
     ``action`` bound to it, while its decision is open what it costs and brings
     (``effect``) and the ``variants`` the page lets the player choose from instead (see
     ``reading.variants_of``); ``closed`` once the decision has closed."""
-    with read_connection() as conn:  # one Core query: a page that only reads
+    with one_read() as conn:  # one Core query: a page that only reads
         link = confirm_link(conn, raw)
     game, seat, decision = link.game, link.seat, link.decision
     if decision is None:

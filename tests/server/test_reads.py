@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import event, text
 from sqlmodel import select
 
+import pbem.services.playing as playing
 from pbem.db import _reader, get_engine, is_postgres, read_scope, session_scope
 from pbem.models import Game, Move
 from tests.server.helpers import holding_game, only_form, path_of
@@ -119,3 +120,28 @@ def test_the_confirm_page_reads_its_link_in_one_narrow_query(app, table):
     assert len(selects) == 1, seen
     assert "policy" not in selects[0] and "email" not in selects[0], selects[0]
     assert len(seen) <= 2, seen  # BEGIN on SQLite at most besides
+
+
+def test_the_confirm_page_reads_outside_a_transaction_on_postgresql(app, table,
+                                                                     monkeypatch):
+    """PostgreSQL: the confirm page's one query runs in autocommit (its own snapshot; no
+    BEGIN and no ROLLBACK around it); SQLite: in a read-only transaction."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    seen: list[bool] = []
+    original = playing.confirm_link
+
+    def spy(conn, raw):
+        if is_postgres(app):
+            seen.append(conn.connection.dbapi_connection.autocommit)
+        else:
+            seen.append(conn.execute(text("PRAGMA query_only")).scalar() == 1)
+        return original(conn, raw)
+
+    monkeypatch.setattr(playing, "confirm_link", spy)
+    assert table.client.get(path_of(url)).status_code == 200
+    assert seen == [True]
+    with app.app_context(), session_scope() as s:  # the pool's connections write again
+        assert s.execute(text("SELECT 1")).scalar() == 1
+        if is_postgres(app):
+            assert not s.connection().connection.dbapi_connection.autocommit
