@@ -36,6 +36,13 @@ Two player behaviours (``--modes``):
   offers none. Default ``FOLLOW_UP_MINUTES`` (10): the held emails of decisions answered
   on the page are never sent (counted as "held, never sent"). No clock is needed: the
   bench plays in real time, a game in seconds, far from every deadline.
+* ``live``: the players sit at their game pages (friends playing at the same time): a
+  player opens the page from their first email that links to it, and keeps it open; it
+  says so to the server (``POST /g/<token>/here``, as static/live.js does every
+  ``LIVE_HERE_SECONDS``), and each decision that then comes to them is answered on that
+  page (its form), as the live page shows it. Their decision emails are held
+  ``FOLLOW_UP_MINUTES`` (10) and so never sent. A decision of a player whose page is not
+  open yet is answered from its email, as in ``emails``.
 
 No clock runs and time is not simulated (no freezegun): players act at once, so no
 deadline passes (checked: every move is a player's; no timeouts, no bots) and no
@@ -120,7 +127,7 @@ from engine.registry import get_game  # noqa: E402
 from pbem import create_app, mail, services  # noqa: E402
 from pbem.db import get_engine, session_scope  # noqa: E402
 from pbem.migrate import upgrade  # noqa: E402
-from pbem.models import Decision, EventLog, Game, Move, Outbox  # noqa: E402
+from pbem.models import Decision, EventLog, Game, Move, Outbox, Seat  # noqa: E402
 from pbem.tokens import lookup  # noqa: E402
 
 BASE_URL = "http://bench.invalid"
@@ -128,10 +135,11 @@ LINK_RE = re.compile(re.escape(BASE_URL) + r"(/[^\s<>\"']+)")
 NO_CAPS = {"CREATE_LIMIT_PER_HOUR": 100_000, "NOTICE_LIMIT_PER_ADDRESS": 100_000,
            "NOTICE_LIMIT_PER_GAME": 100_000, "INVITE_LIMIT_PER_ADDRESS": 100_000}
 CONFIGS = (("stoneage", 2), ("stoneage", 4), ("cavemen", 4))
-MODES = ("emails", "page")
+MODES = ("emails", "page", "live")
 TITLES = {"stoneage": "Stone Age", "cavemen": "Cavemen"}
 # how a decision was made: the link or form used
-HOW = ("one-click link", "one-click variant", "game page form", "answer page (follow-up)")
+HOW = ("one-click link", "one-click variant", "game page form", "answer page (follow-up)",
+       "live page")
 # the kinds of email, in the order printed (others are added after them)
 KINDS = ("decision", "decision (follow-up)", "reminder", "notice", "game_started",
          "result", "host_confirm", "invitation")
@@ -370,6 +378,39 @@ class Bench:
             how["answer page (follow-up)"] += 1
             resp = self.post_form(form, decision, self.bot_action(decision, rng)[2])
 
+    def here(self, page: str) -> None:
+        """The player's open game page tells the server it is there (static/live.js)."""
+        html = self.client.get(page).get_data(as_text=True)
+        sig = re.search(r'data-sig="([0-9a-f]+)"', html)
+        if sig is None:  # a game over follows nothing (no live script)
+            return
+        resp = self.client.post(page + "/here", data={"sig": sig.group(1)})
+        if resp.status_code != 204:
+            raise RuntimeError(f"POST /g/<token>/here: {resp.status_code}")
+
+    def live_move(self, game_id: str, pages: dict[str, str], rng: random.Random,
+                  how: Counter) -> bool:
+        """In ``live`` mode: answer an open decision on its player's open page (True), if
+        a player whose page is open has one."""
+        with session_scope() as s:
+            rows = s.exec(select(Decision, Seat.email).join(Seat, Seat.id == Decision.seat_id)
+                          .where(Decision.game_id == game_id,
+                                 Decision.closed_at.is_(None))
+                          .order_by(Decision.id)).all()
+        for decision, address in rows:
+            page = pages.get(address.lower())
+            if page is None:
+                continue
+            form = decision_form(self.client.get(page).get_data(as_text=True))
+            if form is None or form.hidden.get("decision_id") != str(decision.id):
+                raise RuntimeError(f"the live page does not show decision {decision.id}")
+            how["live page"] += 1
+            self.post_form(form, decision, self.bot_action(decision, rng)[2])
+            for open_page in pages.values():  # the pages are still open
+                self.here(open_page)
+            return True
+        return False
+
     def play(self, engine_name: str, n: int, seed: int) -> GameCount:
         """One game, from its creation on the web to its end, played from the emails."""
         tag = f"{engine_name}{n}.{self.mode}.{seed}"
@@ -381,10 +422,21 @@ class Bench:
         emails: dict[str, Counter] = {p.email: Counter() for p in players}
         how: Counter = Counter()
         inbox: deque[Received] = deque()
+        pages: dict[str, str] = {}  # live mode: address -> its open game page
         while True:
             for got in self.deliver():
                 emails[got.to][got.kind] += 1
                 inbox.append(got)
+                page = got.first("/g/")
+                if self.mode == "live" and page and got.to not in pages \
+                        and got.kind not in ("host_confirm", "invitation"):
+                    pages[got.to] = page
+                    self.here(page)
+            if self.mode == "live" and not any(
+                    g.kind in ("host_confirm", "invitation") for g in inbox) \
+                    and self.live_move(created.game_id, pages, rng, how):
+                inbox = deque(g for g in inbox if g.decision_id is None)
+                continue
             if not inbox:
                 break
             got = inbox.popleft()
@@ -520,7 +572,7 @@ def main() -> int:
     parser.add_argument("--configs", default=",".join(f"{g}:{n}" for g, n in CONFIGS),
                         help="comma-separated game:players (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES),
-                        help="comma-separated: emails, page (default: both)")
+                        help="comma-separated: emails, page, live (default: all three)")
     parser.add_argument("--quick", action="store_true",
                         help="the smoke test's run: one game of Stone Age 2 players and "
                              "of Cavemen 4 players (unless --configs), both modes")
@@ -531,7 +583,7 @@ def main() -> int:
             args.configs = "stoneage:2,cavemen:4"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or set(modes) - set(MODES):
-        parser.error("--modes takes emails and/or page")
+        parser.error("--modes takes emails, page and/or live")
     configs = parse_configs(args.configs)
     seeds = list(range(args.seed, args.seed + args.games))
     print(f"inbox: {args.games} game(s) per configuration and mode, seeds "
