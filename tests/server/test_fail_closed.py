@@ -176,11 +176,20 @@ def test_every_page_has_a_csp_without_inline_script_and_no_inline_script(app, cl
         assert "default-src 'none'" in csp and "unsafe-inline" not in csp, url
         html = resp.get_data(as_text=True)
         scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", html, re.I | re.S)
-        if urlsplit(url).path == "/":  # only the home page: its time zone script, a file
+        path = urlsplit(url).path
+        if path == "/":  # the home page: its time zone script, a file
             assert "script-src 'self'" in csp
             (tag,) = re.findall(r"<script\b[^>]*>", html)
             assert re.fullmatch(r'<script src="/static/tz.js\?v=[0-9a-f]{12}" defer>', tag)
             assert scripts == [""], url
+        elif re.fullmatch(r"/(g|watch)/[^/]+", path) and "<script" in html:
+            # a game page under way (static/live.js) or with folded rounds (log.js): files
+            assert "script-src 'self'" in csp, url
+            tags = re.findall(r"<script\b[^>]*>", html)
+            assert tags and all(re.fullmatch(
+                r'<script src="/static/(live|log).js\?v=[0-9a-f]{12}" defer>', t)
+                for t in tags), (url, tags)
+            assert set(scripts) == {""}, url
         else:  # no script at all: default-src 'none' applies
             assert "script-src" not in csp and "<script" not in html.lower(), url
         assert not re.search(r"\son[a-z]+\s*=", html, re.I), url  # no onclick=, onsubmit=
