@@ -39,6 +39,7 @@ from jinja2 import (
     TemplateNotFound,
     Undefined,
 )
+from markupsafe import Markup
 
 from engine.registry import Listing, listings
 from pbem import TEMPLATES
@@ -194,6 +195,96 @@ class NarratedLog:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class EmailNarration:
+    """A game's narration for the two parts of one email, each part's module made once
+    (passed to both templates as ``n``: ``part(html)``), and the narration the two parts
+    both say (the macros of ``SHARED``: news, choices, prompts...) said once.
+
+    Text and HTML come from the same source and differ only in escaping: the HTML module
+    escapes every value it writes (a name, a number...; its own words and the catalog's
+    are written as they are), the text module none. So when a macro's text holds none of
+    the characters escaping changes (``& < > " '``), no value it wrote needed escaping and
+    its HTML is that text, character for character: the text part says it, and the HTML
+    part reuses it; it is said again in HTML only when the text holds one (a player
+    called ``O'Neil``, a translation with an apostrophe). The HTML module costs about
+    twice the text one (escaping, ``Markup`` formatting). Answers are kept for this one
+    email, by the macro and its arguments (strings, numbers and lists of them by value,
+    other objects by identity: the same view, event or link of this email, kept alive
+    with the answer).
+
+    The modules are made as ``{% import ... with context %}`` at the top of an email's
+    template would make them, with the variables of its render (``text_vars`` and
+    ``html_vars``), except the HTML part's ``headline``, which the text part writes: a
+    narration has no business with it."""
+
+    SHARED = frozenset({"event", "choice", "ask", "hint", "action", "prompt", "result"})
+
+    def __init__(self, game: Any, text_vars: dict[str, Any], html_vars: dict[str, Any]) -> None:
+        self.name = game_part(game, "narration.jinja")
+        self.vars = (text_vars, html_vars)
+        self.modules: list[Any] = [None, None]
+        self.said: dict[tuple[Any, ...], list[Any]] = {}
+
+    def module(self, html: bool) -> Any:
+        found = self.modules[html]
+        if found is None:
+            env = current_app.jinja_env
+            name = self.name + HTML_SUFFIX if html else self.name
+            found = self.modules[html] = env.get_template(name).make_module(self.vars[html])
+        return found
+
+    def part(self, html: bool) -> NarrationPart:
+        return NarrationPart(self, html)
+
+    def say(self, name: str, html: bool, *args: Any, **kwargs: Any) -> Any:
+        key = (name, _said_key(args), _said_key(tuple(sorted(kwargs.items()))))
+        said = self.said.get(key)
+        if said is None:  # the text part says it first, but either may
+            plain = getattr(self.module(False), name)(*args, **kwargs)
+            marked = None if _ESCAPED.search(plain) else Markup(plain)
+            # the arguments kept with the answer: an identity in the key stays theirs
+            said = self.said[key] = [plain, marked, args, kwargs]
+        if not html:
+            return said[0]
+        if said[1] is None:
+            said[1] = getattr(self.module(True), name)(*args, **kwargs)
+        return said[1]
+
+
+class NarrationPart:
+    """``n`` in one part of an email: the macros of that part's narration module, those
+    of ``EmailNarration.SHARED`` said once for both parts."""
+
+    def __init__(self, narration: EmailNarration, html: bool) -> None:
+        self._narration, self._html = narration, html
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        macro = getattr(self._narration.module(self._html), name)  # none: undefined
+        if name in EmailNarration.SHARED and callable(macro):
+            narration, html = self._narration, self._html
+
+            def shared(*args: Any, **kwargs: Any) -> Any:
+                return narration.say(name, html, *args, **kwargs)
+            macro = shared
+        setattr(self, name, macro)
+        return macro
+
+
+_ESCAPED = re.compile(r"[&<>\"']")  # what markupsafe.escape changes
+
+
+def _said_key(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float)):
+        return (type(value), value)  # a Markup is not its string, nor True 1
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_said_key(v) for v in value))
+    if isinstance(value, Undefined):
+        return (Undefined, type(value))  # every undefined value says the same
+    return (object, id(value))
 
 
 def init_app(app: Flask) -> None:
