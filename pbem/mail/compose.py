@@ -37,6 +37,7 @@ from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
+from pbem.ui import ui_inline
 
 LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "/admin/",
               TokenKind.INVITE: "/invite/", TokenKind.HOST_CONFIRM: "/host/confirm/",
@@ -182,7 +183,8 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     lang = language()
     parts: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
     if game is not None:  # the game's narration, made once per part and said once (n)
-        text_vars, html_vars = dict(ctx), dict(ctx, ctx_language=lang, inline_css=True)
+        text_vars = dict(ctx)
+        html_vars = dict(ctx, ctx_language=lang, inline_css=True, ui=ui_inline)
         current_app.update_template_context(text_vars)  # as render_template does
         current_app.update_template_context(html_vars)
         narration = EmailNarration(game, text_vars, html_vars)
@@ -190,7 +192,8 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     text = render_template(f"emails/{row.template}.txt", **parts[0], **ctx).lstrip("\n")
     headline = text.split("\n", 1)[0].strip()
     html = render_template(f"emails/{row.template}.html", headline=headline,
-                           ctx_language=lang, inline_css=True, **parts[1], **ctx)
+                           ctx_language=lang, inline_css=True, ui=ui_inline, **parts[1],
+                           **ctx)
     # an email about no one game is called by its first line ("Your games")
     subject = game_name(game, ctx.get("seats") or []) if game is not None else headline
     data, names = wire_message(
