@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app
+from flask.templating import Environment as FlaskEnvironment
 from flask_babel import get_locale
 from jinja2 import (
     BaseLoader,
@@ -39,6 +40,7 @@ from jinja2 import (
     TemplateNotFound,
     Undefined,
 )
+from jinja2.runtime import Macro
 from markupsafe import Markup
 
 from engine.registry import Listing, listings
@@ -51,6 +53,25 @@ NO_GAME = "games/none.jinja"  # an empty template: pages about a link that has n
 DEFAULT = "default"  # templates/games/default/: the parts a game does not provide
 LANGUAGE_INFIX_RE = re.compile(r"\.[a-z]{2}\.")  # rules.de.html: the default is rules.html
 NARRATION_IMPORT_RE = re.compile(r'''(import\s+"narration/[^"]+\.jinja)(")''')
+
+
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class TemplateEnvironment(FlaskEnvironment):
+    """Flask's template environment, with ``x.name`` on a plain dict (a game's view, its
+    cards, a link) read as the item first: Jinja asks for the attribute first, and a dict
+    has none but its methods', so every such read raised and caught an AttributeError
+    (a good part of rendering a board). The same value as before: a name of a dict
+    method (``items``...) still gives the method."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
 
 
 class HtmlVariantLoader(BaseLoader):
@@ -263,13 +284,17 @@ class NarrationPart:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        macro = getattr(self._narration.module(self._html), name)  # none: undefined
-        if name in EmailNarration.SHARED and callable(macro):
-            narration, html = self._narration, self._html
+        narration, html = self._narration, self._html
+        # a shared macro: the text module tells whether there is one (the same source)
+        macro = getattr(narration.module(name not in EmailNarration.SHARED and html),
+                        name)  # none: undefined
+        if name in EmailNarration.SHARED and isinstance(macro, Macro):
 
             def shared(*args: Any, **kwargs: Any) -> Any:
                 return narration.say(name, html, *args, **kwargs)
             macro = shared
+        elif html and name in EmailNarration.SHARED:
+            macro = getattr(narration.module(True), name)
         setattr(self, name, macro)
         return macro
 
