@@ -102,6 +102,10 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     conn = s.connection()
     if game is not None:  # the players, also before the game starts (confirm, invitation)
         ctx["seats"] = conn.execute(_SEATS, {"game_id": game.id}).all()
+    ctx["names"] = [x.name for x in ctx["seats"]]  # by position
+    # a decision's choices: its one-click links, (name, spec) in order
+    ctx["choices"] = [(name, spec) for name, spec in specs.items()
+                      if spec.get("kind") == TokenKind.ACTION]
     if game is not None and game.state:
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
