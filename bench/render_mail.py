@@ -53,9 +53,17 @@ state, seat and language): in these games 998 of the 1,017 emails with a board s
 that no other email to the same address showed, so it would hit only on this bench's own
 repeats of an email.
 
-What is left is mostly Jinja's own work (a call per macro, ``_()``, ``ui()``, the
-narration's macros run for the text and again for the HTML): the templates are the lever
-now, not this code.
+Issue 19, point 3, round 2 (branch mailcpu2 against 4eec30e, the two run alternately,
+load 5 to 6; ``--reps 3 --every 2``, 589 emails): median 5.84 and 6.83 ms -> 4.77 and
+5.38 ms, p99 10.1 and 13.7 ms -> 9.3 and 10.3 ms (templates 3.1 and 3.6 -> 2.1 and 2.3;
+the rest as it was): the narration both parts say (news, choices, prompts, asks, hints)
+said once, in text, and reused as the HTML when nothing in it needed escaping
+(``pbem.narrate.EmailNarration``); ``_`` bound directly; a dict's fields read as items
+first (``TemplateEnvironment``); the text boards' shared parts kept by ``memo`` (hit
+rates with each email rendered once: 37% to 90%); names and choices listed in Python.
+Not reached: the goal of 3 ms median. Left: the HTML boards (about a fifth of a decision
+email; the player's own panel changes with every email), Jinja's call overhead per
+macro and attribute, loading the row with its game and seat as ORM objects (a tenth).
 
     .venv/bin/python bench/render_mail.py
     .venv/bin/python bench/render_mail.py --reps 3 --every 4 --profile

@@ -82,6 +82,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     The instance folder (the default SQLite file and secret key) is Flask's: ``instance/``
     in a checkout, ``<virtualenv>/var/pbem-instance/`` when installed from a wheel."""
     app = Flask(__name__, template_folder=str(TEMPLATES), instance_relative_config=True)
+    from pbem.narrate import TemplateEnvironment
+
+    app.jinja_environment = TemplateEnvironment  # before anything makes app.jinja_env
     app.config.from_object(DefaultConfig)
     app.config.from_prefixed_env("PBEM")
     if config:

@@ -199,7 +199,7 @@ def load_catalogs() -> None:
 
 
 def template_gettext() -> dict[str, Any]:
-    """``gettext`` and ``ngettext`` (and so ``_``) for one page or email, bound to the
+    """``gettext``, ``ngettext`` and ``_`` for one page or email, bound to the
     catalog of the language it speaks. Flask-Babel's own look the language up through
     the request context on every call, a good part of rendering an email (a context
     processor: every ``render_template`` gets them; the same strings, escaping and
@@ -229,7 +229,9 @@ def _bind(translations: Any) -> dict[str, Any]:
         text = find_plural(singular, plural, num)
         return (Markup(text) if context.eval_ctx.autoescape else text) % variables
 
-    return {"gettext": gettext_, "ngettext": ngettext_}
+    # ``_`` itself: the i18n extension's ``_`` looks ``gettext`` up and calls it through
+    # the context again, on every string
+    return {"gettext": gettext_, "ngettext": ngettext_, "_": gettext_}
 
 
 def sentence(text: Any) -> str:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app
+from flask.templating import Environment as FlaskEnvironment
 from flask_babel import get_locale
 from jinja2 import (
     BaseLoader,
@@ -39,6 +40,8 @@ from jinja2 import (
     TemplateNotFound,
     Undefined,
 )
+from jinja2.runtime import Macro
+from markupsafe import Markup
 
 from engine.registry import Listing, listings
 from pbem import TEMPLATES
@@ -50,6 +53,25 @@ NO_GAME = "games/none.jinja"  # an empty template: pages about a link that has n
 DEFAULT = "default"  # templates/games/default/: the parts a game does not provide
 LANGUAGE_INFIX_RE = re.compile(r"\.[a-z]{2}\.")  # rules.de.html: the default is rules.html
 NARRATION_IMPORT_RE = re.compile(r'''(import\s+"narration/[^"]+\.jinja)(")''')
+
+
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class TemplateEnvironment(FlaskEnvironment):
+    """Flask's template environment, with ``x.name`` on a plain dict (a game's view, its
+    cards, a link) read as the item first: Jinja asks for the attribute first, and a dict
+    has none but its methods', so every such read raised and caught an AttributeError
+    (a good part of rendering a board). The same value as before: a name of a dict
+    method (``items``...) still gives the method."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                return self.undefined(obj=obj, name=attribute)
+        return super().getattr(obj, attribute)
 
 
 class HtmlVariantLoader(BaseLoader):
@@ -194,6 +216,100 @@ class NarratedLog:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class EmailNarration:
+    """A game's narration for the two parts of one email, each part's module made once
+    (passed to both templates as ``n``: ``part(html)``), and the narration the two parts
+    both say (the macros of ``SHARED``: news, choices, prompts...) said once.
+
+    Text and HTML come from the same source and differ only in escaping: the HTML module
+    escapes every value it writes (a name, a number...; its own words and the catalog's
+    are written as they are), the text module none. So when a macro's text holds none of
+    the characters escaping changes (``& < > " '``), no value it wrote needed escaping and
+    its HTML is that text, character for character: the text part says it, and the HTML
+    part reuses it; it is said again in HTML only when the text holds one (a player
+    called ``O'Neil``, a translation with an apostrophe). The HTML module costs about
+    twice the text one (escaping, ``Markup`` formatting). Answers are kept for this one
+    email, by the macro and its arguments (strings, numbers and lists of them by value,
+    other objects by identity: the same view, event or link of this email, kept alive
+    with the answer).
+
+    The modules are made as ``{% import ... with context %}`` at the top of an email's
+    template would make them, with the variables of its render (``text_vars`` and
+    ``html_vars``), except the HTML part's ``headline``, which the text part writes: a
+    narration has no business with it."""
+
+    SHARED = frozenset({"event", "choice", "ask", "hint", "action", "prompt", "result"})
+
+    def __init__(self, game: Any, text_vars: dict[str, Any], html_vars: dict[str, Any]) -> None:
+        self.name = game_part(game, "narration.jinja")
+        self.vars = (text_vars, html_vars)
+        self.modules: list[Any] = [None, None]
+        self.said: dict[tuple[Any, ...], list[Any]] = {}
+
+    def module(self, html: bool) -> Any:
+        found = self.modules[html]
+        if found is None:
+            env = current_app.jinja_env
+            name = self.name + HTML_SUFFIX if html else self.name
+            found = self.modules[html] = env.get_template(name).make_module(self.vars[html])
+        return found
+
+    def part(self, html: bool) -> NarrationPart:
+        return NarrationPart(self, html)
+
+    def say(self, name: str, html: bool, *args: Any, **kwargs: Any) -> Any:
+        key = (name, _said_key(args), _said_key(tuple(sorted(kwargs.items()))))
+        said = self.said.get(key)
+        if said is None:  # the text part says it first, but either may
+            plain = getattr(self.module(False), name)(*args, **kwargs)
+            marked = None if _ESCAPED.search(plain) else Markup(plain)
+            # the arguments kept with the answer: an identity in the key stays theirs
+            said = self.said[key] = [plain, marked, args, kwargs]
+        if not html:
+            return said[0]
+        if said[1] is None:
+            said[1] = getattr(self.module(True), name)(*args, **kwargs)
+        return said[1]
+
+
+class NarrationPart:
+    """``n`` in one part of an email: the macros of that part's narration module, those
+    of ``EmailNarration.SHARED`` said once for both parts."""
+
+    def __init__(self, narration: EmailNarration, html: bool) -> None:
+        self._narration, self._html = narration, html
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        narration, html = self._narration, self._html
+        # a shared macro: the text module tells whether there is one (the same source)
+        macro = getattr(narration.module(name not in EmailNarration.SHARED and html),
+                        name)  # none: undefined
+        if name in EmailNarration.SHARED and isinstance(macro, Macro):
+
+            def shared(*args: Any, **kwargs: Any) -> Any:
+                return narration.say(name, html, *args, **kwargs)
+            macro = shared
+        elif html and name in EmailNarration.SHARED:
+            macro = getattr(narration.module(True), name)
+        setattr(self, name, macro)
+        return macro
+
+
+_ESCAPED = re.compile(r"[&<>\"']")  # what markupsafe.escape changes
+
+
+def _said_key(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float)):
+        return (type(value), value)  # a Markup is not its string, nor True 1
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_said_key(v) for v in value))
+    if isinstance(value, Undefined):
+        return (Undefined, type(value))  # every undefined value says the same
+    return (object, id(value))
 
 
 def init_app(app: Flask) -> None:

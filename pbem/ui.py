@@ -113,6 +113,14 @@ def ui(context, *names: str) -> Markup:
     return _attribute(tuple(n for n in names if n), bool(context.get("inline_css")))
 
 
+@functools.lru_cache(maxsize=4096)
+def ui_inline(*names: str) -> Markup:
+    """``ui`` of an HTML email (``inline_css``), passed to its render as ``ui``: kept by
+    its arguments as written (a few dozen combinations in the templates), without the
+    context ``ui`` reads on every call."""
+    return _attribute(tuple(n for n in names if n), True)
+
+
 MEMO_SIZE = 50_000
 _memo: dict[tuple, Markup] = {}
 

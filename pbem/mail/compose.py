@@ -35,7 +35,9 @@ from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of
+from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
+from pbem.ui import ui_inline
 
 LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "/admin/",
               TokenKind.INVITE: "/invite/", TokenKind.HOST_CONFIRM: "/host/confirm/",
@@ -100,6 +102,10 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     conn = s.connection()
     if game is not None:  # the players, also before the game starts (confirm, invitation)
         ctx["seats"] = conn.execute(_SEATS, {"game_id": game.id}).all()
+    ctx["names"] = [x.name for x in ctx["seats"]]  # by position
+    # a decision's choices: its one-click links, (name, spec) in order
+    ctx["choices"] = [(name, spec) for name, spec in specs.items()
+                      if spec.get("kind") == TokenKind.ACTION]
     if game is not None and game.state:
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
@@ -181,10 +187,19 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     ``force_locale`` around the call) and put them in a message whose every header is safe
     (see ``pbem.mail.headers``)."""
     lang = language()
-    text = render_template(f"emails/{row.template}.txt", **ctx).lstrip("\n")
+    parts: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+    if game is not None:  # the game's narration, made once per part and said once (n)
+        text_vars = dict(ctx)
+        html_vars = dict(ctx, ctx_language=lang, inline_css=True, ui=ui_inline)
+        current_app.update_template_context(text_vars)  # as render_template does
+        current_app.update_template_context(html_vars)
+        narration = EmailNarration(game, text_vars, html_vars)
+        parts = ({"n": narration.part(False)}, {"n": narration.part(True)})
+    text = render_template(f"emails/{row.template}.txt", **parts[0], **ctx).lstrip("\n")
     headline = text.split("\n", 1)[0].strip()
     html = render_template(f"emails/{row.template}.html", headline=headline,
-                           ctx_language=lang, inline_css=True, **ctx)
+                           ctx_language=lang, inline_css=True, ui=ui_inline, **parts[1],
+                           **ctx)
     # an email about no one game is called by its first line ("Your games")
     subject = game_name(game, ctx.get("seats") or []) if game is not None else headline
     data, names = wire_message(

@@ -105,9 +105,11 @@ def test_every_game_page_links_to_the_rules(table: Table, client):
 
 
 def test_an_email_runs_its_games_narration_once_per_part(table: Table, monkeypatch):
-    """Each ``import ... with context`` runs the module again: an email imports its game's
-    narration once for the text and once for the HTML, and its partials (news, deadlines,
-    board) use those (``{% if n is not defined %}``)."""
+    """Each ``import ... with context`` runs the module again: an email makes its game's
+    narration once for the text and at most once for the HTML (only when the HTML part
+    says something the text could not: ``pbem.narrate.EmailNarration``), and its
+    templates and partials (news, deadlines, board) use those (``{% if n is not
+    defined %}``)."""
     for _ in range(3):  # moves that send decisions and notices with news, board and deadlines
         table.step()
     imports: list[str] = []
@@ -121,4 +123,4 @@ def test_an_email_runs_its_games_narration_once_per_part(table: Table, monkeypat
     sent = table.inbox.deliver()["sent"]  # the last move's emails
     assert sent >= 1
     assert imports.count("games/cavemen/narration.jinja") == sent
-    assert imports.count("games/cavemen/narration.jinja@html") == sent
+    assert imports.count("games/cavemen/narration.jinja@html") <= sent
