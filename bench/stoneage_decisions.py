@@ -7,6 +7,13 @@ many choices it offered (the number of legal actions: places left for ``use``,
 meaningful orders for ``order``). Deterministic: game ``i`` uses seed ``i``.
 
     .venv/bin/python bench/stoneage_decisions.py [--games 100]
+
+Figures, 100 games each (decisions a game; the ordering decision's share):
+  before issue 20 (1a), ``use``: 2 players 175.0, 24.7 %; 3 players 215.3, 26.1 %;
+    4 players 272.2, 23.5 %.
+  after, ``order``: 2 players 142.5, 7.4 % (10.6 a game); 3 players 158.0, 3.4 % (5.3);
+    4 players 247.6, 12.5 % (31.0). It offered 2 orders in 82 % (2 players) to 94 %
+    (4 players) of the cases, more than 12 in under 1 %, at most 48.
 """
 
 from __future__ import annotations

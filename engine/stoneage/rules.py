@@ -369,8 +369,9 @@ EMAIL_PAYMENTS = 4  # payment choices an email offers as links; the rest on the 
 def email_choices(state: State, seat: int) -> list[Action]:
     """The choices an email offers as one-click links (the game page has them all): each
     place once (with as many people as fit; the link's confirmation page offers every
-    number, see ``choice_variants``), the next place to use, no tools or the
-    timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
+    number, see ``choice_variants``), the sensible order of the use phase and the
+    EMAIL_ORDERS - 1 orders nearest to it (fewest pairs the other way round), no tools or
+    the timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
     points) beside the first few ways to pay (cheapest first; for a building, the most
     points first)."""
     kind = decision_kind(state, seat)
@@ -607,7 +608,8 @@ def view(state: State, seat: int | None) -> View:
     """What ``seat`` (or a spectator, None) may see: everything public, and the seat's
     own civilization cards and one-time tools. At the end every card is shown. Each board
     has its ``feeding`` forecast (see ``feeding_forecast``) until the round's feeding
-    begins (None from then on)."""
+    begins (None from then on). ``order``: the placements the seat whose use turn it is
+    has left in the order it chose, for that seat only (empty for the others)."""
     d = data()
     over = state.phase == "over"
     boards = []
@@ -777,7 +779,9 @@ def to_json(state: State) -> JSONObject:
 
 
 def from_json(raw: Mapping[str, Any]) -> State:
-    """Read a stored state back; raises StateCorrupt on anything that does not fit."""
+    """Read a stored state back; raises StateCorrupt on anything that does not fit. A
+    state stored before the order decision (no ``order``) reads with no order chosen:
+    the seat is asked the order of its placements left (``pending``)."""
     try:
         if raw.get("game") != NAME:
             raise StateCorrupt(f"not a {NAME} state")
