@@ -299,3 +299,35 @@ def test_use_orders_with_a_limit_stop_early():
     state = use_turn(("hunt", 1), ("forest", 1), ("quarry", 1), spec=board(tools=(2,)))
     assert len(use_orders(state, 0)) == 6
     assert len(use_orders(state, 0, limit=2)) == 2
+
+
+# --------------------------------------------------------------------------- properties
+
+
+def _random_use_turn(rng: random.Random):
+    """Seat 0 with 2 to 6 placements left among rolls, cards and buildings, any tools."""
+    places = rng.sample(["hunt", "forest", "clay", "quarry", "river", "card1", "card2",
+                         "card3", "card4", "building1"], rng.randint(2, 6))
+    cards = rng.sample(["G02", "G03", "G04", "G06", "G11", "G13", "S07", "S18", "G07"], 4)
+    spec = board(people=10, wood=rng.randint(0, 3), tools=rng.choice([(), (1,), (2, 2)]))
+    return build(spec, board(), civ=cards, phase="use", turn=0,
+                 spots=[(p, 0, 1) for p in places])
+
+
+def test_every_order_leads_to_a_listed_one_and_the_listed_ones_stay_as_they_are():
+    """Moving placements as ``_fault`` says ends (in a meaningful order, listed), and
+    leaves the listed orders alone; the sensible order is always listed."""
+    from engine.stoneage.rules import _has_tools, _normal_order, _uses
+
+    rng = random.Random(20)
+    for _ in range(150):
+        state = _random_use_turn(rng)
+        listed = use_orders(state, 0)
+        uses = {u.place: u for u in _uses(state, 0)}
+        tools = _has_tools(state.boards[0])
+        for order in listed:
+            assert _normal_order([uses[p] for p in order], tools) == order
+        for _ in range(5):
+            shuffled = rng.sample(list(uses.values()), len(uses))
+            assert _normal_order(shuffled, tools) in listed
+        assert default_action(state, 0).get("places") in listed
