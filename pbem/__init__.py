@@ -66,6 +66,9 @@ class DefaultConfig:
     # Seconds between a live game page's questions "has anything changed?" (static/live.js;
     # each answered 304 at almost no cost while nothing did).
     LIVE_POLL_SECONDS = 5.0
+    # Seconds between a seat's open game page telling the server it is there: a decision
+    # opened for a seat seen within twice this time waits FOLLOW_UP_MINUTES to be emailed.
+    LIVE_HERE_SECONDS = 60.0
     # A game in which no person played for this many full rounds in a row (every decision
     # timed out or played by a bot standing in) ends as abandoned; a game without rounds
     # counts this many moves per seat.

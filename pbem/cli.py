@@ -68,16 +68,22 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--absent-bot", type=click.Choice([str(b) for b in SeatBot]),
               default=SeatBot.HEURISTIC.value, show_default=True)
 @click.option("--vacation-days", default=7.0, show_default=True)
+@click.option("--pause-quiet", is_flag=True,
+              help="Each player's clock stands still during their quiet hours.")
+@click.option("--pause-weekends", is_flag=True,
+              help="Each player's clock stands still at weekends (in their zone).")
 @sends_mail
 def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
              seed: int | None, title: str, start: bool, reminders: str | None,
-             absent_after: int, absent_bot: str, vacation_days: float) -> None:
+             absent_after: int, absent_bot: str, vacation_days: float, pause_quiet: bool,
+             pause_weekends: bool) -> None:
     """Create a game; prints its id and the host's admin link."""
     try:
         parsed = [services.parse_player(p) for p in players]
         policy = {"hours_per_decision": hours_per_decision, "reminder_hours": reminders,
                   "absent_after": absent_after, "absent_bot": absent_bot,
-                  "vacation_days": vacation_days}
+                  "vacation_days": vacation_days, "pause_quiet": pause_quiet,
+                  "pause_weekends": pause_weekends}
         created = services.create_game(game, parsed, policy, seed=seed,
                                        title=title, confirm_by_email=False, start=start)
     except ServiceError as exc:

@@ -99,6 +99,14 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
             for game_id in services.expired_unconfirmed(now):
                 counts["expired"] += _guarded(services.expire_unconfirmed, game_id, now,
                                               counts)
+            try:  # the daily digests whose hour has come
+                digests = services.queue_digests(now)
+            except Exception:  # noqa: BLE001 - logged; the next sweep tries again
+                log.exception("sweep: the digests failed")
+                counts["errors"] += 1
+            else:
+                if digests:
+                    counts["digests"] = digests
         else:
             counts["busy"] = 1
     if counts["busy"]:

@@ -4,9 +4,10 @@ on SQLite the gate that lets players' writes go before the clock's)."""
 from __future__ import annotations
 
 import fcntl
+import select
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -15,6 +16,9 @@ from typing import IO, Any, Protocol, TypeVar
 from flask import Flask, current_app
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.base import OptionEngine
+from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.pool import Pool
 from sqlmodel import Session, SQLModel
 
 READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
@@ -46,7 +50,8 @@ def background_writes() -> Iterator[None]:
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; SQLite gets WAL, NORMAL sync, a busy timeout,
     ``BEGIN IMMEDIATE`` transactions so that writers queue instead of failing, and the
-    writer gate (``_sqlite_writer_gate``) for a database in a file."""
+    writer gate (``_sqlite_writer_gate``) for a database in a file; PostgreSQL a pool
+    that replaces connections the server closed (``_postgres_liveness``)."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         file = bool(path) and path != ":memory:" and not path.startswith("file:")
@@ -55,7 +60,36 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         _sqlite_pragmas(engine, path + ".writers" if file else None)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    engine = create_engine(url, pool_size=10, max_overflow=10)
+    _postgres_liveness(engine)
+    return engine
+
+
+def _postgres_liveness(engine: Engine) -> None:
+    """A pooled connection the server has closed (a restart, a terminated backend, an idle
+    timeout) is replaced when it is checked out, before anything is sent on it, as
+    ``pool_pre_ping`` would, without its round trip at every checkout: an idle
+    connection has nothing to read, while one whose server went away has its farewell
+    (an error message, then the end of the stream) waiting, or is known to be closed.
+    Raising DisconnectionError makes the pool open a new connection instead (up to three
+    tries). (A server that vanished without closing the connection is found only by the
+    next query, with or without a ping: the ping would wait as long.)"""
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn, _record, _proxy) -> None:
+        if not _looks_alive(dbapi_conn):
+            raise DisconnectionError("the server closed this pooled connection")
+
+
+def _looks_alive(dbapi_conn: Any) -> bool:
+    """Whether an idle psycopg connection looks usable without a round trip."""
+    if dbapi_conn.closed or getattr(dbapi_conn, "broken", False):
+        return False
+    try:
+        readable, _, _ = select.select([dbapi_conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
 
 
 def _sqlite_pragmas(engine: Engine, gate: str | None) -> None:
@@ -202,18 +236,137 @@ def read_connection(app: Flask | None = None) -> Iterator[Connection]:
         yield conn  # closing rolls the transaction back
 
 
+@contextmanager
+def one_read(app: Flask | None = None) -> Iterator[Connection]:
+    """A connection for one read-only statement (a page's single query): on PostgreSQL
+    in autocommit (the statement is its own snapshot: no BEGIN and no ROLLBACK, one
+    round trip instead of three); on SQLite a ``read_connection``. Never more than one
+    statement: two would not share a snapshot on PostgreSQL."""
+    engine = get_engine(app)
+    if engine.dialect.name != "postgresql":
+        with read_connection(app) as conn:
+            yield conn
+        return
+    with _autocommit_reader(engine).connect() as conn:
+        yield conn
+
+
+_AUTOCOMMIT: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def _autocommit_reader(engine: Engine) -> Engine:
+    reader = _AUTOCOMMIT.get(engine)
+    if reader is None:
+        reader = _AUTOCOMMIT[engine] = engine.execution_options(
+            **{READ_ONLY: True}, isolation_level="AUTOCOMMIT")
+    return reader
+
+
+class LateLock:
+    """The sessions of a change that reads before it takes its lock (``read_then_write``):
+    ``read``, then ``write()``."""
+
+    def __init__(self, read: Session, write: Callable[[], Session]) -> None:
+        self.read = read
+        self._write = write
+
+    def write(self) -> Session:
+        """End the read and give the writing session (call once)."""
+        return self._write()
+
+
+@contextmanager
+def read_then_write(app: Flask | None = None) -> Iterator[LateLock]:
+    """A change that reads first, waiting for no writer, then writes: ``.read`` is a
+    session to read with, ``.write()`` ends the read and gives the session to write with,
+    whose transaction commits when the block ends without an error (else it rolls back),
+    as ``session_scope``'s.
+
+    On SQLite the read is a ``read_scope`` and the write a ``session_scope`` of their own
+    (a writing transaction holds the database's write lock from its BEGIN). On
+    PostgreSQL both are one session, one transaction (READ COMMITTED) on one pooled
+    connection: the read is its first statements (a plain SELECT waits for no lock), the
+    write its statements after the game's lock (``lock_game_row``), each of which sees
+    every change committed before it; one checkout, BEGIN and COMMIT instead of two, and
+    no ROLLBACK. So on PostgreSQL the objects read are still in the writing session: a
+    caller that reads them again under the lock must load them afresh
+    (``populate_existing``), not from the session's identity map."""
+    engine = get_engine(app)
+    if engine.dialect.name == "postgresql":
+        with session_scope(app) as session:
+            yield LateLock(session, lambda: session)
+        return
+    reader = Session(_reader(engine), expire_on_commit=False)
+    writers: list[Session] = []
+
+    def write() -> Session:
+        reader.close()  # ends the read; what it loaded stays usable
+        writers.append(Session(engine, expire_on_commit=False))
+        return writers[0]
+
+    try:
+        yield LateLock(reader, write)
+        for writer in writers:
+            writer.commit()
+    except BaseException:
+        for writer in writers:
+            writer.rollback()
+        raise
+    finally:
+        reader.close()
+        for writer in writers:
+            writer.close()
+
+
 _READERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
 
 
+class _OwnPoolEngine(OptionEngine):
+    """``engine.execution_options(...)`` (the same dialect, compiled statements and event
+    listeners) with a pool of connections of its own (``OptionEngine`` shares its
+    parent's)."""
+
+    def __init__(self, proxied: Engine, options: dict[str, Any], pool: Pool) -> None:
+        super().__init__(proxied, options)
+        self._own_pool = pool
+
+    @property
+    def pool(self) -> Pool:
+        return self._own_pool
+
+    @pool.setter
+    def pool(self, pool: Pool) -> None:
+        self._own_pool = pool
+
+
 def _reader(engine: Engine) -> Engine:
-    """``engine`` with the options of a read-only transaction (made once per engine)."""
+    """``engine`` with the options of a read-only transaction (made once per engine).
+
+    On SQLite the readers have connections of their own, which stay ``query_only``:
+    switching a connection between reading and writing (``PRAGMA query_only``) makes
+    SQLite throw away every statement it has prepared on it, so each statement of the
+    next transaction was parsed and planned again (a tenth of a confirm's time). The
+    pool is emptied with the engine's (``Engine.dispose``)."""
     reader = _READERS.get(engine)
     if reader is None:
         options: dict[str, Any] = {READ_ONLY: True}
         if engine.dialect.name == "postgresql":  # one snapshot for every query, as SQLite
             options.update(postgresql_readonly=True, isolation_level="REPEATABLE READ")
-        reader = _READERS[engine] = engine.execution_options(**options)
+            reader = engine.execution_options(**options)
+        else:
+            # a new pool with the listeners of the engine's (the pragmas)
+            reader = _OwnPoolEngine(engine, options, engine.pool.recreate())
+            event.listen(engine, "engine_disposed", _dispose_reader(reader))
+        _READERS[engine] = reader
     return reader
+
+
+def _dispose_reader(reader: Engine):
+    def dispose(_engine: Engine) -> None:  # not reader.dispose(): it shares the event
+        reader.pool.dispose()
+        reader.pool = reader.pool.recreate()
+
+    return dispose
 
 
 M = TypeVar("M", bound=SQLModel)

@@ -92,6 +92,7 @@ class EmailTemplate(StrEnum):
     WELCOME = "welcome"  # you took over a seat
     DECLINED = "declined"  # to the host: someone declined a seat or a hand-over
     MY_GAMES = "my_games"  # the list of an address's games
+    DIGEST = "digest"  # an address's daily digest of the games waiting for it
 
 
 class OutboxStatus(StrEnum):
@@ -104,6 +105,22 @@ class OutboxStatus(StrEnum):
     MERGED = "merged"  # ...which did
     SKIPPED = "skipped"  # stale, suppressed or muted when it was due
     UNDELIVERABLE = "undeliverable"  # failed for good
+
+
+class Delivery(StrEnum):
+    """How an address gets its turns (``pbem.models.Address``)."""
+
+    TURN = "turn"  # an email for each turn (the default)
+    DIGEST = "digest"  # one email a day listing every game waiting (reminders still go)
+
+
+class News(StrEnum):
+    """When an address gets the news of its games: a game started, someone timed out or
+    was handed a seat, the game is over (``pbem.models.Address``)."""
+
+    NOW = "now"  # an email at once (the default)
+    TURN = "turn"  # told in the next turn email (the result still comes when it ends)
+    NEVER = "never"
 
 
 class SuppressionScope(StrEnum):

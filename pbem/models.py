@@ -33,11 +33,13 @@ from sqlmodel import Field, SQLModel
 
 from pbem.kinds import (
     ClosedBy,
+    Delivery,
     EmailTemplate,
     EnumText,
     GameStatus,
     Invite,
     MoveSource,
+    News,
     OutboxStatus,
     SeatBot,
     SuppressionScope,
@@ -122,6 +124,9 @@ class Seat(SQLModel, table=True):
     invite: Invite = Field(default=Invite.INVITED, sa_type=EnumText(Invite, 12))
     bot: SeatBot | None = Field(default=None, sa_type=EnumText(SeatBot, 16))  # None: a person
     seen_event_seq: int = 0  # events up to here were narrated to this seat
+    # The last time the seat's game page said it was open and in view (static/live.js):
+    # a decision opened meanwhile shows up there, and its email waits (FOLLOW_UP_MINUTES).
+    page_seen_at: datetime | None = None
     timeouts_in_row: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     vacation_used_hours: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
     vacation_until: datetime | None = None
@@ -257,14 +262,30 @@ class Suppression(SQLModel, table=True):
 
 class Address(SQLModel, table=True):
     """What one email address chose for all of its games, set through links sent to it
-    (there are no accounts): ``calendar_hash``, the hash of its private calendar feed's
-    secret (the feed of every open decision of the address, ``pbem.services.calendar``;
-    None: no feed), made at ``calendar_since``."""
+    (there are no accounts; ``pbem.mail.addresses`` applies it when an email is due):
+
+    - ``delivery``: an email per turn, or a daily digest at ``digest_hour`` (reminders
+      go as ever); ``digest_sent_at``: the last digest's time;
+    - quiet hours from ``quiet_from`` to ``quiet_to`` (whole hours; None: none): what
+      falls due then waits until they end;
+    - ``news``: at once, in the next turn email, or never;
+    - ``timezone`` for those hours (None: the zone of the seat an email is about);
+    - ``calendar_hash``, the hash of its private calendar feed's secret (the feed of
+      every open decision of the address, ``pbem.services.calendar``; None: no feed),
+      made at ``calendar_since``."""
 
     address: str = Field(primary_key=True, max_length=254)  # lower case
+    timezone: str | None = Field(default=None, max_length=64)
+    delivery: Delivery = Field(default=Delivery.TURN, sa_type=EnumText(Delivery, 16))
+    digest_hour: int = 8
+    digest_sent_at: datetime | None = None
+    quiet_from: int | None = None
+    quiet_to: int | None = None
+    news: News = Field(default=News.NOW, sa_type=EnumText(News, 16))
     calendar_hash: str | None = Field(default=None, max_length=64, unique=True)
     calendar_since: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
 
 
 class RateLimit(SQLModel, table=True):
@@ -279,10 +300,11 @@ class RateLimit(SQLModel, table=True):
 
 # The tables a game's pages are read from, and the columns of them that no page shows (a
 # change to those alone leaves ``Game.page_version`` where it is): ``seen_event_seq``
-# moves with every email delivered, which changes no page.
+# moves with every email delivered, ``page_seen_at`` while a page is open; neither changes
+# a page.
 PAGE_TABLES: tuple[type[SQLModel], ...] = (Game, Seat, Decision, EventLog)
 NOT_ON_PAGES: dict[type[SQLModel], frozenset[str]] = {
-    Game: frozenset({"page_version"}), Seat: frozenset({"seen_event_seq"})}
+    Game: frozenset({"page_version"}), Seat: frozenset({"seen_event_seq", "page_seen_at"})}
 _BUMPED = "pbem.page_version_bumped"  # session.info: games bumped in this transaction
 _GAME = table_of(Game)
 _BUMP = (update(_GAME).where(_GAME.c.id.in_(bindparam("ids", expanding=True)))

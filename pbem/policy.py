@@ -45,6 +45,9 @@ class GamePolicy:
     a reminder this many hours before each deadline, latest first. ``absent_after``: after
     this many timeouts in a row a bot (``absent_bot``) plays the seat until the player
     comes back. ``vacation_days``: the vacation each seat may take per game.
+    ``pause_quiet`` and ``pause_weekends``: a player's clock stands still during their
+    quiet hours (their address's settings) and at weekends, in their zone
+    (``pbem.clocks``).
     """
 
     hours_per_decision: float = 48.0
@@ -52,6 +55,8 @@ class GamePolicy:
     absent_after: int = 2
     absent_bot: AbsentBot = AbsentBot.HEURISTIC
     vacation_days: float = 7.0
+    pause_quiet: bool = False
+    pause_weekends: bool = False
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> GamePolicy:
@@ -81,6 +86,9 @@ class GamePolicy:
                                          raw.get("absent_bot", base.absent_bot)),
             "vacation_days": problems.check("vacation_days", _vacation_days,
                                             raw.get("vacation_days", base.vacation_days)),
+            "pause_quiet": problems.check("pause_quiet", _switch, raw.get("pause_quiet")),
+            "pause_weekends": problems.check("pause_weekends", _switch,
+                                             raw.get("pause_weekends")),
         }
         if any(v is None for v in values.values()):
             return None
@@ -107,7 +115,8 @@ class GamePolicy:
         if "absent_bot" in values:
             values["absent_bot"] = AbsentBot(values["absent_bot"])
         for name, kind in (("hours_per_decision", float), ("absent_after", int),
-                           ("vacation_days", float)):
+                           ("vacation_days", float), ("pause_quiet", bool),
+                           ("pause_weekends", bool)):
             if name in values:
                 values[name] = kind(values[name])
         return cls(**values)
@@ -172,6 +181,17 @@ def _absent_bot(value: Any) -> AbsentBot:
     except ValueError:
         raise InvalidInput(gettext("the stand-in for an absent player is 'heuristic' or "
                                    "'default'")) from None
+
+
+def _switch(value: Any) -> bool:
+    """A checkbox or a command-line switch: absent, empty or off is False."""
+    if value is None or value is False or value == "":
+        return False
+    if value is True or str(value).strip().lower() in ("on", "1", "true", "yes"):
+        return True
+    if str(value).strip().lower() in ("off", "0", "false", "no"):
+        return False
+    raise InvalidInput(gettext("a switch is on or off"))
 
 
 def _vacation_days(value: Any) -> float:

@@ -1,12 +1,14 @@
-"""what an address chose for all of its games: first, its calendar feed
+"""what an address chose for all of its games: deliveries, quiet hours, news, its calendar feed
 
 Revision ID: 0010
 Revises: 0009
 Create Date: 2026-11-27 08:15:00
 
 One row per email address that set something (there are no accounts: a link sent to the
-address sets it). ``calendar_hash`` is the hash of the secret of the address's private
-calendar feed (every open decision of its games), unique so that the feed is found by it.
+address sets it): an email per turn or a daily digest at an hour, quiet hours, when news
+comes, the zone of those hours, and ``calendar_hash``, the hash of the secret of the
+address's private calendar feed (every open decision of its games), unique so that the
+feed is found by it.
 """
 from typing import Sequence, Union
 
@@ -27,9 +29,17 @@ def upgrade() -> None:
     op.create_table(
         'address',
         sa.Column('address', sqlmodel.sql.sqltypes.AutoString(length=254), nullable=False),
+        sa.Column('timezone', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
+        sa.Column('delivery', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column('digest_hour', sa.Integer(), nullable=False),
+        sa.Column('digest_sent_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+        sa.Column('quiet_from', sa.Integer(), nullable=True),
+        sa.Column('quiet_to', sa.Integer(), nullable=True),
+        sa.Column('news', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
         sa.Column('calendar_hash', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
         sa.Column('calendar_since', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
         sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.Column('updated_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.PrimaryKeyConstraint('address'),
         sa.UniqueConstraint('calendar_hash'),
     )

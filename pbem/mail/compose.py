@@ -148,7 +148,9 @@ def mint_links(s: Session, specs: list[dict[str, Any]], row: Outbox) -> list[str
     # one of the recipient's, stored with the email.
     # A host link names the address it went to: who presses its buttons (play again).
     game_id = row.game_id or row.context.get("token_game")
-    raws = mint_many(s, [{"kind": spec["kind"], "game_id": game_id, "seat_id": row.seat_id,
+    # a spec may name its own game and seat (a digest links to several games)
+    raws = mint_many(s, [{"kind": spec["kind"], "game_id": spec.get("game_id", game_id),
+                          "seat_id": spec.get("seat_id", row.seat_id),
                           "decision_id": spec.get("decision_id"),
                           "action": spec.get("action") or (
                               {"address": row.rcpt} if spec["kind"] == TokenKind.ADMIN

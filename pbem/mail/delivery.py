@@ -29,6 +29,7 @@ from sqlmodel import Session, col, select
 
 from pbem.db import get_row, read_scope, session_scope
 from pbem.kinds import EmailTemplate, OutboxStatus
+from pbem.mail.addresses import QUIET, address_rule
 from pbem.mail.backends import MailError, Outgoing, backend, require
 from pbem.mail.compose import load_row, render_row
 from pbem.mail.recipients import why_not_send
@@ -178,8 +179,15 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
         stale = why_not_send(s, row, game, seat, to_player) or (
             prepare(s, row) if prepare else None)
         rendered = None
+        rule = None if stale else address_rule(s, row, seat, utcnow())
+        if rule is not None and rule[0] == "skip":
+            stale = rule[1]
         if stale:
             row.status, row.last_error = OutboxStatus.SKIPPED, stale
+        elif rule is not None:  # the address's quiet hours: due again when they end
+            row.status, row.next_attempt_at, row.last_error = (
+                OutboxStatus.PENDING, rule[1], QUIET)
+            row.attempts -= 1  # not an attempt to send
         else:
             out, seen, merged = render_row(s, row, game, seat, to_player)
             # what the seat has been told moves on only when the email went to its player

@@ -18,6 +18,10 @@ One module per area; each imports only the ones listed above it:
   invitations, re-inviting a declined seat, starting.
 - ``my_games``: a player's own list of games: asking for it by address (a link sent to
   that address only), reading it, opening a game's page from it.
+- ``addresses``: what an address chooses for all of its games (a digest, quiet hours,
+  news), through the link of any email sent to it.
+- ``digest``: the daily digest of an address that chose one (queued by the clock, filled
+  in when sent).
 - ``calendar``: a player's deadlines in their calendar: the private feed of an address's
   open decisions (made, replaced and stopped from a game page), one deadline as a file.
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
@@ -31,6 +35,7 @@ A test that patches a module attribute patches the module that reads it:
 """
 
 from pbem.policy import GamePolicy, default_reminders
+from pbem.services.addresses import save_address_settings
 from pbem.services.calendar import (
     CALENDAR_CHOICES,
     calendar_feed,
@@ -50,6 +55,7 @@ from pbem.services.controls import (
     extend_deadline,
     hand_over,
     is_on_bot,
+    note_presence,
     pause_game,
     remind_now,
     resume_game,
@@ -69,6 +75,7 @@ from pbem.services.deadlines import (
     time_out,
     time_out_due,
 )
+from pbem.services.digest import queue_digests
 from pbem.services.games import (
     Created,
     PlayerIn,
@@ -128,12 +135,17 @@ __all__ = [
     "parse_player", "play_again", "replace_player", "validate_players",
     # my_games
     "my_games", "open_my_game", "request_my_games",
+    # addresses
+    "save_address_settings",
+    # digest
+    "queue_digests",
     # calendar
     "CALENDAR_CHOICES", "calendar_feed", "calendar_game", "calendar_settings",
     "deadline_file", "open_from_calendar", "set_calendar",
     # controls
     "NOTIFY_CHOICES", "abandon_game", "answer_handover", "come_back", "describe_handover",
-    "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "pause_game",
+    "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "note_presence",
+    "pause_game",
     "remind_now", "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
     "unsubscribe", "withdraw_handover",
 ]

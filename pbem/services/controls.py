@@ -9,7 +9,7 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
-from sqlalchemy import func
+from sqlalchemy import bindparam, func, or_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
@@ -30,7 +30,8 @@ from pbem.kinds import (
     TokenKind,
 )
 from pbem.mail import game_name, suppressed
-from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, utcnow
+from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, table_of, utcnow
+from pbem.services.addresses import address_settings
 from pbem.services.deadlines import queue_reminder
 from pbem.services.games import (
     PlayerIn,
@@ -44,6 +45,7 @@ from pbem.services.plumbing import (
     LANGUAGES,
     PAGE_LINK,
     admin_game,
+    live_seat_page,
     live_token,
     load_state,
     lock_game,
@@ -53,6 +55,7 @@ from pbem.services.plumbing import (
     queue_email,
     recent_emails,
     seats_of,
+    stops_of,
 )
 from pbem.tokens import lookup, mint, revoke_seat
 
@@ -139,7 +142,8 @@ def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = 
     for d in rows:
         if d.deadline_at is not None:
             d.deadline_at += shift
-            d.next_reminder_at = next_reminder(game, d.deadline_at, now)
+            d.next_reminder_at = next_reminder(game, d.deadline_at, now,
+                                               stops_of(s, game, get_row(s, Seat, d.seat_id)))
     return len(rows)
 
 
@@ -356,7 +360,8 @@ def describe_unsubscribe(raw: str) -> dict[str, Any]:
                 "suppressed": suppressed(s, address.lower()),
                 "list": _of_list(token),
                 "lists_stopped": suppressed(s, address.lower(), EmailTemplate.MY_GAMES),
-                "playing": _playing(s, address.lower())}
+                "playing": _playing(s, address.lower()),
+                "settings": address_settings(s, address.lower())}
 
 
 def unsubscribe(raw: str, how: str, seat_id: Any = None) -> str:
@@ -526,6 +531,25 @@ def abandon_game(admin_raw: str) -> None:
         mod = get_game(game.engine)
         state = load_state(mod, game) if game.state else None
         end_abandoned(s, game, mod, state, "game_abandoned_by_host", {}, by=ClosedBy.HOST)
+
+
+_SEEN = table_of(Seat)
+_NOTE_PRESENCE = (update(_SEEN).where(_SEEN.c.id == bindparam("seat_id"),
+                                      or_(_SEEN.c.page_seen_at.is_(None),
+                                          _SEEN.c.page_seen_at < bindparam("stale")))
+                  .values(page_seen_at=bindparam("now")))
+
+
+def note_presence(page_raw: str) -> None:
+    """The seat's game page is open and in view (its script says so every
+    LIVE_HERE_SECONDS): a decision opened for the seat meanwhile waits to be emailed
+    (``playing.is_present``). Written at most every half of that time; no page changes."""
+    now = utcnow()
+    every = timedelta(seconds=current_app.config["LIVE_HERE_SECONDS"])
+    with session_scope() as s:
+        _, _, seat = live_seat_page(s, page_raw, TokenKind.PAGE)
+        s.connection().execute(_NOTE_PRESENCE, {"seat_id": seat.id, "now": now,
+                                                "stale": now - every / 2})
 
 
 def take_vacation(page_raw: str, days: Any) -> float:

@@ -28,6 +28,7 @@ from pbem.services.plumbing import (
     next_reminder,
     queue_emails,
     seats_of,
+    stops_of,
 )
 
 # The clock plays due decisions in batches: one transaction for up to BATCH_SIZE of them
@@ -176,7 +177,7 @@ def _send_reminder(s: Session, decision_id: int, now: datetime,
         decision.next_reminder_at = None
         return False
     seat = get_row(s, Seat, decision.seat_id)
-    decision.next_reminder_at = next_reminder(game, deadline, now)
+    decision.next_reminder_at = next_reminder(game, deadline, now, stops_of(s, game, seat))
     queue_reminder(s, game, decision, seat, now)
     return True
 

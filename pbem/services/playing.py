@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
@@ -20,7 +20,7 @@ from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
-from pbem.db import get_row, read_scope, saved_id, session_scope
+from pbem.db import get_row, one_read, read_then_write, saved_id
 from pbem.errors import (
     AlreadyRecorded,
     Conflict,
@@ -35,9 +35,11 @@ from pbem.kinds import ClosedBy, EmailTemplate, GameStatus, MoveSource, SeatBot,
 from pbem.models import Decision, Game, Move, Seat, page_version_moved, table_of, utcnow
 from pbem.services.plumbing import (
     PAGE_LINK,
+    confirm_link,
     deadline_for,
     dump_json,
     insert_events,
+    link_unchanged,
     live_seat_link,
     load_state,
     lock_game,
@@ -48,9 +50,10 @@ from pbem.services.plumbing import (
     queue_email,
     queue_emails,
     seats_of,
+    stops_of,
 )
 from pbem.services.reading import card_lookup, variants_of
-from pbem.tokens import mint
+from pbem.tokens import hash_token, mint
 
 # Bot moves played in one transaction after a move. A game of heuristic bots ends well
 # within it; bots that only play the timeout defaults never end a game, so when every seat
@@ -92,22 +95,23 @@ def describe_token(raw: str) -> dict[str, Any]:
     ``action`` bound to it, while its decision is open what it costs and brings
     (``effect``) and the ``variants`` the page lets the player choose from instead (see
     ``reading.variants_of``); ``closed`` once the decision has closed."""
-    with read_scope() as s:
-        token, game, seat, decision = live_seat_link(s, raw, TokenKind.ACTION)
-        if decision is None:
-            raise LookupError(f"the decision of action token {token.hash[:8]} is missing")
-        mod = get_game(game.engine)
-        state = load_state(mod, game) if game.state else None
-        info: dict[str, Any] = {
-            "game": game, "seat": seat, "decision": decision, "action": token.action,
-            "card": card_lookup(game, seat.language, state), "effect": {}, "variants": []}
-        if decision.closed_at is not None:
-            info["closed"] = _closed_reason(decision)
-        elif state is not None:
-            action = Action.from_json(token.action or {})
-            info["effect"] = mod.choice_effect(state, seat.position, action)
-            info["variants"] = variants_of(mod, state, seat.position, action)
-        return info
+    with one_read() as conn:  # one Core query: a page that only reads
+        link = confirm_link(conn, raw)
+    game, seat, decision = link.game, link.seat, link.decision
+    if decision is None:
+        raise LookupError(f"the decision of action token {hash_token(raw)[:8]} is missing")
+    mod = get_game(game.engine)
+    state = load_state(mod, game) if game.state else None
+    info: dict[str, Any] = {
+        "game": game, "seat": seat, "decision": decision, "action": link.action,
+        "card": card_lookup(game, seat.language, state), "effect": {}, "variants": []}
+    if decision.closed_at is not None:
+        info["closed"] = _closed_reason(decision)
+    elif state is not None:
+        action = Action.from_json(link.action or {})
+        info["effect"] = mod.choice_effect(state, seat.position, action)
+        info["variants"] = variants_of(mod, state, seat.position, action)
+    return info
 
 
 def act_by_token(raw: str, choice: str | None = None) -> Outcome:
@@ -119,9 +123,11 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
     the move itself are worked out in a read that waits for nobody (a closed turn or a
     wrong choice is refused there); the writing transaction then checks again that the
     link is live and its decision open, and reuses that work only if the game has not
-    moved since (its ``version``), else works it out again under the lock."""
-    with read_scope() as r:
-        token, game, seat, decision = live_seat_link(r, raw, TokenKind.ACTION)
+    moved since (its ``version``), else works it out again under the lock. When nothing
+    of the link has changed at all (``link_unchanged``: one small query), the rows read
+    before the lock are used as they are, not loaded again."""
+    with read_then_write() as late:
+        token, game, seat, decision = live_seat_link(late.read, raw, TokenKind.ACTION)
         decision = _open_decision(decision, token.game_id, token.seat_id, token.decision_id)
         mod = get_game(game.engine)
         state = load_state(mod, game)
@@ -129,9 +135,11 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
                          choice)
         seen = game.version
         applied = _try_apply(mod, state, seat.position, action)
-    with session_scope() as s:
+        s = late.write()
         lock_game_row(s, token.game_id)
-        token, game, seat, found = live_seat_link(s, raw, TokenKind.ACTION)
+        if link_unchanged(s, TokenKind.ACTION, token, game, seat, decision):
+            return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
+        token, game, seat, found = live_seat_link(s, raw, TokenKind.ACTION, again=True)
         decision = _open_decision(found, token.game_id, token.seat_id, token.decision_id)
         if game.version != seen:  # the game moved on meanwhile: decide on its latest state
             state = load_state(mod, game)
@@ -181,8 +189,8 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
         wanted: int | None = _decision_id(decision_id)
     except InvalidInput:  # said only once the link is known to be live
         wanted = None
-    with read_scope() as r:
-        token, game, seat, found = live_seat_link(r, page_raw, TokenKind.PAGE, wanted)
+    with read_then_write() as late:
+        token, game, seat, found = live_seat_link(late.read, page_raw, TokenKind.PAGE, wanted)
         wanted = _decision_id(decision_id)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         mod = get_game(game.engine)
@@ -190,9 +198,12 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
         action = _parsed(mod, state, decision, command)
         seen = game.version
         applied = _try_apply(mod, state, decision.position, action)
-    with session_scope() as s:
+        s = late.write()
         lock_game_row(s, token.game_id)
-        token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted)
+        if link_unchanged(s, TokenKind.PAGE, token, game, seat, decision):
+            return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
+        token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted,
+                                                  again=True)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         if game.version != seen:  # the game moved on meanwhile: read the words again
             state = load_state(mod, game)
@@ -255,8 +266,9 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
                          game_id=game_id)
-    if source == MoveSource.PLAYER:
-        seat.timeouts_in_row = 0
+    if source == MoveSource.PLAYER and seat.timeouts_in_row:
+        seat.timeouts_in_row = 0  # (set only if it changes: setting the ORM attribute at
+        # all makes the seat dirty, and the next query flushes the session first)
     played = play_move(s, game, seat, decision, action, source, state, applied=applied)
     again = any(d.seat_id == seat_id for d in played.opened)
     mod, state = get_game(game.engine), played.state
@@ -478,8 +490,9 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                     known: list[Decision] | None = None) -> list[Decision]:
     """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones.
     The email of a decision for seat ``follow_up`` (who has just played, and whose answer
-    page shows the new decision at once) waits FOLLOW_UP_MINUTES: it goes out only if the
-    player leaves the decision open that long. ``known``: the game's decisions that were
+    page shows the new decision at once), or for a seat whose game page is open
+    (``is_present``: the page shows it by itself), waits FOLLOW_UP_MINUTES: it goes out
+    only if the player leaves the decision open that long. ``known``: the game's decisions that were
     open when this transaction read them (a row closed since is skipped), instead of
     reading them again."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
@@ -495,18 +508,30 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     now = utcnow()
     for position, kind in sorted(wanted - have):
         seat = seats[position]
-        deadline = deadline_for(game, seat, now)
+        stops = stops_of(s, game, seat)
+        deadline = deadline_for(game, seat, now, stops)
         row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
                        seq=game.version, kind=kind, deadline_at=deadline,
-                       next_reminder_at=next_reminder(game, deadline, now))
+                       next_reminder_at=next_reminder(game, deadline, now, stops))
         _insert_decision(s, row)
         opened.append(row)
         if not seat.bot:
             delay = None
-            if seat.id == follow_up:
+            if seat.id == follow_up or is_present(seat, now):
                 delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
             queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
+
+
+def is_present(seat: Seat, now: datetime) -> bool:
+    """Whether the seat's game page is open and in view: it said so (``page_seen_at``,
+    every LIVE_HERE_SECONDS while it is) within twice that time."""
+    seen = seat.page_seen_at
+    if seen is None:
+        return False
+    if seen.tzinfo is None:  # SQLite gives stored times back without their zone
+        seen = seen.replace(tzinfo=now.tzinfo)
+    return now - seen < timedelta(seconds=2 * current_app.config["LIVE_HERE_SECONDS"])
 
 
 _INSERT_DECISION = insert(_DECISION_TABLE).returning(_DECISION_TABLE.c.id)

@@ -7,27 +7,40 @@ from __future__ import annotations
 import functools
 import json
 import threading
-import weakref
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import Select, bindparam, event, func, insert, literal, or_, text
 from sqlalchemy import select as sa_select
-from sqlalchemy.orm import SessionTransaction
+from sqlalchemy.engine import Connection
 from sqlmodel import Session, col, select
 
 from engine.core import Event
 from engine.core import Game as EngineGame
 from pbem import i18n
+from pbem.clocks import Stops, advance, quiet_span
 from pbem.db import is_postgres
 from pbem.errors import NotFound, WrongState
 from pbem.i18n import mark
 from pbem.kinds import EmailTemplate, OutboxStatus, TokenKind
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
+from pbem.mail.addresses import zone as address_zone
 from pbem.mail.headers import message_id
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, Token, table_of, utcnow
+from pbem.models import (
+    Address,
+    Decision,
+    EventLog,
+    Game,
+    Outbox,
+    Seat,
+    Token,
+    table_of,
+    utcnow,
+)
 from pbem.tokens import hash_token, is_live, lookup, well_formed
 
 OUTBOX_CHANNEL = "pbem_outbox"  # PostgreSQL NOTIFY channel: new mail to deliver
@@ -59,6 +72,9 @@ def _seat_link(decision: Any) -> Any:
 
 _SEAT_LINK = {TokenKind.ACTION: _seat_link(Token.decision_id),
               TokenKind.PAGE: _seat_link(bindparam("decision_id"))}
+# The same, loaded afresh into objects the session may hold already (``again``).
+_SEAT_LINK_AGAIN = {kind: query.execution_options(populate_existing=True)
+                    for kind, query in _SEAT_LINK.items()}
 _SEAT_PAGE = _seat_link(None)
 
 
@@ -68,17 +84,101 @@ def _found_link(row: Any, kinds: tuple[TokenKind, ...]) -> Any:
     return row
 
 
-def live_seat_link(s: Session, raw: str, kind: TokenKind,
-                   decision_id: int | None = None) -> tuple[Token, Game, Seat, Decision | None]:
+def live_seat_link(s: Session, raw: str, kind: TokenKind, decision_id: int | None = None,
+                   again: bool = False) -> tuple[Token, Game, Seat, Decision | None]:
     """The live ``kind`` token (``action`` or ``page``) behind ``raw`` with its game, its
     seat and a decision (open or not; None if there is none): the link's own for an
     ``action`` token, else ``decision_id``. A friendly NotFound for a link that is not
-    live. In a writing transaction, lock the game first (``lock_game_row``)."""
-    row = s.exec(_SEAT_LINK[kind], params={"hash": hash_token(raw),
+    live. In a writing transaction, lock the game first (``lock_game_row``). ``again``:
+    the session may hold these rows already, read before the lock (``read_then_write``):
+    load them afresh."""
+    row = s.exec((_SEAT_LINK_AGAIN if again else _SEAT_LINK)[kind], params={"hash": hash_token(raw),
                                            "decision_id": decision_id}).first() \
         if well_formed(raw) else None
     token, game, seat, decision = _found_link(row, (kind,))
     return token, game, seat, decision
+
+
+# What may have changed since a link was read before the write lock: its game's version
+# and page_version, its token's revocation and its decision's closing (see
+# ``link_unchanged``). Core: nothing is loaded as an object.
+_TOKEN_T, _GAME_T, _DECISION_T = table_of(Token), table_of(Game), table_of(Decision)
+
+
+def _link_now(decision: Any) -> Any:
+    return (sa_select(_GAME_T.c.version, _GAME_T.c.page_version, _TOKEN_T.c.revoked_at,
+                      _DECISION_T.c.closed_at)
+            .select_from(_TOKEN_T.join(_GAME_T, _GAME_T.c.id == _TOKEN_T.c.game_id)
+                         .outerjoin(_DECISION_T, _DECISION_T.c.id == decision))
+            .where(_TOKEN_T.c.hash == bindparam("hash")))
+
+
+_LINK_NOW = {TokenKind.ACTION: _link_now(_TOKEN_T.c.decision_id),
+             TokenKind.PAGE: _link_now(bindparam("decision_id"))}
+
+
+def link_unchanged(s: Session, kind: TokenKind, token: Token, game: Game, seat: Seat,
+                   decision: Decision) -> bool:
+    """Whether a seat's link as ``live_seat_link`` read it in an earlier transaction (a
+    read before the write lock) is still what the database holds, read under the game's
+    lock (``lock_game_row``) in one small query: the game's ``version`` and
+    ``page_version`` (which every committed change to the game, its seats and its
+    decisions moves: see ``pbem.models``), the token not revoked since, the decision
+    (``decision``: the link's own or the one a page's form names) not closed since. If so,
+    the four objects join ``s`` as they were read (persistent, no second load) and True;
+    else False, and the caller reads them again."""
+    row = s.connection().execute(_LINK_NOW[kind], {"hash": token.hash,
+                                                   "decision_id": decision.id}).first()
+    if row is None or tuple(row) != (game.version, game.page_version, token.revoked_at,
+                                     decision.closed_at):
+        return False
+    s.add_all((token, game, seat, decision))
+    return True
+
+
+_SEAT_T = table_of(Seat)
+# What a one-click link's confirmation page shows, in one Core query: no session, no
+# objects (see ``confirm_link``).
+_CONFIRM_LINK = (
+    sa_select(_TOKEN_T.c.kind, _TOKEN_T.c.revoked_at, _TOKEN_T.c.action,
+              _TOKEN_T.c.decision_id, _GAME_T.c.id.label("game_id"), _GAME_T.c.engine,
+              _GAME_T.c.state, _SEAT_T.c.id.label("seat_id"), _SEAT_T.c.name,
+              _SEAT_T.c.language, _SEAT_T.c.position,
+              _DECISION_T.c.id.label("found_decision"), _DECISION_T.c.closed_at,
+              _DECISION_T.c.closed_by)
+    .select_from(_TOKEN_T.join(_GAME_T, _GAME_T.c.id == _TOKEN_T.c.game_id)
+                 .join(_SEAT_T, _SEAT_T.c.id == _TOKEN_T.c.seat_id)
+                 .outerjoin(_DECISION_T, _DECISION_T.c.id == _TOKEN_T.c.decision_id))
+    .where(_TOKEN_T.c.hash == bindparam("hash")))
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmLink:
+    """A live one-click link as its confirmation page needs it (``confirm_link``): the
+    token's ``action``, and only the columns of its game, seat and decision that the page
+    reads, under their rows' attribute names."""
+
+    action: dict[str, Any] | None
+    game: Any  # id, engine, state (as a Game row has them)
+    seat: Any  # id, name, language, position (as a Seat row)
+    decision: Any  # id, closed_at, closed_by (as a Decision row); None: no such row
+
+
+def confirm_link(conn: Connection, raw: str) -> ConfirmLink:
+    """The live ``action`` token behind ``raw`` for its confirmation page, in one Core
+    query on ``conn`` (a ``read_connection``: a page that only reads loads no objects), or
+    a friendly NotFound for a link that is not live (as ``live_seat_link``)."""
+    row = conn.execute(_CONFIRM_LINK, {"hash": hash_token(raw)}).first() \
+        if well_formed(raw) else None
+    if row is None or row.revoked_at is not None or row.kind != TokenKind.ACTION:
+        raise NotFound(gettext("this link is unknown or no longer valid"))
+    decision = None if row.found_decision is None else SimpleNamespace(
+        id=row.found_decision, closed_at=row.closed_at, closed_by=row.closed_by)
+    return ConfirmLink(row.action,
+                       SimpleNamespace(id=row.game_id, engine=row.engine, state=row.state),
+                       SimpleNamespace(id=row.seat_id, name=row.name, language=row.language,
+                                       position=row.position),
+                       decision)
 
 
 def live_seat_page(s: Session, raw: str,
@@ -146,16 +246,49 @@ def seats_of(s: Session, game_id: str) -> list[Seat]:
 # ---------------------------------------------------------------------- deadline and reminder times
 
 
-def deadline_for(game: Game, seat: Seat, now: datetime) -> datetime:
-    """Now plus the time per decision, counted from the end of the seat's vacation."""
+REMIND_BEFORE_QUIET = timedelta(hours=1)  # a reminder due in quiet hours goes this early
+_QUIET = sa_select(table_of(Address).c.quiet_from, table_of(Address).c.quiet_to,
+                   table_of(Address).c.timezone).where(
+    table_of(Address).c.address == bindparam("rcpt"))
+
+
+def stops_of(s: Session, game: Game, seat: Seat) -> Stops:
+    """When the seat's clock stands still: its address's quiet hours and the weekends
+    (in the address's zone, else the seat's), as far as the game's policy stops clocks
+    for them; the quiet hours themselves in ``quiet`` either way, for the reminders."""
+    row = s.connection().execute(_QUIET, {"rcpt": seat.email.lower()}).first()
+    zone = address_zone(row.timezone if row is not None else None, seat)
+    quiet = ((row.quiet_from, row.quiet_to) if row is not None and row.quiet_from is not None
+             and row.quiet_to is not None else None)
+    return Stops(zone, quiet, game.policy.pause_weekends)
+
+
+def deadline_for(game: Game, seat: Seat, now: datetime, stops: Stops | None = None) -> datetime:
+    """Now plus the time per decision, counted from the end of the seat's vacation, on a
+    clock that stands still in the seat's quiet hours and at weekends where the game's
+    policy says so (``stops``: ``stops_of`` the seat)."""
     start = max(now, seat.vacation_until) if seat.vacation_until else now
-    return start + timedelta(hours=game.policy.hours_per_decision)
+    seconds = game.policy.hours_per_decision * 3600
+    if stops is None:
+        return start + timedelta(seconds=seconds)
+    running = Stops(stops.zone, stops.quiet if game.policy.pause_quiet else None,
+                    game.policy.pause_weekends)
+    return advance(start, seconds, running)
 
 
-def next_reminder(game: Game, deadline: datetime, now: datetime) -> datetime | None:
-    """The earliest reminder time still ahead (reminders are hours before the deadline)."""
-    ahead = [deadline - timedelta(hours=h) for h in game.policy.reminder_hours]
-    ahead = [t for t in ahead if t > now]
+def next_reminder(game: Game, deadline: datetime, now: datetime,
+                  stops: Stops | None = None) -> datetime | None:
+    """The earliest reminder time still ahead (reminders are hours before the deadline).
+    A reminder that would fall in the seat's quiet hours (``stops``) comes an hour before
+    they begin instead, never swallowed by them."""
+    ahead = []
+    for hours in game.policy.reminder_hours:
+        at = deadline - timedelta(hours=hours)
+        span = quiet_span(stops, at) if stops is not None else None
+        if span is not None:
+            at = span[0] - REMIND_BEFORE_QUIET
+        if at > now:
+            ahead.append(at)
     return min(ahead) if ahead else None
 
 
@@ -363,9 +496,9 @@ def recent_emails(s: Session, where: Any, templates: frozenset[EmailTemplate] | 
     return s.exec(query).one()
 
 
-# The transactions that have sent their NOTIFY already (one is enough: PostgreSQL
-# delivers a transaction's identical notifications once, at commit).
-_WOKEN: weakref.WeakSet[SessionTransaction] = weakref.WeakSet()
+# session.info: this transaction has woken the deliverer already (one NOTIFY is enough:
+# PostgreSQL delivers a transaction's identical notifications once, at commit).
+_WOKEN = "pbem.deliverer_woken"
 
 
 # Set when a transaction that queued mail commits in this process: a mail loop running in
@@ -378,18 +511,29 @@ def wake_deliverer(s: Session) -> None:
     """Wake the clock's mail loop when this transaction commits (PostgreSQL NOTIFY is
     transactional; on SQLite a loop in another process polls every
     ``MAIL_POLL_INTERVAL`` seconds, one in this process is woken by ``MAIL_QUEUED``)."""
-    transaction = s.get_transaction()
-    if transaction is None or transaction in _WOKEN:
+    if s.info.get(_WOKEN) or s.get_transaction() is None:
         return
-    _WOKEN.add(transaction)
     if is_postgres():
         s.execute(text(f"NOTIFY {OUTBOX_CHANNEL}"))
+        s.info[_WOKEN] = "notified"
     else:
-        event.listen(s, "after_commit", _mail_queued, once=True)
+        s.info[_WOKEN] = "at commit"
 
 
-def _mail_queued(_session: Session) -> None:
-    MAIL_QUEUED.set()
+@event.listens_for(Session, "after_commit")
+def _mail_queued(session: Session) -> None:
+    """(A session hook, instead of a listener added per transaction: adding one costs more
+    than the hook's check at every commit.)"""
+    if session.info.get(_WOKEN) == "at commit":
+        MAIL_QUEUED.set()
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_woken(session: Session, transaction: Any) -> None:
+    """A new transaction wakes the deliverer again, and so does one after a savepoint
+    (rolled back, it took its NOTIFY with it)."""
+    if transaction.parent is None or transaction.nested:
+        session.info.pop(_WOKEN, None)
 
 
 def dump_json(data: dict[str, Any]) -> str:

@@ -36,6 +36,7 @@
   function later(ms) {
     clearTimeout(timer);
     if (!done && !document.hidden) {
+      present();
       timer = setTimeout(ask, ms);
     }
   }
@@ -60,6 +61,22 @@
     }).then(function () {
       later(wait);
     });
+  }
+
+  // A seat's own page says it is open and in view, so that the server holds back the
+  // email of a decision this page will show by itself.
+  var here = box.getAttribute("data-here"), heard = 0;
+  var HERE_EVERY = Math.max(parseInt(box.getAttribute("data-here-every"), 10) || 60000, 1000);
+
+  function present() {
+    if (!here || done || document.hidden || Date.now() - heard < HERE_EVERY) {
+      return;
+    }
+    heard = Date.now();
+    var form = new FormData();
+    form.append("sig", box.getAttribute("data-sig"));
+    fetch(here, {method: "POST", body: form, credentials: "same-origin"})
+      .catch(function () { heard = 0; });  // try again at the next question
   }
 
   document.addEventListener("input", function () { touched = true; });

@@ -68,7 +68,9 @@ def new_game():
                   "reminder_hours": form.get("reminders") or None,
                   "absent_after": form.get("absent_after", 2),
                   "absent_bot": form.get("absent_bot", SeatBot.HEURISTIC),
-                  "vacation_days": form.get("vacation_days", 7)}
+                  "vacation_days": form.get("vacation_days", 7),
+                  "pause_quiet": form.get("pause_quiet"),
+                  "pause_weekends": form.get("pause_weekends")}
         created = services.create_game(
             form.get("game") or services.offered_games()[0]["name"], rows, policy,
             title=form.get("title", ""), client=request.remote_addr or "unknown")

@@ -246,6 +246,15 @@ def vacation(raw: str):
         d=i18n.number(left))))
 
 
+@bp.post("/g/<raw>/here")
+def here(raw: str):
+    """The seat's game page is open and in view (static/live.js says so every
+    LIVE_HERE_SECONDS): a decision opened for the seat meanwhile waits to be emailed."""
+    require_sig(raw)
+    services.note_presence(raw)
+    return "", 204
+
+
 @bp.post("/g/<raw>/back")
 def come_back(raw: str):
     require_sig(raw)

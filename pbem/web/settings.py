@@ -116,7 +116,23 @@ def unsubscribe(raw: str):
         if request.form.get("List-Unsubscribe") != "One-Click":
             require_sig(raw)
             how, seat = request.form.get("how", ""), request.form.get("seat")
+        if how == "settings":
+            return _address_settings(raw)
         done = str(NOTIFY_DONE[services.unsubscribe(raw, how, seat)])
     return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
                            raw=raw, done=done)
+
+
+def _address_settings(raw: str):
+    """The address's settings for all of its games, saved; or the page again with what
+    was wrong and the form as it was filled in."""
+    try:
+        services.save_address_settings(raw, request.form)
+    except FormInvalid as exc:
+        return render_template("pages/unsubscribe.html", raw=raw, errors=dict(exc.errors),
+                               info=services.describe_unsubscribe(raw),
+                               entered=request.form), exc.status
+    return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
+                           raw=raw, done=_("Saved: your settings apply to all your games "
+                                           "from now on."))
 

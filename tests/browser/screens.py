@@ -389,6 +389,40 @@ class Story:
         assert url.startswith(self.base + "/u/"), f"List-Unsubscribe is {url!r}"
         self.goto(url[len(self.base):])
 
+    def calendar_page(self) -> None:
+        """The calendar page of a player who has a decision open."""
+        _, addr = self.decider()
+        self.calendar_path = self.follow("decision", addr, "/g/") + "/calendar"
+        self.goto(self.calendar_path)
+
+    def calendar_event(self) -> None:
+        """Where an event of the feed just made leads (the feed read as an app would)."""
+        import urllib.request
+
+        feed = self.page.locator("#feed-url").input_value()
+        with urllib.request.urlopen(feed) as resp:  # noqa: S310 - this test's own server
+            ics = resp.read().decode()
+        found = re.search(r"^URL:(.*(?:\r?\n .*)*)", ics, re.M)
+        assert found, ics[:500]
+        url = re.sub(r"\r?\n ", "", found.group(1)).strip()
+        self.goto(url[len(self.base):])
+
+    def digest(self) -> None:
+        """A daily digest: the decider's address chooses one on its settings page, and its
+        hour comes (the clock's sweep, a day later)."""
+        from pbem.models import Address
+
+        _, addr = self.decider()
+        self.unsubscribe_page()
+        self.page.locator("#address-settings input[value=digest]").check()
+        self.press("#address-settings")
+        with self.app.app_context():
+            with session_scope() as s:  # its hour has come: 00:00 today, none sent yet
+                row = s.get(Address, addr.lower())
+                row.digest_hour, row.digest_sent_at = 0, None
+            assert services.queue_digests() >= 1
+        self.show_mail("digest", addr, in_game=False)
+
     def mailbox_message(self) -> None:
         name, _ = self.mail("decision", self.decider()[1])
         self.goto(f"/dev/mail/{name}")
@@ -473,6 +507,10 @@ SCENES: list[Scene] = [
     Scene("handover-accepted", lambda s: s.press(), once=True),
     Scene("mail-welcome", lambda s: s.show_mail("welcome", s.addr(3))),
     Scene("unsubscribe", lambda s: s.unsubscribe_page(), once=True),
+    Scene("calendar", lambda s: s.calendar_page(), once=True),
+    Scene("calendar-made", lambda s: s.press("#calendar"), once=True),
+    Scene("calendar-event", lambda s: s.calendar_event(), once=True),
+    Scene("mail-digest", lambda s: s.digest(), once=True),
     Scene("error", lambda s: s.goto("/a/" + "x" * 43), once=True),
     Scene("mailbox", lambda s: s.goto("/dev/mail"), once=True),
     Scene("mailbox-message", lambda s: s.mailbox_message(), once=True),

@@ -7,6 +7,7 @@ screenshot of that offer on a phone."""
 from __future__ import annotations
 
 import os
+import time
 
 from playwright.sync_api import expect
 from sqlmodel import col, select
@@ -33,6 +34,11 @@ def started_game(app) -> tuple[str, dict[int, str]]:
     return created.game_id, links
 
 
+def seen_at(app, game_id: str) -> list:
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(Seat.page_seen_at).where(Seat.game_id == game_id)).all())
+
+
 def deciding(app, game_id: str) -> int:
     with app.app_context(), session_scope() as s:
         (position,) = s.exec(select(Decision.position).where(
@@ -54,6 +60,12 @@ def test_the_next_players_page_shows_their_turn_by_itself(live_server, browser, 
         page.evaluate("window.loadedOnce = true")  # gone if the page is loaded again
         pages[position] = page
     expect(pages[first].locator("#decision")).to_be_visible()
+    # each open page has told the server it is there (the email of its next decision waits)
+    for _ in range(50):
+        if all(seen_at(live_server.app, game_id)):
+            break
+        time.sleep(0.1)
+    assert all(seen_at(live_server.app, game_id))
     for position in (p for p in pages if p != first):
         expect(pages[position].locator("#decision")).to_have_count(0)
     # one of the others starts choosing a language (not saved): their page must not move

@@ -9,8 +9,11 @@ import threading
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import event
 
 from pbem import clock, mail, services
+from pbem.db import get_engine, is_postgres, session_scope
+from pbem.services.plumbing import wake_deliverer
 from pbem.tokens import form_signature
 from tests.server.helpers import (
     PLAYERS,
@@ -117,3 +120,47 @@ def test_a_hung_mail_server_stalls_only_the_mail_loop(make_app, tarpit):
         stop.set()
         tarpit.stop()  # lets the hung connection fail at once
         thread.join(10)
+
+
+def test_the_deliverer_is_woken_once_by_each_transaction_that_commits_mail(app):
+    """PostgreSQL: one NOTIFY per transaction, however many emails it queues (a
+    savepoint rolled back takes its NOTIFY with it: the next email sends another). SQLite:
+    ``MAIL_QUEUED`` is set when such a transaction commits, not when it rolls back."""
+    notified: list[str] = []
+
+    def spy(_conn, _cursor, statement, *_args):
+        if statement.startswith("NOTIFY"):
+            notified.append(statement)
+
+    with app.app_context():
+        engine = get_engine(app)
+        event.listen(engine, "before_cursor_execute", spy)
+        try:
+            services.MAIL_QUEUED.clear()
+            with pytest.raises(RuntimeError), session_scope() as s:
+                s.connection()  # (as queueing an email begins the transaction)
+                wake_deliverer(s)
+                raise RuntimeError("rolled back")
+            assert not services.MAIL_QUEUED.is_set()
+            with session_scope() as s:
+                s.connection()
+                wake_deliverer(s)
+                wake_deliverer(s)
+                with s.begin_nested() as nested:
+                    wake_deliverer(s)
+                    nested.rollback()
+                wake_deliverer(s)
+                assert not services.MAIL_QUEUED.is_set()  # not before the commit
+            if is_postgres(app):
+                assert len(notified) == 1 + 2  # the rolled back one, then one and one
+            else:
+                assert services.MAIL_QUEUED.is_set() and not notified
+            services.MAIL_QUEUED.clear()
+            with session_scope() as s:
+                s.connection()
+                wake_deliverer(s)
+            assert len(notified) == (4 if is_postgres(app) else 0)
+            assert services.MAIL_QUEUED.is_set() != is_postgres(app)
+        finally:
+            event.remove(engine, "before_cursor_execute", spy)
+            services.MAIL_QUEUED.clear()

@@ -8,11 +8,12 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlmodel import select
 
 import pbem.services.playing as playing
-from pbem.db import get_engine, is_postgres, read_scope
+from pbem import services
+from pbem.db import _reader, get_engine, is_postgres, read_scope
 from pbem.models import Move
 from tests.server.helpers import holding_game, only_form, path_of
 
@@ -150,3 +151,113 @@ def test_an_email_is_rendered_in_a_read_and_its_links_work(app, table, inbox, mo
                              data=only_form(page.get_data(as_text=True)).data())
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert [m.action for m in _moves_of(app, following.id)] == [action.to_json()]
+
+
+def _count_link_reads(monkeypatch) -> list[bool]:
+    """One entry per full read of a link (``live_seat_link``): True for one under the
+    lock (``again``)."""
+    reads: list[bool] = []
+    original = playing.live_seat_link
+
+    def spy(*args, again=False):
+        reads.append(again)
+        return original(*args, again=again)
+
+    monkeypatch.setattr(playing, "live_seat_link", spy)
+    return reads
+
+
+def test_a_link_unchanged_since_the_read_is_not_loaded_again_under_the_lock(app, table,
+                                                                           monkeypatch):
+    """Nothing changed between the read and the lock: the writing transaction checks that
+    in one small query and reuses the rows read before (one full read of the link), for
+    a one-click link and for the page's form alike."""
+    reads = _count_link_reads(monkeypatch)
+    decision = table.open()
+    url, action = next(iter(table.one_click(decision).items()))
+    form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
+    reads.clear()
+    resp = table.client.post(path_of(url), data=form)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert reads == [False]  # the read before the lock only
+    assert [m.action for m in _moves_of(app, decision.id)] == [action.to_json()]
+    following = table.open()
+    reads.clear()
+    assert table.play_on_page(following, table.bot_choice(following)).status_code == 200
+    assert reads == [False]
+    assert len(_moves_of(app, following.id)) == 1
+
+
+def test_a_decision_closed_after_the_read_is_refused_under_the_lock(app, table,
+                                                                    monkeypatch):
+    """Another writer closes the decision between the confirm's read and its lock, and
+    moves nothing else (not even the game's page_version): the confirm still sees it
+    under the lock and records nothing."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
+    _spy_apply(monkeypatch, after=lambda: _writer(
+        app, "UPDATE decision SET closed_at = CURRENT_TIMESTAMP, closed_by = 'timeout' "
+             "WHERE id = :id", id=decision.id))
+    resp = table.client.post(path_of(url), data=form)
+    assert resp.status_code == 409, resp.get_data(as_text=True)
+    assert _moves_of(app, decision.id) == []
+
+
+def test_a_game_paused_after_the_read_is_refused_under_the_lock(app, table, monkeypatch):
+    """A pause changes the game but not its version: it moves the game's page_version,
+    so the confirm reads the link again under the lock, sees the pause and records
+    nothing."""
+    reads = _count_link_reads(monkeypatch)
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
+    _spy_apply(monkeypatch, after=lambda: _writer(
+        app, "UPDATE game SET paused_at = CURRENT_TIMESTAMP, "
+             "page_version = page_version + 1 WHERE id = :id", id=table.game_id))
+    reads.clear()
+    resp = table.client.post(path_of(url), data=form)
+    assert "paused" in resp.get_data(as_text=True), resp.get_data(as_text=True)
+    assert resp.status_code == 409
+    assert reads == [False, True]
+    assert _moves_of(app, decision.id) == []
+
+
+def test_a_confirm_checks_out_one_connection_on_postgresql(app, table):
+    """PostgreSQL: the read before the lock and the write after it are one transaction on
+    one pooled connection (one checkout, one BEGIN, one COMMIT, no ROLLBACK). SQLite: a
+    read on a reader's connection, then the write on a writer's."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    raw = path_of(url).rsplit("/", 1)[-1]
+    checkouts: list[object] = []
+    ends: list[str] = []
+    engine = get_engine(app)
+
+    def checkout(dbapi_conn, *_args):
+        checkouts.append(dbapi_conn)
+
+    def rollback(_conn):
+        ends.append("rollback")
+
+    def commit(_conn):
+        ends.append("commit")
+
+    with app.app_context():
+        pools = {engine.pool, _reader(engine).pool}
+        for pool in pools:
+            event.listen(pool, "checkout", checkout)
+        event.listen(engine, "rollback", rollback)
+        event.listen(engine, "commit", commit)
+        try:
+            services.act_by_token(raw)
+        finally:
+            for pool in pools:
+                event.remove(pool, "checkout", checkout)
+            event.remove(engine, "rollback", rollback)
+            event.remove(engine, "commit", commit)
+    if is_postgres(app):
+        assert len(checkouts) == 1 and ends == ["commit"], (checkouts, ends)
+    else:
+        assert len(set(map(id, checkouts))) == 2 and ends[-1] == "commit", (checkouts, ends)
+    assert len(_moves_of(app, decision.id)) == 1

@@ -7,9 +7,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from sqlalchemy import event, text
 from sqlmodel import select
 
-from pbem.db import read_scope
+import pbem.services.playing as playing
+from pbem.db import _reader, get_engine, is_postgres, read_scope, session_scope
 from pbem.models import Game, Move
 from tests.server.helpers import holding_game, only_form, path_of
 
@@ -60,3 +62,86 @@ def test_a_read_scope_refuses_to_write(app, table):
             s.flush()
     with app.app_context(), read_scope() as s:
         assert s.get(Game, table.game_id).title != "changed"
+
+
+def test_reads_and_writes_keep_to_connections_of_their_own(app, table):
+    """SQLite: a read after a write (and a write after a read) does not switch a
+    connection between reading and writing: ``PRAGMA query_only`` on a connection makes
+    SQLite throw away every statement prepared on it. Readers still cannot write, and
+    disposing of the engine closes the readers' connections too."""
+    if is_postgres(app):
+        pytest.skip("PostgreSQL's readers share the pool: a read-only BEGIN costs nothing")
+    seen: list[str] = []
+
+    def spy(_conn, _cursor, statement, *_args):
+        seen.append(statement)
+
+    with app.app_context():
+        engine = get_engine(app)
+        event.listen(engine, "before_cursor_execute", spy)  # readers' statements too
+        try:
+            for _ in range(3):
+                with read_scope() as r:
+                    r.get(Game, table.game_id)
+                    assert r.execute(text("PRAGMA query_only")).scalar() == 1
+                with session_scope() as s:
+                    s.get(Game, table.game_id)
+                    assert s.execute(text("PRAGMA query_only")).scalar() == 0
+        finally:
+            event.remove(engine, "before_cursor_execute", spy)
+        switches = [x for x in seen if x.startswith("PRAGMA query_only=")]
+        assert len(switches) <= 2, switches  # each connection set once, if ever
+        assert any("SELECT" in x for x in seen)
+        reader = _reader(engine)
+        assert reader.pool is not engine.pool and reader.pool.checkedin() >= 1
+        engine.dispose()
+        assert reader.pool.checkedin() == 0
+
+
+def test_the_confirm_page_reads_its_link_in_one_narrow_query(app, table):
+    """GET /a/<token>: one SELECT, of the columns the page shows (not whole rows: no
+    game policy, no seat address), and nothing else but the transaction's own."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    seen: list[str] = []
+
+    def spy(_conn, _cursor, statement, *_args):
+        seen.append(" ".join(statement.split()))
+
+    with app.app_context():
+        engine = get_engine(app)
+        event.listen(engine, "before_cursor_execute", spy)
+        try:
+            resp = table.client.get(path_of(url))
+        finally:
+            event.remove(engine, "before_cursor_execute", spy)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    selects = [x for x in seen if x.upper().startswith("SELECT")]
+    assert len(selects) == 1, seen
+    assert "policy" not in selects[0] and "email" not in selects[0], selects[0]
+    assert len(seen) <= 2, seen  # BEGIN on SQLite at most besides
+
+
+def test_the_confirm_page_reads_outside_a_transaction_on_postgresql(app, table,
+                                                                     monkeypatch):
+    """PostgreSQL: the confirm page's one query runs in autocommit (its own snapshot; no
+    BEGIN and no ROLLBACK around it); SQLite: in a read-only transaction."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    seen: list[bool] = []
+    original = playing.confirm_link
+
+    def spy(conn, raw):
+        if is_postgres(app):
+            seen.append(conn.connection.dbapi_connection.autocommit)
+        else:
+            seen.append(conn.execute(text("PRAGMA query_only")).scalar() == 1)
+        return original(conn, raw)
+
+    monkeypatch.setattr(playing, "confirm_link", spy)
+    assert table.client.get(path_of(url)).status_code == 200
+    assert seen == [True]
+    with app.app_context(), session_scope() as s:  # the pool's connections write again
+        assert s.execute(text("SELECT 1")).scalar() == 1
+        if is_postgres(app):
+            assert not s.connection().connection.dbapi_connection.autocommit

@@ -12,7 +12,7 @@ URLS = [
     ("/cal/<raw>.ics", "GET"), ("/cal/<raw>/open/<int(max=2147483647):seat_id>", "GET,POST"),
     ("/dev/mail", "GET"), ("/dev/mail/<name>", "GET"), ("/g/<raw>", "GET"),
     ("/g/<raw>", "POST"), ("/g/<raw>/back", "POST"), ("/g/<raw>/calendar", "GET,POST"),
-    ("/g/<raw>/deadline.ics", "GET"), ("/g/<raw>/language", "POST"),
+    ("/g/<raw>/deadline.ics", "GET"), ("/g/<raw>/here", "POST"), ("/g/<raw>/language", "POST"),
     ("/g/<raw>/log/<int(max=2147483647):number>", "GET"),
     ("/g/<raw>/notifications", "POST"), ("/g/<raw>/vacation", "POST"),
     ("/handover/<raw>", "GET,POST"), ("/healthz", "GET"), ("/host/confirm/<raw>", "GET,POST"),

@@ -1,0 +1,115 @@
+"""The daily digest of an address that chose one (``Address.delivery``) instead of an
+email per turn: once a day at its hour (in its zone), one email listing every game
+waiting for it, each open decision with its deadline and the link of its game page;
+nothing on a day when no game waits. Its turn emails are skipped when due
+(``pbem.mail.addresses``); reminders still go, so that no deadline passes unseen.
+
+The clock's sweep queues a digest (``queue_digests``): a request row, at most one per
+address and local day (its idempotency key names both), marked on the address
+(``digest_sent_at``) in the same transaction; the mail loop fills it in when it sends
+(``prepare_digest``: the games as they are then, the links minted then).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert
+from sqlmodel import Session, col, select
+
+from pbem.db import read_scope, session_scope
+from pbem.kinds import Delivery, EmailTemplate, GameStatus, Invite, OutboxStatus, TokenKind
+from pbem.mail import PREPARE_AT_SENDING, game_name
+from pbem.mail.addresses import zone
+from pbem.mail.headers import message_id
+from pbem.models import Address, Decision, Game, Outbox, Seat, utcnow
+from pbem.services.plumbing import seats_of, wake_deliverer
+from pbem.tokens import hash_token
+
+NOTHING_WAITS = "not sent: no game waits for this address"
+
+
+def due_digest_time(row: Address, now: datetime) -> datetime | None:
+    """When the address's digest of today (its local day) falls due, if that time has
+    come and its digest of today has not gone yet; else None."""
+    tz = zone(row.timezone, None)
+    local = now.astimezone(tz)
+    due = datetime(local.year, local.month, local.day, row.digest_hour, tzinfo=tz)
+    due_utc = due.astimezone(now.tzinfo)
+    sent = row.digest_sent_at
+    if sent is not None and sent.tzinfo is None:
+        sent = sent.replace(tzinfo=now.tzinfo)
+    if due_utc > now or (sent is not None and sent >= due_utc):
+        return None
+    return due_utc
+
+
+def queue_digests(now: datetime | None = None) -> int:
+    """Queue the digest of every address whose hour has come today; how many."""
+    now = now or utcnow()
+    with read_scope() as s:
+        rows = s.exec(select(Address).where(Address.delivery == Delivery.DIGEST)).all()
+        due = [row.address for row in rows if due_digest_time(row, now) is not None]
+    return sum(_queue_digest(address, now) for address in due)
+
+
+def _queue_digest(address: str, now: datetime) -> bool:
+    with session_scope() as s:
+        row = s.get(Address, address)
+        if row is None or row.delivery != Delivery.DIGEST:
+            return False
+        due = due_digest_time(row, now)
+        if due is None:  # another clock did it meanwhile
+            return False
+        row.digest_sent_at = now
+        day = due.astimezone(zone(row.timezone, None)).date().isoformat()
+        key = f"digest:{hash_token(address)[:16]}:{day}"
+        if s.exec(select(Outbox.id).where(Outbox.idempotency_key == key)).first():
+            return False
+        s.execute(insert(Outbox).values(
+            game_id=None, seat_id=None, to_addr=address, rcpt=address, to_name="",
+            language="en", template=EmailTemplate.DIGEST,
+            context={"links": {}, "request": True}, idempotency_key=key,
+            message_id=message_id(key.replace(":", ".")), status=OutboxStatus.PENDING,
+            attempts=0, next_attempt_at=now, created_at=now))
+        wake_deliverer(s)
+        return True
+
+
+def prepare_digest(s: Session, row: Outbox) -> str | None:
+    """At sending: the games waiting for the address as they are now, with a game-page
+    link per seat; or why nothing goes out (the row is then skipped)."""
+    if not row.context.get("request"):
+        return None  # prepared at an earlier attempt
+    found = s.exec(select(Decision, Seat, Game)
+                   .join(Seat, col(Seat.id) == Decision.seat_id)
+                   .join(Game, col(Game.id) == Decision.game_id)
+                   .where(func.lower(Seat.email) == row.rcpt,
+                          col(Decision.closed_at).is_(None),
+                          Game.status == GameStatus.ACTIVE, Seat.invite == Invite.ACCEPTED,
+                          col(Seat.left_at).is_(None), col(Seat.bot).is_(None))
+                   .order_by(col(Decision.deadline_at), col(Decision.id))).all()
+    if not found:
+        return NOTHING_WAITS
+    games: dict[str, dict[str, Any]] = {}
+    links: dict[str, Any] = {}
+    for decision, seat, game in found:
+        entry = games.get(game.id)
+        if entry is None:
+            entry = games[game.id] = {
+                "title": game_name(game, seats_of(s, game.id)), "engine": game.engine,
+                "tz": seat.timezone, "paused": game.paused_at is not None, "turns": [],
+                "link": f"page{seat.id}"}
+            links[f"page{seat.id}"] = {"kind": TokenKind.PAGE, "game_id": game.id,
+                                       "seat_id": seat.id}
+        entry["turns"].append({"kind": decision.kind, "deadline": (
+            decision.deadline_at.isoformat() if decision.deadline_at else None)})
+    newest = max((seat for _, seat, _ in found), key=lambda x: x.id or 0)
+    row.to_addr, row.to_name, row.language = newest.email, newest.name, newest.language
+    row.context = {"links": links, "token_game": newest.game_id, "name": newest.name,
+                   "games": list(games.values())}
+    return None
+
+
+PREPARE_AT_SENDING[EmailTemplate.DIGEST] = prepare_digest

@@ -1,0 +1,96 @@
+"""The daily digest (issue 20, points 3 and 7), under a frozen clock: an address that
+chose it gets no email per turn but one email a day at its hour in its zone (08:00 in
+Berlin and 08:00 in Los Angeles on the same day), listing every game waiting for it with
+the link that takes each decision; none on a day when nothing waits, never two a day.
+Both databases."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlmodel import select
+
+from engine.core import Action
+from pbem.db import session_scope
+from pbem.kinds import OutboxStatus
+from pbem.models import Outbox
+from pbem.services.digest import NOTHING_WAITS
+from tests.server.helpers import Inbox, Table, path_of
+from tests.server.test_address_settings import save, unsubscribe_link
+from tests.server.timekit import ANN, BOB, CY, T0, at, new_game, tick
+
+
+def digests(app, email: str) -> list[Outbox]:
+    with app.app_context(), session_scope() as s:
+        found = s.exec(select(Outbox).where(Outbox.template == "digest",
+                                            Outbox.rcpt == email).order_by(Outbox.id)).all()
+        for row in found:
+            s.expunge(row)
+        return list(found)
+
+
+def sent_digests(app, email: str) -> list:
+    return [m for m in Inbox(app).all() if m.to_addr == email and m.template == "digest"]
+
+
+def first_player_passes(app, client, created) -> None:
+    table = Table(app, client, Inbox(app), created.game_id, created.admin_token)
+    table.play_on_page(table.open(), Action.of("pass"))
+
+
+def test_a_digest_at_eight_in_berlin_and_at_eight_in_los_angeles(app, client, frozen):
+    # T0: Monday 09:00 UTC, 10:00 in Berlin, 01:00 in Los Angeles
+    first = new_game(app)  # Cy bids first, then Ann
+    second = new_game(app, players=[ANN, CY, BOB])  # Bob bids first here
+    save(client, unsubscribe_link(app, first.game_id, ANN.email), delivery="digest",
+         digest_hour="8", timezone="Europe/Berlin")
+    save(client, unsubscribe_link(app, second.game_id, BOB.email), delivery="digest",
+         digest_hour="8", timezone="America/Los_Angeles")
+    first_player_passes(app, client, first)  # now Ann's turn: no email of its own
+    tick(app)
+    assert [m for m in Inbox(app).all() if m.to_addr == ANN.email
+            and m.template == "decision"] == []
+    assert digests(app, ANN.email) == [] and digests(app, BOB.email) == []  # next at 08:00
+
+    at(frozen, 6.9)  # Monday 15:54 UTC, 07:54 in Los Angeles
+    tick(app)
+    assert digests(app, BOB.email) == []
+    at(frozen, 7.05)  # 08:03 in Los Angeles, the first 08:00 there since Bob chose it
+    tick(app)
+    assert len(sent_digests(app, BOB.email)) == 1 and digests(app, ANN.email) == []
+
+    at(frozen, 21.9)  # Tuesday 06:54 UTC, 07:54 in Berlin
+    tick(app)
+    assert digests(app, ANN.email) == []
+    at(frozen, 22.05)  # Tuesday 08:03 in Berlin
+    tick(app)
+    (mail,) = sent_digests(app, ANN.email)
+    assert mail.text.startswith("Your daily digest: 1 game waits for you")
+    assert "Your turn: bid for the conch, until" in mail.text
+    page = client.get(path_of(mail.link("/g/")))
+    assert page.status_code == 200 and 'id="decision"' in page.get_data(as_text=True)
+    at(frozen, 22.5)
+    tick(app)
+    assert len(digests(app, ANN.email)) == 1  # never two a day
+    assert len(digests(app, BOB.email)) == 1  # 00:30 in Los Angeles
+
+    at(frozen, 31.05)  # Tuesday 16:03 UTC: 08:03 in Los Angeles, the same day
+    tick(app)
+    first_bob, second_bob = sent_digests(app, BOB.email)
+    assert "Your turn: bid for the conch" in second_bob.text
+    assert len(sent_digests(app, ANN.email)) == 1
+
+
+def test_no_digest_on_a_day_when_nothing_waits(app, client, frozen):
+    created = new_game(app)  # Cy decides: nothing waits for Ann
+    save(client, unsubscribe_link(app, created.game_id, ANN.email), delivery="digest",
+         digest_hour="8", timezone="Europe/Berlin")
+    at(frozen, 22.05)
+    tick(app)
+    (row,) = digests(app, ANN.email)
+    assert row.status == OutboxStatus.SKIPPED and row.last_error == NOTHING_WAITS
+    assert sent_digests(app, ANN.email) == []
+    at(frozen, 22.05 + 24)
+    tick(app)
+    assert len(digests(app, ANN.email)) == 2  # tried again the next day
+    assert T0 + timedelta(days=2) > T0
