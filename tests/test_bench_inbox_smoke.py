@@ -44,5 +44,5 @@ def test_the_inbox_bench_plays_whole_games_from_the_emails() -> None:
         limit = {"page": 1.0, "live": 0.1}.get(mode, 3)
         assert 0 <= float(decision_per_turn) <= limit and (mode == "live" or float(
             decision_per_turn) > 0)
-    # the decision kinds are listed, Stone Age's choice of the next person to use among them
-    assert re.search(r"decision kinds +place [\d.]+%.*\buse [\d.]+%", out), out[-3000:]
+    # the decision kinds are listed, Stone Age's order of the use phase among them
+    assert re.search(r"decision kinds +place [\d.]+%.*\border [\d.]+%", out), out[-3000:]

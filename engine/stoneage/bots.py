@@ -47,8 +47,8 @@ def heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
     kind = next(d.kind for d in pending(state) if d.seat == seat)
     if kind == "place":
         return _place(state, seat)
-    if kind == "use":
-        return _use(state, seat)
+    if kind == "order":
+        return default_action(state, seat)  # the sensible order
     if kind == "card":
         return _card(state, seat)
     if kind == "build":
@@ -210,15 +210,6 @@ def _place(state: State, seat: int) -> Action:
 
 
 # --------------------------------------------------------------------------- using
-
-
-USE_ORDER = ("hunt", "forest", "clay", "quarry", "river", "building1", "building2",
-             "building3", "building4", "card1", "card2", "card3", "card4")
-
-
-def _use(state: State, seat: int) -> Action:
-    legal = legal_actions(state, seat)
-    return min(legal, key=lambda a: USE_ORDER.index(a.get("at")))
 
 
 def _card(state: State, seat: int) -> Action:

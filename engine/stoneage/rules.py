@@ -12,9 +12,21 @@ Decisions (kinds), their actions, and what a timeout plays:
   covers it; else half of the people at home (rounded up, as many as fit) on the first
   open place of the Hunting grounds, Forest, Clay pit, Quarry, River; else the first
   legal place the seat can pay for (the first legal place if none).
-- ``use``: ``use at=PLACE``, which of the seat's placements to resolve next (asked only
-  when two or more are left; village places are resolved first, automatically, as doing
-  them first can never hurt). Timeout: the earliest placement.
+- ``order``: ``order places=(P1, P2, ...)``, the order in which to resolve all of the
+  seat's placements left, asked once a use turn (village places are resolved first,
+  automatically, as doing them first can never hurt), and only when two or more orders
+  are meaningful; the engine then resolves them in that order, stopping only for the
+  follow-up decisions (tools, card, build, pick). Meaningful (``use_orders``): of two
+  placements of which only one can help the other (bring resources that pay for it, or
+  a tool for its dice), that one first (Reading: never worse, as the player may still
+  decline or pay the same); two that cannot help each other in one fixed order, unless
+  both roll dice that a tool at hand may raise (then seeing one roll first may change
+  where the tools go); two that can help each other in either order. So buildings come
+  after every roll and every card that brings resources. What a roll or a "dice for
+  all" tells the player (rather than gives) is not counted. Timeout: the sensible order
+  (``sensible_order``): a tool card the seat can pay now before the rolls, the rolls
+  with the most valuable resource first, then cards that bring resources, buildings,
+  the other cards.
 - ``tools``: after a roll, ``tools use=(t2, t1, S07, ...)`` (tiles by value, one-time
   tools by card) or ``no_tools``; asked only when some unused tool would raise the
   yield. Timeout: the tools of least total value that reach the highest yield (on a tie,
@@ -174,6 +186,7 @@ class State(NamedTuple):
     rng: Rng
     winners: tuple[int, ...] = ()
     end: str | None = None  # buildings | cards | abandoned
+    order: tuple[str, ...] = ()  # the use turn's placements still to resolve, in order
 
     @property
     def n(self) -> int:
@@ -237,7 +250,7 @@ def pending(state: State) -> list[Decision]:
         step = state.step
         if step is None:
             places = tuple(s.place for s in _spots_of(state, state.turn))
-            return [Decision(state.turn, "use", (("places", places),))]
+            return [Decision(state.turn, "order", (("places", places),))]
         if step.kind == "tools":
             return [Decision(step.seat, "tools", (("place", step.place),
                                                   ("resource", step.resource),
@@ -278,8 +291,8 @@ _LAST_LEGAL: tuple[Any, int, tuple[Action, ...], frozenset[Action]] = (None, -1,
 def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
     if kind == "place":
         return _place_actions(state, seat)
-    if kind == "use":
-        return [Action("use", (("at", s.place),)) for s in _spots_of(state, seat)]
+    if kind == "order":
+        return [Action("order", (("places", order),)) for order in use_orders(state, seat)]
     board = state.boards[seat]
     if kind == "tools":
         return [NO_TOOLS, *(Action("tools", (("use", combo),))
@@ -313,9 +326,8 @@ def apply(state: State, seat: int, action: Action) -> tuple[State, list[Event]]:
     events: list[Event] = []
     if kind == "place":
         state = _place(state, seat, action.get("at"), action.get("count"), events)
-    elif kind == "use":
-        place = action.get("at")
-        state = _resolve(state, seat, place, events)
+    elif kind == "order":
+        state = state._replace(order=action.get("places"))
     elif kind == "tools":
         state = _finish_roll(state, seat, action.get("use", ()), events)
     elif kind == "card":
@@ -336,8 +348,8 @@ def default_action(state: State, seat: int) -> Action:
     board = state.boards[seat]
     if kind == "place":
         return _default_place(state, seat, legal)
-    if kind == "use":
-        return legal[0]
+    if kind == "order":
+        return Action("order", (("places", sensible_order(state, seat)),))
     if kind == "tools":
         return _best_tools(state, legal)
     if kind in ("card", "feed"):
@@ -357,8 +369,9 @@ EMAIL_PAYMENTS = 4  # payment choices an email offers as links; the rest on the 
 def email_choices(state: State, seat: int) -> list[Action]:
     """The choices an email offers as one-click links (the game page has them all): each
     place once (with as many people as fit; the link's confirmation page offers every
-    number, see ``choice_variants``), the next place to use, no tools or the
-    timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
+    number, see ``choice_variants``), the sensible order of the use phase and the
+    EMAIL_ORDERS - 1 orders nearest to it (fewest pairs the other way round), no tools or
+    the timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
     points) beside the first few ways to pay (cheapest first; for a building, the most
     points first)."""
     kind = decision_kind(state, seat)
@@ -374,7 +387,20 @@ def email_choices(state: State, seat: int) -> list[Action]:
     if kind in ("card", "build", "feed"):
         payments = sorted(legal[:-1], key=pay_value, reverse=kind == "build")
         return [*payments[:EMAIL_PAYMENTS], legal[-1]]
+    if kind == "order":
+        best = default_action(state, seat).get("places")
+        return sorted(legal, key=lambda a: _inversions(a.get("places"), best))[:EMAIL_ORDERS]
     return legal
+
+
+EMAIL_ORDERS = 4  # orders an email offers as links: the sensible one and the nearest
+
+
+def _inversions(order: Sequence[str], model: Sequence[str]) -> int:
+    """How many pairs of ``order`` come the other way round in ``model``."""
+    pos = {p: i for i, p in enumerate(model)}
+    ranks = [pos.get(p, len(pos)) for p in order]
+    return sum(1 for i, a in enumerate(ranks) for b in ranks[i + 1:] if a > b)
 
 
 def choice_variants(state: State, seat: int, action: Action) -> list[Action]:
@@ -401,7 +427,6 @@ def choice_effect(state: State, seat: int, action: Action) -> Effect:
       ``card`` / ``building`` id, ``cost`` (a card's number of resources), and
       ``affordable`` (false when the seat cannot pay for it with what it has now;
       ``have``: its resources, counting resources of choice);
-    - ``use``: the same for the placement it resolves;
     - ``tools``: ``total`` of the roll with them and the ``yield`` it gives;
     - ``take``: the card's ``card`` id; ``build``: ``points``; ``pick``: nothing more;
       ``starve``: ``points`` -10.
@@ -410,10 +435,8 @@ def choice_effect(state: State, seat: int, action: Action) -> Effect:
     if not _is_legal(state, seat, action):
         return {}
     kind = action.kind
-    if kind in ("place", "use"):
+    if kind == "place":
         at, count = action.get("at"), action.get("count")
-        if kind == "use":
-            count = next(s.count for s in state.spots if s.seat == seat and s.place == at)
         resource = YIELD.get(at)
         if resource is not None:
             return {"dice": count, "resource": resource, "per": RESOURCE_VALUE[resource],
@@ -467,6 +490,8 @@ def explain(state: State, seat: int, text: str) -> Explanation:
         return {}
     if kind == "place" and verb == "place":
         return _explain_place(state, seat, rest)
+    if kind == "order" and verb == "order":
+        return _explain_order(state, seat, rest)
     return {}
 
 
@@ -514,6 +539,24 @@ def _explain_place(state: State, seat: int, words: list[str]) -> Explanation:
     if not counts:
         return {"why": "place/closed", "at": at}
     return {"why": "place/count", "at": at, "counts": counts}
+
+
+def _explain_order(state: State, seat: int, words: list[str]) -> Explanation:
+    left = [s.place for s in _spots_of(state, seat)]
+    if not words:
+        return {"why": "order/none", "places": left}
+    unknown = next((w for w in words if w not in left), None)
+    if unknown is not None:
+        return {"why": "order/unknown", "word": unknown, "places": left}
+    twice = next((w for w in words if words.count(w) > 1), None)
+    if twice is not None:
+        return {"why": "order/twice", "place": twice}
+    missing = [p for p in left if p not in words]
+    if missing:
+        return {"why": "order/missing", "places": missing}
+    uses = {u.place: u for u in _uses(state, seat)}
+    normal = _normal_order([uses[w] for w in words], _has_tools(state.boards[seat]))
+    return {"why": "order/never_better", "order": list(normal)}
 
 
 def _is_legal(state: State, seat: int, action: Action) -> bool:
@@ -565,7 +608,8 @@ def view(state: State, seat: int | None) -> View:
     """What ``seat`` (or a spectator, None) may see: everything public, and the seat's
     own civilization cards and one-time tools. At the end every card is shown. Each board
     has its ``feeding`` forecast (see ``feeding_forecast``) until the round's feeding
-    begins (None from then on)."""
+    begins (None from then on). ``order``: the placements the seat whose use turn it is
+    has left in the order it chose, for that seat only (empty for the others)."""
     d = data()
     over = state.phase == "over"
     boards = []
@@ -604,6 +648,7 @@ def view(state: State, seat: int | None) -> View:
             "kind": step.kind, "seat": step.seat, "place": step.place,
             "resource": step.resource, "dice": list(step.dice), "taker": step.taker},
         "feeding": list(state.feeding),
+        "order": list(state.order) if seat is not None and seat == state.turn else [],
         "boards": boards,
         "winners": list(state.winners), "end": state.end,
         "result": None if end is None else end.to_json(),
@@ -620,7 +665,8 @@ def abandon(state: State) -> tuple[State, list[Event]]:
     """End the game without a winner (the host abandons it)."""
     if state.phase == "over":
         raise GameOver("the game is over")
-    state = state._replace(phase="over", step=None, feeding=(), winners=(), end="abandoned")
+    state = state._replace(phase="over", step=None, feeding=(), winners=(), end="abandoned",
+                           order=())
     return state, [Event("game_abandoned", None, {"round": state.round})]
 
 
@@ -728,11 +774,14 @@ def to_json(state: State) -> JSONObject:
             "taker": state.step.taker},
         "feeding": list(state.feeding), "home": list(state.home),
         "rng": state.rng.to_json(), "winners": list(state.winners), "end": state.end,
+        "order": list(state.order),
     }
 
 
 def from_json(raw: Mapping[str, Any]) -> State:
-    """Read a stored state back; raises StateCorrupt on anything that does not fit."""
+    """Read a stored state back; raises StateCorrupt on anything that does not fit. A
+    state stored before the order decision (no ``order``) reads with no order chosen:
+    the seat is asked the order of its placements left (``pending``)."""
     try:
         if raw.get("game") != NAME:
             raise StateCorrupt(f"not a {NAME} state")
@@ -752,7 +801,8 @@ def from_json(raw: Mapping[str, Any]) -> State:
                                            step["resource"], tuple(step["dice"]),
                                            step["taker"]),
             tuple(raw["feeding"]), tuple(raw["home"]), Rng.from_json(raw["rng"]),
-            tuple(raw["winners"]), raw["end"])
+            tuple(raw["winners"]), raw["end"],
+            tuple(raw.get("order", ())))  # absent in states stored before the order
     except StateCorrupt:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -795,6 +845,10 @@ def check_invariants(state: State) -> None:
          "every building tile in one place")
     places = [(s.place, s.seat) for s in state.spots]
     need(len(set(places)) == len(places), "one group per seat and place")
+    if state.order:
+        need(state.phase == "use" and sorted(state.order) == sorted(
+            s.place for s in _spots_of(state, state.turn)),
+            "the chosen order names the placements left, each once")
 
 
 # --------------------------------------------------------------------------- the round
@@ -808,11 +862,15 @@ def _advance(state: State, events: list[Event]) -> State:
         if state.phase == "use":
             if state.step is not None:
                 return state
-            spots = _spots_of(state, state.turn)
-            if len(spots) > 1:
-                return state
-            if len(spots) == 1:
-                state = _resolve(state, state.turn, spots[0].place, events)
+            if state.order:  # the order chosen: resolve the next placement
+                place, rest = state.order[0], state.order[1:]
+                state = _resolve(state._replace(order=rest), state.turn, place, events)
+                continue
+            if _spots_of(state, state.turn):
+                orders = use_orders(state, state.turn, limit=2)
+                if len(orders) > 1:
+                    return state  # the seat chooses the order
+                state = state._replace(order=orders[0])
                 continue
             nxt = (state.turn + 1) % state.n
             if nxt == state.start:
@@ -853,7 +911,7 @@ def _place(state: State, seat: int, place: str, count: int, events: list[Event])
 def _begin_use(state: State, seat: int, events: list[Event]) -> State:
     """A seat's use turn: its village places first (never worse first), then its
     choice of the rest."""
-    state = state._replace(turn=seat, step=None)
+    state = state._replace(turn=seat, step=None, order=())
     for place in VILLAGE:
         if any(s.place == place for s in _spots_of(state, seat)):
             state = _resolve(state, seat, place, events)
@@ -1184,7 +1242,201 @@ def _game_over(state: State, why: str, events: list[Event]) -> State:
     events.append(Event("game_ended", None, {
         "why": why, "round": state.round, "winners": list(winners),
         "scores": [{"seat": s, **f} for s, f in enumerate(finals)]}))
-    return state._replace(phase="over", step=None, feeding=(), winners=winners, end=why)
+    return state._replace(phase="over", step=None, feeding=(), winners=winners, end=why,
+                          order=())
+
+
+# --------------------------------------------------------------------------- use order
+
+
+class _Use(NamedTuple):
+    """A placement still to resolve, as the order of the use phase sees it."""
+
+    place: str
+    rank: int  # the canonical place among placements whose order changes nothing
+    village: bool  # resolved first, always (see ``_begin_use``)
+    rolls: bool  # dice that tools may raise: a resource place, a "2 dice" card
+    pays: bool  # costs resources: a civilization card or a building
+    brings_pay: bool  # may bring resources that pay: Wood to Gold, resources of choice
+    brings_tool: bool  # may bring a tool: a tool step, a one-time tool, dice for all
+
+
+ROLL_RANK = ("river", "quarry", "clay", "forest", "hunt")  # the most valuable first
+MAX_ORDERS = 720  # the most orders an order decision lists (see ``use_orders``)
+
+
+def _uses(state: State, seat: int) -> list[_Use]:
+    """The seat's placements still to resolve, with what each needs and may bring."""
+    board = state.boards[seat]
+    can_tool = not _at_limit(board, "toolmaker")
+    out = []
+    for spot in _spots_of(state, seat):
+        place = spot.place
+        if place in VILLAGE:
+            out.append(_Use(place, VILLAGE.index(place) - len(VILLAGE), True, False, False,
+                            False, False))
+        elif place in YIELD:
+            out.append(_Use(place, ROLL_RANK.index(place), False, True, False,
+                            YIELD[place] != "food", False))
+        elif place.startswith("building"):
+            out.append(_Use(place, len(ROLL_RANK) + _slot(place), False, False, True, False,
+                            False))
+        else:
+            top = data().cards[card_in_slot(state, _slot(place))].top
+            out.append(_Use(place, len(ROLL_RANK) + STACKS + _slot(place), False,
+                            top == "dice", True,
+                            top in ("resource", "any", "dice", "dice_for_all"),
+                            can_tool and top in ("tool_step", "one_time_tool",
+                                                 "dice_for_all")))
+    return out
+
+
+def _helps(a: _Use, b: _Use) -> bool:
+    """Whether resolving ``a`` first can give ``b`` more to do: resources to pay ``b``
+    with, or a tool for its dice."""
+    return (a.brings_pay and b.pays) or (a.brings_tool and b.rolls)
+
+
+def _out_of_order(a: _Use, b: _Use, tools: bool) -> bool:
+    """Whether ``a`` then ``b`` (neighbours; ``tools``: a tool may be at hand when the
+    first of them is resolved) can bring nothing that ``b`` then ``a`` cannot: village
+    places come first; of two placements of which only one can help the other, that one
+    first; two that cannot help each other in the canonical order (``rank``), unless
+    both roll dice a tool at hand may raise (seeing one roll first may change where the
+    tools go). Two that can help each other come in either order."""
+    if a.village or b.village:
+        return b.village and (not a.village or b.rank < a.rank)
+    if a.rolls and b.rolls and tools:
+        return False
+    ab, ba = _helps(a, b), _helps(b, a)
+    if ab != ba:
+        return ba
+    return not ab and b.rank < a.rank
+
+
+def _fault(order: Sequence[_Use], at_hand: Sequence[bool]) -> tuple[int, int] | None:
+    """A move that makes ``order`` never worse, or canonical, among the moves that end at
+    its last placement: ``(i, j)``, take the placement at ``i`` and put it at ``j``; None
+    for none. ``at_hand[k]``: whether a tool may be at hand before ``order[k]``. The
+    moves: two neighbours out of order (``_out_of_order``) swapped; the last placement
+    moved before placements none of which can help it, nor roll while a tool may be at
+    hand when it rolls too, if it can help one of them; a placement moved after all
+    those behind it, if it can help none of them, nor compete for a tool with them, and
+    one of them can help it."""
+    last = len(order) - 1
+    if last < 1:
+        return None
+    u = order[last]
+    if _out_of_order(order[last - 1], u, at_hand[last - 1]):
+        return (last, last - 1)
+    for k in range(last - 1, -1, -1):
+        s = order[k]
+        if _helps(s, u) or (u.rolls and s.rolls and at_hand[k]):
+            break
+        if _helps(u, s):
+            return (last, k)
+    for i in range(last - 1, -1, -1):
+        a, gain = order[i], False
+        for k in range(i + 1, last + 1):
+            s = order[k]
+            if _helps(a, s) or (a.rolls and s.rolls and at_hand[k]):
+                break
+            gain = gain or _helps(s, a)
+        else:
+            if gain:
+                return (i, last)
+    return None
+
+
+def _orders(uses: Sequence[_Use], tools: bool, limit: int) -> list[tuple[str, ...]]:
+    """The full orders of ``uses`` that no move of ``_fault`` improves, in canonical
+    order (by ``rank``); at most ``limit`` of them."""
+    out: list[tuple[str, ...]] = []
+    items = sorted(uses, key=lambda u: u.rank)
+    chosen: list[_Use] = []
+    at_hand = [tools]  # whether a tool may be at hand before each chosen placement
+
+    def extend() -> None:
+        if len(chosen) == len(items):
+            out.append(tuple(u.place for u in chosen))
+            return
+        for u in items:
+            if len(out) >= limit:
+                return
+            if u in chosen:
+                continue
+            chosen.append(u)
+            at_hand.append(at_hand[-1] or u.brings_tool)
+            if _fault(chosen, at_hand) is None:
+                extend()
+            chosen.pop()
+            at_hand.pop()
+
+    extend()
+    return out
+
+
+def _has_tools(board: Board) -> bool:
+    return bool(board.tools or board.one_time)
+
+
+def use_orders(state: State, seat: int, limit: int = MAX_ORDERS) -> list[tuple[str, ...]]:
+    """The meaningful orders in which ``seat`` may resolve its placements left, in
+    canonical order: the legal ``order`` actions. Placements that can help one another
+    come in either order, the rest in the one order that is never worse (see
+    ``_out_of_order`` and the module docstring). At most ``limit`` (MAX_ORDERS: only ten
+    placements of which many can help one another have more; the sensible order is
+    always among them)."""
+    found = _orders(_uses(state, seat), _has_tools(state.boards[seat]), limit)
+    if len(found) == limit == MAX_ORDERS:
+        sensible = sensible_order(state, seat)
+        if sensible not in found:
+            found[-1] = sensible
+    return found
+
+
+def _normal_order(uses: Sequence[_Use], tools: bool) -> tuple[str, ...]:
+    """``uses`` (a full order) moved by ``_fault`` until no move applies: a meaningful
+    order that can do all that ``uses`` can."""
+    order = list(uses)
+    moved = True
+    while moved:
+        moved = False
+        at_hand = [tools]
+        for u in order:
+            at_hand.append(at_hand[-1] or u.brings_tool)
+        for end in range(2, len(order) + 1):
+            move = _fault(order[:end], at_hand)
+            if move is not None:
+                order.insert(move[1], order.pop(move[0]))
+                moved = True
+                break
+    return tuple(u.place for u in order)
+
+
+def sensible_order(state: State, seat: int) -> tuple[str, ...]:
+    """The order offered first and played at a timeout: a tool card the seat can pay
+    now before the rolls it may raise, then the rolls (the most valuable resource
+    first), then the cards that bring resources, the buildings, the other cards; made
+    meaningful (``_normal_order``)."""
+    board = state.boards[seat]
+    uses = _uses(state, seat)
+    rolling = any(u.rolls for u in uses)
+
+    def tool_card(u: _Use) -> bool:  # a tool step or a one-time tool, payable now
+        return (u.brings_tool and not u.rolls and bool(payments_of_size(board, _slot(u.place) + 1))
+                and data().cards[card_in_slot(state, _slot(u.place))].top != "dice_for_all")
+
+    def key(u: _Use) -> tuple[int, int]:
+        if u.village:
+            return (0, u.rank)
+        if rolling and tool_card(u):
+            return (1, u.rank)
+        if u.rolls and not u.pays:
+            return (2, u.rank)
+        return (3, u.rank)
+
+    return _normal_order(sorted(uses, key=key), _has_tools(board))
 
 
 # --------------------------------------------------------------------------- helpers

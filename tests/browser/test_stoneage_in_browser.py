@@ -169,6 +169,9 @@ def answer_form(page: Page, choice: Action) -> None:
         for tool in choice.get("use", ()):
             box = form.locator(f'input[name="tools.word"][value="{tool}"]:not(:checked)').first
             box.check()
+    elif choice.kind == "order":  # many orders: a place for each position
+        for i, place in enumerate(choice.get("places")):
+            form.locator('select[name="order.word"]').nth(i).select_option(place)
     elif choice.kind in ("take", "build", "feed"):
         form.locator(f'input[name=choice][value="{choice.kind}"]').check()
         pay = list(choice.get("pay"))

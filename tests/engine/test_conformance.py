@@ -29,6 +29,7 @@ A game joins by adding a :class:`GameSpec` to ``SPECS``.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import os
 import random
@@ -526,12 +527,24 @@ def stoneage_illegal_actions(state: stoneage.State, seat: int) -> Iterator[Actio
             yield Action.of("place", at=spot.place, count=1)
         yield Action.of("place", at="hunt")
         yield Action.of("use", at="hunt")
-    elif kind == "use":
-        mine = {s.place for s in state.spots if s.seat == seat}
+        yield Action.of("order", places=("hunt",))
+    elif kind == "order":
+        mine = tuple(s.place for s in state.spots if s.seat == seat)
+        legal = {a.get("places") for a in stoneage.legal_actions(state, seat)}
         for place in ("hunt", "forest", "clay", "quarry", "river", "toolmaker", "hut",
                       "field", "card1", "card2", "building1", "nowhere"):
             if place not in mine:
-                yield Action.of("use", at=place)
+                yield Action.of("order", places=(*mine, place))  # one more
+                yield Action.of("order", places=(*mine[1:], place))  # one instead
+        yield Action.of("order", places=mine[:-1])  # one missing
+        yield Action.of("order", places=(*mine, mine[0]))  # one twice
+        yield Action.of("order", places=(*mine[1:], mine[1]))
+        for order in itertools.islice(itertools.permutations(mine), 200):
+            if order not in legal:  # an order that can do no more than a listed one
+                yield Action.of("order", places=order)
+        yield Action.of("order", places=())
+        yield Action.of("order")
+        yield Action.of("use", at=mine[0])  # the kind this decision had before
         yield Action.of("decline")
     elif kind == "tools":
         owned = [f"t{v}" for v in board.tools] + list(board.one_time)
@@ -723,7 +736,7 @@ def test_stoneage_playouts_reach_every_decision_kind_and_the_end() -> None:
             kinds.update(out.kinds)
             event_kinds.update(out.event_kinds)
             finished += out.finished
-    assert {"place", "use", "tools", "card", "build", "pick", "feed"} <= set(kinds), kinds
+    assert {"place", "order", "tools", "card", "build", "pick", "feed"} <= set(kinds), kinds
     assert kinds["feed x2"] + kinds["feed x3"] + kinds["feed x4"], "no simultaneous feeding"
     assert finished >= 16, finished
     for kind in ("people_placed", "placement_over", "dice_rolled",

@@ -261,7 +261,7 @@ def test_the_simulator_runs_stone_age_with_scores_by_seat(capsys) -> None:
     per_round = sum(r.decisions for r in records) / sum(2 * r.rounds for r in records)
     assert float(m[1]) == pytest.approx(per_round, abs=0.005)
     kinds = dict(x.split() for x in section(lines, "decisions per player per round"))
-    assert {"place", "use"} <= set(kinds)
+    assert {"place", "order"} <= set(kinds)
     assert sum(float(v) for v in kinds.values()) == pytest.approx(per_round, abs=0.05)
     rows = section(lines, "how games were won:")
     assert sum(int(x.split()[0]) for x in rows) == 6

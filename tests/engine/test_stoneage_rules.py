@@ -90,8 +90,8 @@ def place(at: str, count: int = 1) -> Action:
     return Action.of("place", at=at, count=count)
 
 
-def use(at: str) -> Action:
-    return Action.of("use", at=at)
+def order(*places: str) -> Action:
+    return Action.of("order", places=places)
 
 
 def take(*pay: str) -> Action:
@@ -147,7 +147,7 @@ def at_card(spec, slot: int = 1, *others, **kw):
     """Seat 0 (the start player) is about to resolve its one person on card ``slot``."""
     state = build(spec, *(others or (board(),)), spots=[(f"card{slot}", 0, 1)], phase="use",
                   turn=0, **kw)
-    return apply(state, 0, use(f"card{slot}"))
+    return apply(state, 0, order(f"card{slot}"))
 
 
 def at_building(spec, tiles, **kw):
@@ -155,14 +155,14 @@ def at_building(spec, tiles, **kw):
     (tiles top first)."""
     state = build(spec, board(), stacks=(tiles, None), spots=[("building1", 0, 1)],
                   phase="use", turn=0, **kw)
-    return apply(state, 0, use("building1"))
+    return apply(state, 0, order("building1"))
 
 
 def rolled(place_: str, count: int, faces, spec, **kw):
     """Seat 1, the last to use, rolls ``faces`` for ``count`` people on ``place_``."""
     state = last_use(board(), spec, place=place_, count=count, rng=rolling(tuple(faces)),
                      **kw)
-    return apply(state, 1, use(place_))
+    return apply(state, 1, order(place_))
 
 
 def ending(*specs, **kw):
@@ -328,7 +328,10 @@ def test_placement_ends_when_nobody_can_place_and_the_use_phase_begins():
     assert events[:2] == [ev("people_placed", 1, place="card1", count=1),
                           ev("placement_over", round=2)]
     assert state.phase == "use"
-    assert pending(state) == [Decision(1, "use", (("places", ("forest", "clay", "card1")),))]
+    # no tools, so the rolls go in one order, and before the card they may pay for
+    assert kinds(events)[2:] == ["dice_rolled", "resources_gained"] * 2
+    assert [e.data["place"] for e in events if e.kind == "dice_rolled"] == ["clay", "forest"]
+    assert pending(state) == [Decision(1, "card", (("place", "card1"),))]
 
 
 def test_hunting_grounds_take_any_number_of_people_of_every_player():
@@ -472,7 +475,7 @@ def test_a_player_with_people_but_no_legal_place_stays_home():
                           ev("placement_over", round=2)]
     assert state.phase == "use"
     assert view(state, 0)["boards"][0]["home"] == 1
-    assert pending(state)[0].seat == 0 and pending(state)[0].kind == "use"
+    assert pending(state)[0].seat == 0 and pending(state)[0].kind == "order"
 
 
 # --------------------------------------------------------------------------- use phase
@@ -481,7 +484,7 @@ def test_a_player_with_people_but_no_legal_place_stays_home():
 def test_use_phase_runs_from_the_start_player_clockwise():
     state = build(board(), board(), board(), start=2, turn=2, phase="use",
                   spots=[("toolmaker", 2, 1), ("field", 0, 1), ("card1", 1, 1)])
-    state, events = apply(state, 2, use("toolmaker"))
+    state, events = apply(state, 2, order("toolmaker"))
     assert events[:3] == [ev("tool_made", 2, tools=[1]),
                           ev("agriculture_raised", 0, agriculture=1),
                           ev("card_unaffordable", 1, slot=1, cost=1)]
@@ -489,27 +492,30 @@ def test_use_phase_runs_from_the_start_player_clockwise():
 
 
 def test_the_player_chooses_the_order_of_his_placements():
-    state = build(board(), board(), phase="use", turn=0,
+    """With a tool at hand, seeing one roll first may change where it goes."""
+    state = build(board(tools=(1,)), board(), phase="use", turn=0,
                   spots=[("forest", 0, 2), ("hunt", 0, 1)], rng=rolling((3,), (6, 6)))
-    assert pending(state) == [Decision(0, "use", (("places", ("forest", "hunt")),))]
-    assert legal_actions(state, 0) == [use("forest"), use("hunt")]
-    state, events = apply(state, 0, use("hunt"))
-    assert events[:4] == [ev("dice_rolled", 0, place="hunt", dice=[3], total=3),
-                          ev("resources_gained", 0, resource="food", amount=1, place="hunt"),
+    assert pending(state) == [Decision(0, "order", (("places", ("forest", "hunt")),))]
+    assert legal_actions(state, 0) == [order("forest", "hunt"), order("hunt", "forest")]
+    state, events = apply(state, 0, order("hunt", "forest"))
+    assert events == [ev("dice_rolled", 0, place="hunt", dice=[3], total=3)]
+    state, events = apply(state, 0, NO_TOOLS)
+    assert events[:3] == [ev("resources_gained", 0, resource="food", amount=1, place="hunt"),
                           ev("dice_rolled", 0, place="forest", dice=[6, 6], total=12),
                           ev("resources_gained", 0, resource="wood", amount=4,
                              place="forest")]
 
 
 def test_village_places_are_resolved_first_automatically():
-    state = build(board(), board(), start=0, turn=1,
+    state = build(board(), board(), start=0, turn=1, civ=("G03",),
                   spots=[("forest", 0, 3), ("toolmaker", 0, 1), ("card1", 0, 1),
                          ("hunt", 1, 4)])
     state, events = apply(state, 1, place("field"))
     assert events == [ev("people_placed", 1, place="field", count=1),
                       ev("placement_over", round=2),
                       ev("tool_made", 0, tools=[1])]
-    assert pending(state) == [Decision(0, "use", (("places", ("forest", "card1")),))]
+    # the new tool could raise the Forest's roll or (G03) take a tool step first
+    assert pending(state) == [Decision(0, "order", (("places", ("forest", "card1")),))]
 
 
 @pytest.mark.parametrize(("at", "resource", "amount"),
@@ -519,7 +525,7 @@ def test_a_resource_place_rolls_a_die_per_person_and_yields_total_over_value(
         at, resource, amount):
     state = last_use(board(), board(), place=at, count=3, rng=rolling((6, 5, 4)))
     assert state.rng.dice(3)[0] == (6, 5, 4)
-    after, events = apply(state, 1, use(at))
+    after, events = apply(state, 1, order(at))
     assert events[:2] == [ev("dice_rolled", 1, place=at, dice=[6, 5, 4], total=15),
                           ev("resources_gained", 1, resource=resource, amount=amount,
                              place=at)]
@@ -575,10 +581,10 @@ def test_declining_tools_gains_the_plain_roll():
 
 
 def test_a_tool_tile_is_used_whole_and_only_once_per_round():
-    state = build(board(), board(tools=(2, 2)), phase="use", start=1, turn=1,
-                  spots=[("forest", 1, 3), ("clay", 1, 2), ("hunt", 0, 1), ("card1", 0, 1)],
+    state = build(board(tools=(1,)), board(tools=(2, 2)), phase="use", start=1, turn=1,
+                  spots=[("forest", 1, 3), ("clay", 1, 2), ("hunt", 0, 1), ("quarry", 0, 1)],
                   rng=rolling((6, 5, 3), (1, 2)))
-    state, _ = apply(state, 1, use("forest"))
+    state, _ = apply(state, 1, order("forest", "clay"))
     state, events = apply(state, 1, tools("t2"))
     assert events[:3] == [
         ev("tools_added", 1, tiles=[2], one_time=[], added=2),
@@ -589,12 +595,12 @@ def test_a_tool_tile_is_used_whole_and_only_once_per_round():
     state, events = apply(state, 1, tools("t2"))
     assert events[1] == ev("resources_gained", 1, resource="brick", amount=1, place="clay")
     assert (state.boards[1].tools, state.boards[1].spent) == ((), (2, 2))
-    assert pending(state)[0] == Decision(0, "use", (("places", ("hunt", "card1")),))
+    assert pending(state)[0] == Decision(0, "order", (("places", ("hunt", "quarry")),))
 
 
 def test_tool_tiles_are_usable_again_next_round():
     state = last_use(board(), board(tools=(1,), spent=(2, 1)), place="card4")
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert events[-1] == ev("round_started", round=3, start=1)
     assert (state.boards[1].tools, state.boards[1].spent) == ((2, 1, 1), ())
 
@@ -629,7 +635,7 @@ STEPS = [((), (1,)), ((1,), (1, 1)), ((1, 1), (1, 1, 1)), ((1, 1, 1), (2, 1, 1))
 @pytest.mark.parametrize(("before", "after"), STEPS)
 def test_the_tool_maker_gives_one_step_of_twelve(before, after):
     state = last_use(board(), board(tools=before))
-    state, events = apply(state, 1, use("toolmaker"))
+    state, events = apply(state, 1, order("toolmaker"))
     assert events[0] == ev("tool_made", 1, tools=list(after))
     assert state.boards[1].tools == after
 
@@ -638,14 +644,14 @@ def test_twelve_tool_maker_steps_lead_from_nothing_to_three_tiles_of_four():
     tiles: tuple[int, ...] = ()
     for _ in range(12):
         state = last_use(board(), board(tools=tiles))
-        state, _ = apply(state, 1, use("toolmaker"))
+        state, _ = apply(state, 1, order("toolmaker"))
         tiles = state.boards[1].tools
     assert tiles == (4, 4, 4) and sum(tiles) == 12
 
 
 def test_the_tool_maker_gives_nothing_beyond_three_tiles_of_four():
     state = last_use(board(), board(tools=(4, 4, 4)))
-    state, events = apply(state, 1, use("toolmaker"))
+    state, events = apply(state, 1, order("toolmaker"))
     assert events[0] == ev("nothing_gained", 1, place="toolmaker", why="cap")
     assert state.boards[1].tools == (4, 4, 4)
 
@@ -655,14 +661,14 @@ def test_a_tool_step_raises_an_unused_tile_first():
     state = build(board(wood=1, tools=(1,), spent=(2, 1)), board(), phase="use", turn=0,
                   civ=("G03",), spots=[("card1", 0, 1), ("forest", 0, 1)],
                   rng=rolling((1,)))
-    state, _ = play(state, 0, use("card1"), take("wood"))
+    state, _ = play(state, 0, order("card1", "forest"), take("wood"))
     assert (state.boards[0].tools, state.boards[0].spent) == ((2,), (2, 1))
     assert pending(state)[0].kind == "tools"  # 1 + 2 = 3 makes a Wood
 
 
 def test_the_hut_adds_one_person():
     state = last_use(board(), board(), place="hut", count=2)
-    state, events = apply(state, 1, use("hut"))
+    state, events = apply(state, 1, order("hut"))
     assert events[0] == ev("person_born", 1, people=6)
     assert state.boards[1].people == 6
     assert state.boards[1].food == 12 - 6  # the new person eats at once
@@ -670,21 +676,21 @@ def test_the_hut_adds_one_person():
 
 def test_the_hut_adds_nobody_beyond_ten_people():
     state = last_use(board(), board(people=10), place="hut", count=2)
-    state, events = apply(state, 1, use("hut"))
+    state, events = apply(state, 1, order("hut"))
     assert events[0] == ev("nothing_gained", 1, place="hut", why="cap")
     assert state.boards[1].people == 10
 
 
 def test_the_field_raises_agriculture_by_one():
     state = last_use(board(), board(agriculture=4), place="field")
-    state, events = apply(state, 1, use("field"))
+    state, events = apply(state, 1, order("field"))
     assert events[0] == ev("agriculture_raised", 1, agriculture=5)
     assert state.boards[1].agriculture == 5
 
 
 def test_the_field_gives_nothing_beyond_agriculture_ten():
     state = last_use(board(), board(agriculture=10), place="field")
-    state, events = apply(state, 1, use("field"))
+    state, events = apply(state, 1, order("field"))
     assert events[0] == ev("nothing_gained", 1, place="field", why="cap")
     assert state.boards[1].agriculture == 10
 
@@ -710,7 +716,7 @@ def test_a_card_is_paid_with_building_resources_never_food():
 def test_a_card_the_player_cannot_pay_is_declined_without_asking():
     state = build(board(food=20, wood=1), board(), civ=("G01", "G07"), phase="use",
                   turn=0, spots=[("card2", 0, 1)])
-    state, events = apply(state, 0, use("card2"))
+    state, events = apply(state, 0, order("card2"))
     assert events[0] == ev("card_unaffordable", 0, slot=2, cost=2)
     assert state.civ[:2] == ("G01", "G07") and state.boards[0].food == 20 - 5
 
@@ -801,7 +807,7 @@ def test_one_time_tools_may_be_added_to_the_two_dice_cards():
 def test_dice_for_all_is_picked_from_the_taker_clockwise():
     state = build(board(), board(wood=1, tools=(1, 1)), board(), civ=("G06",), start=1,
                   turn=1, phase="use", spots=[("card1", 1, 1)], rng=rolling((6, 5, 1)))
-    state, events = play(state, 1, use("card1"), take("wood"))
+    state, events = play(state, 1, order("card1"), take("wood"))
     assert events[2] == ev("dice_for_all", 1, dice=[6, 5, 1])
     assert "dice_rolled" not in kinds(events)
     assert pending(state) == [Decision(1, "pick", (("dice", (6, 5, 1)),))]  # no tools
@@ -887,7 +893,7 @@ def test_resources_of_choice_may_be_kept_for_later():
 
 def test_resources_of_choice_feed_people():
     state = last_use(board(), board(food=3, wild=2))
-    state, _ = apply(state, 1, use("toolmaker"))
+    state, _ = apply(state, 1, order("toolmaker"))
     assert pending(state) == [Decision(1, "feed", (("short", 2),))]
     state, events = apply(state, 1, feed("gold", "wood"))
     assert events[0] == ev("people_fed_with_resources", 1, paid=["wood", "gold"])
@@ -988,20 +994,20 @@ def test_one_to_seven_resources_takes_at_most_seven():
 
 def test_feeding_adds_agriculture_to_food_first():
     state = last_use(board(food=2, agriculture=3), board(), place="card4")
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert events[1:3] == [ev("harvest", 0, food=3), ev("people_fed", 0, food=5)]
     assert state.boards[0].food == 0 and state.boards[0].score == 0
 
 
 def test_each_person_eats_one_food():
     state = last_use(board(people=7), board(food=20), place="card4")
-    state, _ = apply(state, 1, use("card4"))
+    state, _ = apply(state, 1, order("card4"))
     assert (state.boards[0].food, state.boards[1].food) == (12 - 7, 20 - 5)
 
 
 def test_food_short_spends_all_food_then_resources_of_the_players_choice():
     state = last_use(board(food=3, wood=1, brick=1, gold=1), board(), place="card4")
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert ev("food_short", 0, food=3, short=2) in events
     assert pending(state) == [Decision(0, "feed", (("short", 2),))]
     assert legal_actions(state, 0) == [feed("wood", "brick"), feed("wood", "gold"),
@@ -1014,7 +1020,7 @@ def test_food_short_spends_all_food_then_resources_of_the_players_choice():
 
 def test_no_feed_decision_when_food_is_enough():
     state = last_use(board(food=5, wood=3), board(), place="card4")
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert "food_short" not in kinds(events) and state.phase == "place"
     assert state.boards[0].res == (3, 0, 0, 0)
 
@@ -1022,7 +1028,7 @@ def test_no_feed_decision_when_food_is_enough():
 @pytest.mark.parametrize(("score", "after"), [(0, -10), (3, -7), (25, 15)])
 def test_a_player_who_will_not_pay_loses_ten_points_even_below_zero(score, after):
     state = last_use(board(food=3, wood=4, score=score), board(), place="card4")
-    state, _ = apply(state, 1, use("card4"))
+    state, _ = apply(state, 1, order("card4"))
     state, events = apply(state, 0, STARVE)
     assert events[0] == ev("people_starved", 0, short=2, points=-10)
     assert state.boards[0].score == after and state.boards[0].res == (4, 0, 0, 0)
@@ -1030,7 +1036,7 @@ def test_a_player_who_will_not_pay_loses_ten_points_even_below_zero(score, after
 
 def test_food_short_without_enough_resources_loses_ten_points_and_keeps_the_resources():
     state = last_use(board(food=1, wood=2, wild=1, score=4), board(), place="card4")
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert events[1:3] == [ev("food_short", 0, food=1, short=4),
                            ev("people_starved", 0, short=4, points=-10)]
     got = state.boards[0]
@@ -1040,7 +1046,7 @@ def test_food_short_without_enough_resources_loses_ten_points_and_keeps_the_reso
 
 def test_several_players_are_asked_to_feed_at_once():
     state = last_use(board(food=4, stone=1), board(food=0, gold=5), board(), place="card4")
-    state, _ = apply(state, 2, use("card4"))
+    state, _ = apply(state, 2, order("card4"))
     assert pending(state) == [Decision(0, "feed", (("short", 1),)),
                               Decision(1, "feed", (("short", 5),))]
     state, _ = apply(state, 1, feed(*["gold"] * 5))
@@ -1057,7 +1063,7 @@ def test_several_players_are_asked_to_feed_at_once():
 def test_the_start_player_passes_clockwise(players, start, after):
     specs = [board() for _ in range(players)]
     state = last_use(*specs, start=start, place="card4")
-    state, events = apply(state, (start - 1) % players, use("card4"))
+    state, events = apply(state, (start - 1) % players, order("card4"))
     assert events[-1] == ev("round_started", round=3, start=after)
     assert (state.start, state.round, state.phase) == (after, 3, "place")
     assert pending(state) == [Decision(after, "place", (("home", 5),))]
@@ -1066,7 +1072,7 @@ def test_the_start_player_passes_clockwise(players, start, after):
 def test_remaining_cards_slide_toward_the_cheap_end_and_are_refilled():
     state = last_use(board(), board(), place="card4", civ=(None, "G01", None, "G02"),
                      pile=("S01", "S02", "S03"))
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert state.civ == ("G01", "G02", "S01", "S02")
     assert state.pile[0] == "S03" and len(state.pile) == 32
     assert ev("cards_refilled", new=2, pile=32) in events
@@ -1075,7 +1081,7 @@ def test_remaining_cards_slide_toward_the_cheap_end_and_are_refilled():
 def test_no_refill_when_no_card_was_taken():
     state = last_use(board(), board(), place="card4", civ=("G01", "G02", "G03", "G04"))
     pile = state.pile
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert "cards_refilled" not in kinds(events)
     assert state.civ == ("G01", "G02", "G03", "G04") and state.pile == pile
 
@@ -1083,7 +1089,7 @@ def test_no_refill_when_no_card_was_taken():
 def test_the_game_goes_on_while_the_card_spaces_can_just_be_refilled():
     state = last_use(board(), board(), place="card4", civ=("G01", None, "G03", "G04"),
                      pile=("S01",), rest=0)
-    state, _ = apply(state, 1, use("card4"))
+    state, _ = apply(state, 1, order("card4"))
     assert state.civ == ("G01", "G03", "G04", "S01") and state.pile == ()
     assert state.phase == "place" and result(state) is None
 
@@ -1091,7 +1097,7 @@ def test_the_game_goes_on_while_the_card_spaces_can_just_be_refilled():
 def test_the_game_ends_when_the_card_spaces_cannot_all_be_refilled():
     state = last_use(board(), board(), place="card4", civ=("G01", None, None, "G04"),
                      pile=("S01",), rest=0)
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert events[-1].kind == "game_ended" and events[-1].data["why"] == "cards"
     assert state.phase == "over" and result(state) is not None
     assert result(state).reason == "cards"
@@ -1102,7 +1108,7 @@ def test_a_building_stack_running_empty_ends_the_game_after_that_rounds_feeding(
     state = build(board(wood=1, brick=1, stone=1), board(food=0, gold=5), phase="use",
                   turn=0, stacks=(("B07",), None),
                   spots=[("building1", 0, 1), ("toolmaker", 1, 1)])
-    state, _ = apply(state, 0, use("building1"))
+    state, _ = apply(state, 0, order("building1"))
     state, events = apply(state, 0, build_("wood", "brick", "stone"))
     assert state.stacks[0] == ()
     assert events[1] == ev("tool_made", 1, tools=[1])  # the round goes on
@@ -1116,7 +1122,7 @@ def test_a_building_stack_running_empty_ends_the_game_after_that_rounds_feeding(
 
 def test_nothing_can_be_played_once_the_game_is_over():
     state = ending(board(), board())
-    state, _ = apply(state, 1, use("card4"))
+    state, _ = apply(state, 1, order("card4"))
     assert pending(state) == []
     with pytest.raises(GameOver):
         apply(state, 0, place("hunt", 5))
@@ -1194,7 +1200,7 @@ def test_the_worked_example_of_the_manual():
 
 def test_final_scores_are_given_when_the_game_ends():
     state = ending(board(score=30, wood=2, cards=("G01", "G03")), board(score=31))
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     end = events[-1]
     assert end.kind == "game_ended" and end.data["winners"] == [0]
     assert [(s["seat"], s["total"]) for s in end.data["scores"]] == [(0, 30 + 4 + 2), (1, 31)]
@@ -1203,14 +1209,14 @@ def test_final_scores_are_given_when_the_game_ends():
 
 def test_a_tie_is_broken_by_agriculture_plus_tool_value_plus_people():
     state = ending(board(score=20, agriculture=2), board(score=20, tools=(1, 1, 1)))
-    state, events = apply(state, 1, use("card4"))
+    state, events = apply(state, 1, order("card4"))
     assert [s["tiebreak"] for s in events[-1].data["scores"]] == [2 + 0 + 5, 0 + 3 + 5]
     assert result(state) == Result((1,), "buildings")
 
 
 def test_a_tie_after_the_tie_break_is_a_shared_win():
     state = ending(board(score=20, agriculture=1), board(score=20, people=6))
-    state, _ = apply(state, 1, use("card4"))
+    state, _ = apply(state, 1, order("card4"))
     assert result(state) == Result((0, 1), "buildings")
     assert state.winners == (0, 1)
 
@@ -1242,7 +1248,7 @@ def test_the_card_pile_is_hidden_from_everybody():
 
 def test_every_card_is_shown_at_the_end():
     state = ending(board(cards=("G01",), one_time=("S07",)), board())
-    state, _ = apply(state, 1, use("card4"))
+    state, _ = apply(state, 1, order("card4"))
     theirs = view(state, 1)["boards"][0]
     assert [c["id"] for c in theirs["cards"]] == ["G01", "S07"]
     assert view(state, None)["boards"][0]["one_time"] == [{"card": "S07", "value": 3}]
@@ -1302,7 +1308,7 @@ def test_a_player_at_a_limit_may_still_place_on_that_village_place(at, count, sp
     assert counts_at(state, 0, at) == [count]
     state, events = apply(state, 0, place(at, count))
     assert events[0] == ev("people_placed", 0, place=at, count=count)
-    state, events = apply(last_use(board(), spec, place=at, count=count), 1, use(at))
+    state, events = apply(last_use(board(), spec, place=at, count=count), 1, order(at))
     assert events[0] == ev("nothing_gained", 1, place=at, why="cap")
 
 
@@ -1373,7 +1379,7 @@ def test_default_placement_with_one_person_at_home_places_that_person():
 def test_default_placements_spread_a_tribe_over_several_places():
     state = build(board(), board())
     places = []
-    while state.phase == "place":
+    while state.phase == "place" and state.round == 2:
         seat = state.turn
         action = default_action(state, seat)
         if seat == 0:
@@ -1411,10 +1417,10 @@ def test_default_placement_with_nothing_payable_takes_the_first_legal_place():
     assert default_action(state, 0) == legal_actions(state, 0)[0] == place("card2")
 
 
-def test_default_use_resolves_the_earliest_placement():
-    state = build(board(), board(), phase="use", turn=0,
-                  spots=[("forest", 0, 2), ("hunt", 0, 1)])
-    assert default_action(state, 0) == use("forest")
+def test_default_order_rolls_the_most_valuable_resource_first():
+    state = build(board(tools=(1,)), board(), phase="use", turn=0,
+                  spots=[("hunt", 0, 1), ("forest", 0, 2), ("river", 0, 1)])
+    assert default_action(state, 0) == order("river", "forest", "hunt")
 
 
 @pytest.mark.parametrize(("at", "faces", "spec", "chosen"), [
@@ -1459,7 +1465,7 @@ def test_default_pick_is_the_first_die_that_still_helps(spec, face):
 
 def test_default_feeding_pays_with_the_least_valuable_resources():
     state = last_use(board(food=3, brick=1, wood=1, gold=1), board(), place="card4")
-    state, _ = apply(state, 1, use("card4"))
+    state, _ = apply(state, 1, order("card4"))
     assert default_action(state, 0) == feed("wood", "brick")
 
 
@@ -1479,7 +1485,7 @@ def test_default_actions_are_legal_throughout_random_games():
             state, _ = apply(state, d.seat, chooser.choice(legal))
             check_invariants(state)
         assert result(state) is not None
-    assert {"place", "use", "card", "build"} <= set(seen)
+    assert {"place", "order", "card", "build"} <= set(seen)
 
 
 # --------------------------------------------------------------------------- notation
@@ -1488,8 +1494,8 @@ def test_default_actions_are_legal_throughout_random_games():
 def _decision_states():
     """One state per decision kind."""
     place_state = build(board(), board())
-    use_state = build(board(), board(), phase="use", turn=0,
-                      spots=[("forest", 0, 2), ("hunt", 0, 1)])
+    order_state = build(board(tools=(1,)), board(), phase="use", turn=0,
+                        spots=[("forest", 0, 2), ("hunt", 0, 1)])
     tools_state, _ = rolled("forest", 3, (6, 5, 3), board(tools=(2, 1), one_time=("S07",)))
     card_state, _ = at_card(board(wood=2, brick=1, gold=1), 3)
     build_state, _ = at_building(board(wood=1, stone=1, gold=2), ("B26",))
@@ -1497,8 +1503,8 @@ def _decision_states():
                             rng=rolling((6, 5, 1)))
     pick_state, _ = apply(pick_state, 0, take("wood"))
     feed_state = last_use(board(food=2, brick=2, wood=1, gold=1), board(), place="card4")
-    feed_state, _ = apply(feed_state, 1, use("card4"))
-    return {"place": (place_state, 0), "use": (use_state, 0), "tools": (tools_state, 1),
+    feed_state, _ = apply(feed_state, 1, order("card4"))
+    return {"place": (place_state, 0), "order": (order_state, 0), "tools": (tools_state, 1),
             "card": (card_state, 0), "build": (build_state, 0), "pick": (pick_state, 0),
             "feed": (feed_state, 0)}
 
@@ -1525,7 +1531,7 @@ def test_every_action_reads_back_from_its_notation(kind):
 def test_the_notation_of_each_action_kind():
     formatted = {format_action(a) for kind in DECISION_STATES
                  for a in legal_actions(*DECISION_STATES[kind])}
-    assert {"place hunt 5", "place toolmaker 1", "use forest", "no_tools", "tools t2 S07",
+    assert {"place hunt 5", "place toolmaker 1", "order hunt forest", "no_tools", "tools t2 S07",
             "take wood brick gold", "decline", "build wood stone gold gold", "pick 6",
             "feed wood brick brick", "starve"} <= formatted
 
@@ -1648,12 +1654,8 @@ def test_the_feeding_forecast_ends_when_the_feeding_begins():
     assert [b["feeding"] for b in view(state, 0)["boards"]] == [None, None]
 
 
-def test_the_choice_of_the_next_place_to_use_says_what_it_brings_and_costs():
-    state = build(board(wood=1), board(), civ=("G01", "G07"), phase="use", turn=0,
-                  spots=[("card2", 0, 1), ("forest", 0, 2), ("hut", 0, 2)])
-    assert choice_effect(state, 0, use("card2")) == {
-        "card": "G07", "cost": 2, "have": 1, "affordable": False}
-    assert choice_effect(state, 0, use("forest")) == {
-        "dice": 2, "resource": "wood", "per": 3, "about": 2}
-    assert choice_effect(state, 0, use("hut")) == {"gain": "people"}
-    assert choice_effect(state, 0, use("quarry")) == {}  # not a placement of the seat
+def test_an_order_has_no_effect_of_its_own_to_describe():
+    state = build(board(wood=1, tools=(1,)), board(), phase="use", turn=0,
+                  spots=[("hunt", 0, 1), ("forest", 0, 2)])
+    assert choice_effect(state, 0, order("forest", "hunt")) == {}
+    assert choice_effect(state, 0, order("quarry", "hunt")) == {}  # not legal

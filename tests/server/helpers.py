@@ -354,6 +354,8 @@ def page_form_data(action: Action, decision_kind: str,
         return {"kind": "place", "place.word": [action.get("at"), str(action.get("count"))]}
     if action.kind == "tools":
         return {"choice": "tools", "tools.word": list(action.get("use", ()))}
+    if action.kind == "order":  # Stone Age, many orders: a place for each position
+        return {"kind": "order", "order.word": list(action.get("places"))}
     if action.kind in ("take", "build", "feed"):
         pay = list(action.get("pay"))
         return {"choice": action.kind,

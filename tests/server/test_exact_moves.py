@@ -39,7 +39,7 @@ from tests.server.timekit import moves
 
 def use(state, place: str):
     """Seat 0 resolves its placement on ``place`` (the decision that follows)."""
-    return rules.apply(state, 0, Action.of("use", at=place))[0]
+    return rules.apply(state, 0, Action.of("order", places=(place,)))[0]
 
 
 def at_building(spec, tile: str):
@@ -56,12 +56,12 @@ def at_card(spec, slot: int):
 def at_tools(spec, faces):
     state = build(board(), spec, phase="use", start=0, turn=1,
                   spots=[("forest", 1, len(faces))], rng=rolling(tuple(faces)))
-    return rules.apply(state, 1, Action.of("use", at="forest"))[0]
+    return rules.apply(state, 1, Action.of("order", places=("forest",)))[0]
 
 
 def at_feeding(spec):
     state = last_use(board(), spec)
-    return rules.apply(state, 1, Action.of("use", at="toolmaker"))[0]
+    return rules.apply(state, 1, Action.of("order", places=("toolmaker",)))[0]
 
 
 def tile_of(kind: str) -> str:
@@ -325,7 +325,7 @@ def test_the_feeding_email_says_what_is_asked_as_the_page_does(make_app, lang, a
     game = Position(app, app.test_client(), inbox, created.game_id)
     state = last_use(board(), board(food=2, wood=2, brick=1, gold=1))
     seat = game.put(state)
-    status, html = game.post(seat, {"choice": "use toolmaker"})
+    status, html = game.post(seat, {"choice": "order toolmaker"})
     assert status == 200 and text_of(html, "asked") == asked  # the page of the move
     (decision,) = open_decisions(app, created.game_id)
     assert decision.kind == "feed"

@@ -147,7 +147,7 @@ def test_the_required_glossary_terms_exist(game) -> None:
     assert set(REQUIRED[game]) <= set(glossary(game)["terms"])
     assert set(glossary(game)["decisions"]) >= {
         "cavemen": {"bid", "starve", "act", "casualty", "discard"},
-        "stoneage": {"place", "use", "tools", "card", "build", "pick", "feed"},
+        "stoneage": {"place", "order", "tools", "card", "build", "pick", "feed"},
     }[game]
 
 
