@@ -94,8 +94,10 @@ class Mail:
         return LINK_RE.findall(self.text)
 
     def token_links(self) -> list[str]:
-        """The links of the text part that carry a token (all but the rules page)."""
-        return [u for u in self.text_links() if "/rules/" not in u]
+        """The links of the text part that carry a token of their own (all but the rules
+        page, and the game page's calendar file, which is that page's token again)."""
+        return [u for u in self.text_links() if "/rules/" not in u
+                and not u.endswith("/deadline.ics")]
 
     def html_links(self) -> list[str]:
         """The links of the HTML part but those into the rules' glossary (each term of
@@ -104,8 +106,10 @@ class Mail:
                 if href.startswith("http") and not re.search(r"/rules/[^#]*#", href)]
 
     def link(self, prefix: str) -> str:
-        """The one link in the text part under ``BASE_URL + prefix``."""
-        found = [u for u in self.text_links() if u.startswith(BASE_URL + prefix)]
+        """The one link in the text part under ``BASE_URL + prefix`` (a page's calendar
+        file, ``<page>/deadline.ics``, is not another page)."""
+        found = [u for u in self.text_links() if u.startswith(BASE_URL + prefix)
+                 and not u.endswith("/deadline.ics")]
         assert len(found) == 1, f"expected one {prefix} link, found {found}\n{self.text}"
         return found[0]
 

@@ -182,3 +182,16 @@ def test_bad_links_and_forms_get_clear_answers(table: Table):
     # a one-click (action) link opens a read-only page: it cannot make a feed
     action = token(table.app, table.game_id, ANN, "action")
     assert calendar(table.client, action, "start").status_code == 404
+
+
+def test_a_decision_email_links_its_deadline_as_a_file(table: Table):
+    (decision,) = open_decisions(table.app, PLAYERS[CY].email)
+    mail = table.mail(decision)
+    page = mail.link("/g/")
+    (link,) = [u for u in mail.text_links() if u.endswith("/deadline.ics")]
+    assert link == page + "/deadline.ics"
+    assert f'href="{link}"' in mail.html
+    resp = table.client.get(link.split("pbem.test", 1)[1])
+    assert resp.status_code == 200
+    (event,) = Calendar.from_ical(resp.get_data()).walk("VEVENT")
+    assert str(event["uid"]) == uid(decision)

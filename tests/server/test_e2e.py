@@ -78,7 +78,9 @@ class Player:
         self.read = 0  # emails handled so far, in order of arrival
 
     def links(self, mail, prefix: str) -> list[str]:
-        return [u for u in mail.text_links() if urlsplit(u).path.startswith(prefix)]
+        """The email's links under ``prefix`` (not the game page's calendar file)."""
+        return [u for u in mail.text_links() if urlsplit(u).path.startswith(prefix)
+                and not u.endswith("/deadline.ics")]
 
     def link(self, mail, prefix: str) -> str:
         (url,) = self.links(mail, prefix)
