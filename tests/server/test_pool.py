@@ -12,10 +12,14 @@ import pytest
 from pbem.db import get_engine, is_postgres
 
 
+# PostgreSQL only (SQLite has no server to go away): the database parameter narrowed,
+# not a skip
+pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+
+
 @pytest.fixture
 def pg_app(app):
-    if not is_postgres(app):
-        pytest.skip("SQLite has no server to go away")
+    assert is_postgres(app)
     return app
 
 
