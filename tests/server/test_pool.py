@@ -11,7 +11,6 @@ import pytest
 
 from pbem.db import get_engine, is_postgres
 
-
 # PostgreSQL only (SQLite has no server to go away): the database parameter narrowed,
 # not a skip
 pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
