@@ -34,6 +34,7 @@ GIVE_WAY_SECONDS = 0.2
 FOREGROUND_WAIT_SECONDS = 5.0
 _GATE = "pbem_writer_gate"  # the gate's file, in the info of each SQLite connection
 _GATE_HELD = "pbem_writer_gate_held"
+_WAITING = "pbem_writer_gate_waiting"  # the file a player holds while waiting at the gate
 
 
 @contextmanager
@@ -159,37 +160,56 @@ def _sqlite_writer_gate(engine: Engine) -> None:
 
     @event.listens_for(engine, "close")
     def _on_close(_dbapi_conn, record) -> None:  # pragma: no cover - trivial
-        gate = record.info.pop(_GATE, None)
-        if gate is not None:
-            gate.close()
+        for key in (_GATE, _WAITING):
+            gate = record.info.pop(key, None)
+            if gate is not None:
+                gate.close()
 
 
-def _gate_file(info: dict, path: str) -> IO[bytes]:
+def _gate_file(info: dict, path: str, key: str = _GATE) -> IO[bytes]:
     """This connection's own open file of the gate (``flock`` locks belong to an open
-    file, so each connection holds or waits on its own, also within one process)."""
-    gate = info.get(_GATE)
+    file, so each connection holds or waits on its own, also within one process); with
+    ``key`` ``_WAITING``, of the gate's waiting room (``<gate>.waiting``)."""
+    gate = info.get(key)
     if gate is None:
-        gate = info[_GATE] = open(path, "ab")  # noqa: SIM115 - closed with the connection
+        name = path if key == _GATE else path + ".waiting"
+        gate = info[key] = open(name, "ab")  # noqa: SIM115 - closed with the connection
     return gate
 
 
 def _enter_gate(info: dict, path: str) -> None:
     """Hold this connection's gate for the transaction about to begin (see
-    ``_sqlite_writer_gate``): shared for a foreground writer, alone for a background one."""
+    ``_sqlite_writer_gate``): shared for a foreground writer, alone for a background one.
+    A foreground writer that has to wait stands in the waiting room (a second file, held
+    shared while it waits), and a background writer does not take the gate while anyone
+    stands there: else, between two of the clock's transactions, the clock could take it
+    again before the player's next try, time after time."""
     background = _BACKGROUND.get()
     gate = _gate_file(info, path)
     mode = fcntl.LOCK_EX if background else fcntl.LOCK_SH
     until = time.monotonic() + (GIVE_WAY_SECONDS if background else FOREGROUND_WAIT_SECONDS)
-    while True:
-        try:
-            fcntl.flock(gate, mode | fcntl.LOCK_NB)
-        except BlockingIOError:  # (background:) a player waits or writes; (foreground:)
-            if time.monotonic() >= until:  # the clock writes
-                return  # (never forever: SQLite's own lock still orders the writers)
-            time.sleep(0.0005)
-            continue
-        info[_GATE_HELD] = True
-        return
+    waiting = None
+    try:
+        while True:
+            try:
+                if background:  # nobody in the waiting room: the room free to lock alone
+                    room = _gate_file(info, path, _WAITING)
+                    fcntl.flock(room, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(room, fcntl.LOCK_UN)
+                fcntl.flock(gate, mode | fcntl.LOCK_NB)
+            except BlockingIOError:  # (background:) a player waits or writes;
+                if time.monotonic() >= until:  # (foreground:) the clock writes
+                    return  # (never forever: SQLite's own lock still orders the writers)
+                if not background and waiting is None:
+                    waiting = _gate_file(info, path, _WAITING)
+                    fcntl.flock(waiting, fcntl.LOCK_SH)  # only ever held shared: at once
+                time.sleep(0.0005)
+                continue
+            info[_GATE_HELD] = True
+            return
+    finally:
+        if waiting is not None:
+            fcntl.flock(waiting, fcntl.LOCK_UN)
 
 
 def _leave_gate(info: dict) -> None:

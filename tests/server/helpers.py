@@ -21,6 +21,7 @@ from email.utils import parseaddr
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from flask import Flask
@@ -105,11 +106,15 @@ class Mail:
         return [href for href in HrefParser.hrefs(self.html)
                 if href.startswith("http") and not re.search(r"/rules/[^#]*#", href)]
 
+    def under(self, prefix: str) -> list[str]:
+        """The text part's links whose path starts with ``prefix``, on any server (a game
+        page's calendar file, ``<page>/deadline.ics``, is not another page)."""
+        return [u for u in self.text_links() if urlsplit(u).path.startswith(prefix)
+                and not u.endswith("/deadline.ics")]
+
     def link(self, prefix: str) -> str:
-        """The one link in the text part under ``BASE_URL + prefix`` (a page's calendar
-        file, ``<page>/deadline.ics``, is not another page)."""
-        found = [u for u in self.text_links() if u.startswith(BASE_URL + prefix)
-                 and not u.endswith("/deadline.ics")]
+        """The one link in the text part under ``BASE_URL + prefix``."""
+        found = [u for u in self.under(prefix) if u.startswith(BASE_URL)]
         assert len(found) == 1, f"expected one {prefix} link, found {found}\n{self.text}"
         return found[0]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import pytest
 import requests
@@ -78,9 +78,7 @@ class Player:
         self.read = 0  # emails handled so far, in order of arrival
 
     def links(self, mail, prefix: str) -> list[str]:
-        """The email's links under ``prefix`` (not the game page's calendar file)."""
-        return [u for u in mail.text_links() if urlsplit(u).path.startswith(prefix)
-                and not u.endswith("/deadline.ics")]
+        return mail.under(prefix)
 
     def link(self, mail, prefix: str) -> str:
         (url,) = self.links(mail, prefix)

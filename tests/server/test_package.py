@@ -253,7 +253,7 @@ def expect_language(text: str, language: str, msgids: tuple[str, ...]) -> None:
 
 
 def link(mail: Mail, prefix: str) -> str:
-    (url,) = [u for u in mail.text_links() if urlsplit(u).path.startswith(prefix)]
+    (url,) = mail.under(prefix)
     return url
 
 
