@@ -96,6 +96,24 @@ mode): Stone Age 88% one-click links, 12% one-click variants (fewer people on a 
 one build in 4p games on the game page (its payment not among the 4 the email offers);
 Cavemen 95% one-click, 5% on the game page (7 discards a game with more than 10 ways,
 0.4 actions a game: recruiting in place of another caveman).
+
+After (a4780b9: Stone Age asks the order of its places once; live pages; load below 1),
+the default run:
+
+    configuration mode   games decisions  turns   emails/player e/decision e/turn de/turn e/p/round
+    Stone Age 2p  emails     2     142.0  107.5    73.5 (64-96)       1.04   1.37    1.32      4.74
+    Stone Age 4p  emails     2     232.0  171.5    60.8 (52-67)       1.05   1.42    1.35      5.28
+    Cavemen 4p    emails     2     164.0  148.5    43.8 (30-64)       1.07   1.18    1.10      2.57
+    Stone Age 2p  page       2     142.0  107.5    56.2 (51-61)       0.79   1.05    1.00      3.63
+    Stone Age 4p  page       2     232.0  171.5    45.6 (40-49)       0.79   1.06    1.00      3.97
+    Cavemen 4p    page       2     164.0  148.5    39.9 (28-53)       0.97   1.07    1.00      2.35
+    Stone Age 2p  live       2     142.0  107.5       3.0 (3-3)       0.04   0.06    0.01      0.19
+    Stone Age 4p  live       2     232.0  171.5       3.0 (3-3)       0.05   0.07    0.01      0.26
+    Cavemen 4p    live       2     164.0  148.5       3.0 (3-3)       0.07   0.08    0.01      0.18
+
+The Stone Age games differ from the before (the bots play the order decision), so seeds
+1 and 2 play other games; compare per turn, or over many games
+(bench/stoneage_decisions.py).
 """
 
 from __future__ import annotations

@@ -37,6 +37,11 @@ Figures on this machine (2 shared cores, load below 1), the seat's game page at 
         grew in between); a folded round: 2.4 ms
     stoneage 4 players, seed 3 (527 entries): 27 ms, log 22.6 KiB before; 9 ms after
 
+    issue 19, before (bc2fa5e) -> a4780b9 (the log's entries and round headings written
+    with the language and clock read once, its rows and the open decisions as plain rows,
+    an index on events by kind), CPU medians: cavemen 10.1 -> 4.2 ms, stoneage 13.2 ->
+    4.8 ms; a folded round 3.6 -> 1.9 ms
+
 Asked again unchanged (branch etag19 on commit 1c8c6d8, load 2), CPU through the test
 client / the app alone: the game page 0.42 / 0.26 ms against 7.1 ms for the page
 (cavemen; stoneage 0.43 / 0.26 ms), the spectators' page 0.40 / 0.28 ms; the health
