@@ -7,18 +7,20 @@ never, and a digest address's turn emails left to the digest. Both databases."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlmodel import select
 
+from engine.core import Action
 from pbem import mail
 from pbem.db import session_scope
 from pbem.kinds import OutboxStatus
 from pbem.mail.addresses import IN_DIGEST, NO_NEWS, QUIET, TOLD_IN_TURN, quiet_until
 from pbem.models import Address, Outbox, Seat
 from pbem.tokens import form_signature, mint
-from tests.server.helpers import SECRET, Inbox
-from tests.server.timekit import ANN, at, new_game
+from tests.server.helpers import SECRET, Inbox, Table
+from tests.server.timekit import ANN, at, new_game, tick
 
 SETTINGS = {"delivery": "turn", "digest_hour": "8", "quiet_from": "", "quiet_to": "",
             "news": "now", "timezone": "Europe/Berlin"}
@@ -131,13 +133,9 @@ def test_quiet_hours_hold_a_turn_email_until_they_end(app, client, frozen):
 
 def table_cy_passes(app, client, created) -> None:
     """Cy, who bids first, passes on their game page."""
-    from tests.server.helpers import Table
-
     table = Table(app, client, Inbox(app), created.game_id, created.admin_token)
     decision = table.open()
     assert decision.position == 2
-    from engine.core import Action
-
     table.play_on_page(decision, Action.of("pass"))
 
 
@@ -156,14 +154,10 @@ def table_cy_passes(app, client, created) -> None:
     ("America/Los_Angeles", datetime(2027, 1, 10, 23, 0, tzinfo=UTC), None),
 ])
 def test_quiet_hours_end_at_their_local_hour_whatever_the_zone_and_season(zone, now, until):
-    from zoneinfo import ZoneInfo
-
     assert quiet_until(22, 7, ZoneInfo(zone), now) == until
 
 
 def test_a_quiet_period_within_one_day_and_none():
-    from zoneinfo import ZoneInfo
-
     utc = ZoneInfo("UTC")
     noon = datetime(2030, 1, 14, 12, 30, tzinfo=UTC)
     assert quiet_until(12, 14, utc, noon) == datetime(2030, 1, 14, 14, tzinfo=UTC)
@@ -180,8 +174,6 @@ def test_a_reminder_whose_deadline_falls_in_quiet_hours_is_not_held(app, client,
         cy_email = cy.email
     save(client, unsubscribe_link(app, created.game_id, cy_email), quiet_from="18",
          quiet_to="23")
-    from tests.server.timekit import tick
-
     at(frozen, 9)  # 18:00 UTC, 19:00 in Berlin: quiet; the reminder is due (half time)
     tick(app)
     reminders = [r for r in rows(app, "decision", cy_email) if r.context.get("reminder")]
