@@ -69,6 +69,11 @@ _HELD = select(id_column(Outbox.id)).where(Outbox.seat_id == bindparam("seat_id"
                                 Outbox.status == OutboxStatus.HELD)
 
 
+# What an email about several games (a digest) adds to its template's names at rendering,
+# in the reader's language (``force_locale`` is on): its services module registers it.
+EXTRA_CONTEXT: dict[EmailTemplate, Callable[[Session, Outbox], dict[str, Any]]] = {}
+
+
 def load_row(s: Session, row_id: int) -> tuple[Outbox, Game | None, Seat | None, bool]:
     """An outbox row with its game and seat (one query), and whether it goes to the
     seat's own player (not, say, to someone offered the seat)."""
@@ -132,6 +137,9 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         merged = list(conn.execute(_HELD, {"seat_id": row.seat_id, "rcpt": row.rcpt})
                       .scalars())
     ctx["held"] = len(merged)
+    extra = EXTRA_CONTEXT.get(row.template)
+    if extra is not None:
+        ctx.update(extra(s, row))
     return build_message(row, game, ctx, thread_of(s, row)), seen, merged
 
 

@@ -12,19 +12,23 @@ address and local day (its idempotency key names both), marked on the address
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, insert
 from sqlmodel import Session, col, select
 
+from engine.registry import get_game
 from pbem.db import read_scope, session_scope
+from pbem.i18n import language
 from pbem.kinds import Delivery, EmailTemplate, GameStatus, Invite, OutboxStatus, TokenKind
-from pbem.mail import PREPARE_AT_SENDING, game_name
+from pbem.mail import EXTRA_CONTEXT, PREPARE_AT_SENDING, game_name
 from pbem.mail.addresses import zone
 from pbem.mail.headers import message_id
 from pbem.models import Address, Decision, Game, Outbox, Seat, utcnow
 from pbem.services.plumbing import seats_of, wake_deliverer
+from pbem.services.reading import card_lookup, variants_of
 from pbem.tokens import hash_token
 
 NOTHING_WAITS = "not sent: no game waits for this address"
@@ -94,17 +98,35 @@ def prepare_digest(s: Session, row: Outbox) -> str | None:
         return NOTHING_WAITS
     games: dict[str, dict[str, Any]] = {}
     links: dict[str, Any] = {}
+    states: dict[str, tuple[Any, Any]] = {}
     for decision, seat, game in found:
         entry = games.get(game.id)
         if entry is None:
             entry = games[game.id] = {
-                "title": game_name(game, seats_of(s, game.id)), "engine": game.engine,
-                "tz": seat.timezone, "paused": game.paused_at is not None, "turns": [],
-                "link": f"page{seat.id}"}
+                "id": game.id, "title": game_name(game, seats_of(s, game.id)),
+                "engine": game.engine, "tz": seat.timezone,
+                "paused": game.paused_at is not None, "turns": [], "link": f"page{seat.id}"}
             links[f"page{seat.id}"] = {"kind": TokenKind.PAGE, "game_id": game.id,
                                        "seat_id": seat.id}
-        entry["turns"].append({"kind": decision.kind, "deadline": (
-            decision.deadline_at.isoformat() if decision.deadline_at else None)})
+            mod = get_game(game.engine)
+            states[game.id] = mod, mod.from_json(json.loads(game.state))
+        turn: dict[str, Any] = {"kind": decision.kind, "choices": [], "more": True,
+                                "deadline": (decision.deadline_at.isoformat()
+                                             if decision.deadline_at else None)}
+        entry["turns"].append(turn)
+        if entry["paused"] or len(entry["turns"]) > 1:
+            continue  # one-click choices for a seat's first open decision of a game
+        mod, state = states[game.id]
+        legal = mod.legal_actions(state, seat.position)
+        for i, action in enumerate(mod.email_choices(state, seat.position)):
+            name = f"d{decision.id}c{i}"
+            links[name] = {"kind": TokenKind.ACTION, "game_id": game.id, "seat_id": seat.id,
+                           "decision_id": decision.id, "action": action.to_json()}
+            turn["choices"].append({
+                "link": name, "action": action.to_json(),
+                "effect": mod.choice_effect(state, seat.position, action),
+                "variants": variants_of(mod, state, seat.position, action)})
+        turn["more"] = len(legal) > len(turn["choices"])
     newest = max((seat for _, seat, _ in found), key=lambda x: x.id or 0)
     row.to_addr, row.to_name, row.language = newest.email, newest.name, newest.language
     row.context = {"links": links, "token_game": newest.game_id, "name": newest.name,
@@ -112,4 +134,16 @@ def prepare_digest(s: Session, row: Outbox) -> str | None:
     return None
 
 
+def digest_cards(s: Session, row: Outbox) -> dict[str, Any]:
+    """At rendering, in the reader's language: each listed game's cards by id, for the
+    words of its choices (``cards[game_id]``)."""
+    cards: dict[str, Any] = {}
+    for entry in row.context.get("games", ()):
+        game = s.get(Game, entry["id"])
+        if game is not None and game.state:
+            cards[game.id] = card_lookup(game, language())
+    return {"cards": cards}
+
+
 PREPARE_AT_SENDING[EmailTemplate.DIGEST] = prepare_digest
+EXTRA_CONTEXT[EmailTemplate.DIGEST] = digest_cards
