@@ -53,7 +53,7 @@ _ROW = (select(Outbox, Game, Seat).outerjoin(Game, col(Game.id) == Outbox.game_i
         .outerjoin(Seat, col(Seat.id) == Outbox.seat_id).where(Outbox.id == bindparam("id")))
 _SEATS = (select(*table_of(Seat).c).where(Seat.game_id == bindparam("game_id"))
           .order_by(col(Seat.position)))
-_EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
+EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
                  .where(EventLog.game_id == bindparam("game_id"),
                         EventLog.seq > bindparam("since"))
                  .order_by(col(EventLog.seq)))  # rows: objects cost several times more
@@ -119,7 +119,7 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["view"] = localize.view(mod, mod.view(state, position), tr)
         ctx["card"] = localize.lookup(mod, state, tr)
         since = seat.seen_event_seq if seat else 0
-        events = conn.execute(_EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
+        events = conn.execute(EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq

@@ -106,6 +106,23 @@ def test_the_digest_offers_one_click_choices_that_play_exactly_the_one_clicked(
     assert len([m for m in moves(app, created.game_id) if m.position == 0]) == 1
 
 
+def test_the_digest_tells_what_happened_since_the_last_email_once(app, client, frozen):
+    created = new_game(app)  # Cy bids first, then Ann
+    save(client, unsubscribe_link(app, created.game_id, ANN.email), delivery="digest",
+         digest_hour="8", timezone="Europe/Berlin", news="turn")
+    first_player_passes(app, client, created)
+    at(frozen, 22.05)  # Tuesday 08:03 in Berlin
+    tick(app)
+    (mail,) = sent_digests(app, ANN.email)
+    told = mail.text.split("Since your last email:")[1]
+    assert "Cy" in told.splitlines()[1] and "pass" in told.splitlines()[1].lower()
+    assert "Since your last email" in mail.html
+    at(frozen, 22.05 + 24)  # nothing happened meanwhile: the next digest tells nothing
+    tick(app)
+    first, second = sent_digests(app, ANN.email)
+    assert "Since your last email" not in second.text and "Since your last email" not in second.html
+
+
 def test_the_digest_in_german(app, client, frozen):
     anna = dataclasses.replace(ANN, language="de")
     created = new_game(app, players=[anna, BOB, CY])
