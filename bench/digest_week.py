@@ -32,6 +32,21 @@ the days of the games' start apart (the start and the invitations come once).
     .venv/bin/python bench/digest_week.py                  # all three settings
     .venv/bin/python bench/digest_week.py --settings digest --days 3
     .venv/bin/python bench/digest_week.py --quick          # the smoke test's run
+
+Figures (909e67d + the digest's news, 2026-11-27, 19 s): emails per player per whole
+local day, 7 days, the first being the start day:
+
+    setting        mean  max  mean after start max after decisions timeouts
+    turn           3.39    6              3.33         6       116        0
+    digest         1.07    3              0.83         1        46        0
+    digest+news    0.86    1              0.83         1        46        0
+
+With the digest, the start day brings the games' start (news at once: one game_started
+per game but the one where the player decides first) and the digest; every later day at
+most the digest (no reminder falls due: a decision opened after one digest is listed in
+the next, within 24 hours, before its half-time reminder). With the news in the digest,
+at most one email a day. The games move slower with the digest (46 decisions in the week
+against 116 when the players read their mail three times a day): one visit a day.
 """
 
 from __future__ import annotations
@@ -46,7 +61,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from email.utils import parseaddr
 from pathlib import Path
 from typing import Any
@@ -58,10 +73,11 @@ from sqlmodel import select
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from inbox import BASE_URL as INBOX_BASE  # noqa: E402
+from inbox import LINK_RE, NO_CAPS, decision_form, form_data, forms_of  # noqa: E402
+
 from engine.core import Action, format_action  # noqa: E402
 from engine.registry import get_game  # noqa: E402
-from inbox import LINK_RE, NO_CAPS, decision_form, form_data, forms_of  # noqa: E402
-from inbox import BASE_URL as INBOX_BASE  # noqa: E402
 from pbem import clock, create_app, mail, services  # noqa: E402
 from pbem.db import get_engine, session_scope  # noqa: E402
 from pbem.kinds import Delivery, News  # noqa: E402

@@ -3,8 +3,9 @@ email per turn: once a day at its hour (in its zone), one email listing every ga
 waiting for it, each open decision with its deadline and its one-click choices (the
 decision email's, ``email_choices``), what happened in the game since the seat's last
 email (as a turn email tells it: so news "in the next turn email" comes in the digest),
-and the link of its game page; nothing on a day when no game waits. Its turn emails are skipped when due
-(``pbem.mail.addresses``); reminders still go, so that no deadline passes unseen.
+and the link of its game page; nothing on a day when no game waits. Its turn emails are
+skipped when due (``pbem.mail.addresses``); reminders still go, so that no deadline
+passes unseen.
 
 The clock's sweep queues a digest (``queue_digests``): a request row, at most one per
 address and local day (its idempotency key names both), marked on the address
@@ -14,7 +15,6 @@ address and local day (its idempotency key names both), marked on the address
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -26,11 +26,11 @@ from pbem.db import read_scope, session_scope
 from pbem.i18n import language
 from pbem.kinds import Delivery, EmailTemplate, GameStatus, Invite, OutboxStatus, TokenKind
 from pbem.mail import EXTRA_CONTEXT, PREPARE_AT_SENDING, game_name
-from pbem.mail.compose import EVENTS_SINCE
 from pbem.mail.addresses import zone
+from pbem.mail.compose import EVENTS_SINCE
 from pbem.mail.headers import message_id
 from pbem.models import Address, Decision, Game, Outbox, Seat, utcnow
-from pbem.services.plumbing import seats_of, wake_deliverer
+from pbem.services.plumbing import load_state, seats_of, wake_deliverer
 from pbem.services.reading import card_lookup, variants_of
 from pbem.tokens import hash_token
 
@@ -114,8 +114,9 @@ def prepare_digest(s: Session, row: Outbox) -> str | None:
             links[f"page{seat.id}"] = {"kind": TokenKind.PAGE, "game_id": game.id,
                                        "seat_id": seat.id}
             mod = get_game(game.engine)
-            states[game.id] = mod, mod.from_json(json.loads(game.state))
-            seen.append([seat.id, game.event_seq])
+            states[game.id] = mod, load_state(mod, game)
+            if seat.id is not None:
+                seen.append([seat.id, game.event_seq])
         turn: dict[str, Any] = {"kind": decision.kind, "choices": [], "more": True,
                                 "deadline": (decision.deadline_at.isoformat()
                                              if decision.deadline_at else None)}
