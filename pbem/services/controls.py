@@ -283,6 +283,8 @@ def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
     """The host puts a seat on a bot (``heuristic`` or ``default``) or takes it off."""
     try:
         chosen = None if bot is None else SeatBot(bot)
+        if chosen not in (None, SeatBot.HEURISTIC, SeatBot.DEFAULT):
+            raise ValueError(bot)
     except ValueError:
         raise InvalidInput(gettext("the bot is 'heuristic' or 'default'")) from None
     with session_scope() as s:
