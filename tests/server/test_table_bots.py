@@ -11,11 +11,20 @@ from sqlmodel import select
 from engine.registry import get_game
 from pbem import mail, services
 from pbem.db import session_scope
-from pbem.errors import FormInvalid, InvalidInput
+from pbem.errors import FormInvalid, InvalidInput, WrongState
 from pbem.models import Decision, Game, Move, Outbox, Seat
 from tests.server.conftest import GAME_SEED
-from tests.server.helpers import PLAYERS, Inbox, Table, open_decisions, seats_of
-from tests.server.timekit import at, tick
+from tests.server.helpers import (
+    PLAYERS,
+    Inbox,
+    Table,
+    new_game_data,
+    new_game_form,
+    open_decisions,
+    seats_of,
+)
+from tests.server.test_host_controls import accept_hand_over
+from tests.server.timekit import T0, admin_post, at, tick
 
 ANN = PLAYERS[0]
 
@@ -156,3 +165,74 @@ def test_the_host_cannot_put_a_seat_on_a_seated_bots_level(app, frozen):
     with app.app_context(), pytest.raises(InvalidInput) as caught:
         services.set_bot(created.admin_token, 1, "strong")
     assert "'heuristic' or 'default'" in caught.value.message
+
+
+def test_the_home_form_seats_bots(app, client):
+    form = new_game_form(client)
+    html = client.get("/").get_data(as_text=True)
+    assert 'name="bot1"' in html and 'name="bot0"' not in html  # the host is a person
+    data = new_game_data(form, [ANN])
+    data.update({"game": "cavemen", "bot1": "easy", "name1": "", "email1": "",
+                 "bot2": "easy", "name2": "Grok", "email2": ""})
+    resp = client.post("/new", data=data)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    mail = Inbox(app).to(ANN.email, "host_confirm")[-1]
+    assert mail is not None
+    with app.app_context(), session_scope() as s:
+        (game,) = s.exec(select(Game)).all()
+        seats = s.exec(select(Seat).where(Seat.game_id == game.id)
+                       .order_by(Seat.position)).all()
+        assert [(x.name, x.robot, x.bot) for x in seats] == [
+            (ANN.name, False, None), ("Bot 2", True, "easy"), ("Grok (bot)", True, "easy")]
+
+
+def test_a_bot_row_of_the_home_form_ignores_a_hidden_address_and_checks_its_level(
+        app, client):
+    data = new_game_data(new_game_form(client), [ANN, PLAYERS[1], PLAYERS[2]])
+    data.update({"game": "cavemen", "bot1": "wizard"})
+    resp = client.post("/new", data=data)
+    assert resp.status_code == 400
+    assert 'id="e-bot1"' in resp.get_data(as_text=True)
+    data["bot1"] = "easy"  # Bob's address is still in the (hidden) field: never used
+    resp = client.post("/new", data=data)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    with app.app_context(), session_scope() as s:
+        (game,) = s.exec(select(Game)).all()
+        seats = s.exec(select(Seat).where(Seat.game_id == game.id)
+                       .order_by(Seat.position)).all()
+        assert seats[1].robot and seats[1].email == "" and seats[1].name == "Bob (bot)"
+    assert Inbox(app).to(PLAYERS[1].email) == []
+
+
+def test_a_bots_seat_handed_over_to_a_person_becomes_theirs(app, client, frozen):
+    app.config["BOT_PAUSE_SECONDS"] = 3600  # the bot would wait an hour
+    created = started(app, [ANN, bot("easy"), bot("easy")])
+    inbox = Inbox(app)
+    table = Table(app, client, inbox, created.game_id, created.admin_token)
+    for _ in range(3):  # until a bot's seat has a decision open
+        decisions = open_decisions(app, created.game_id)
+        if any(d.position != 0 for d in decisions):
+            break
+        table.play_on_page(decisions[0], table.bot_choice(decisions[0]))
+    turn = next(d for d in open_decisions(app, created.game_id) if d.position != 0)
+    resp = admin_post(client, created.admin_token, "handover", position=str(turn.position),
+                      name="Dee", email="dee@example.com", lang="en", tz="Europe/London")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert accept_hand_over(client, inbox, "dee@example.com").status_code == 200
+    seat = seats_of(app, created.game_id)[turn.position]
+    assert (seat.robot, seat.bot, seat.email) == (False, None, "dee@example.com")
+    # her turn email, with the seat's open decision
+    assert len(inbox.to("dee@example.com")) == 3  # the invitation, welcome, her turn
+    with app.app_context(), session_scope() as s:
+        sent = s.exec(select(Outbox).where(Outbox.rcpt == "dee@example.com",
+                                           Outbox.template == "decision")).all()
+        assert [(r.context["decision_id"], r.status) for r in sent] == [(turn.id, "sent")]
+    with app.app_context(), session_scope() as s:
+        row = s.get(Decision, turn.id)
+        deadline = row.deadline_at.replace(tzinfo=None) - T0.replace(tzinfo=None)
+        assert deadline.total_seconds() > 40 * 3600  # a person's 48 hours, not a pause
+    at(frozen, 2)  # the bot's hour has passed: nobody plays Dee's seat
+    assert tick(app)["bots"] == 0
+    assert turn.id in [d.id for d in open_decisions(app, created.game_id)]
+    with app.app_context(), pytest.raises(WrongState):
+        services.set_bot(created.admin_token, 1 if turn.position == 2 else 2, None)
