@@ -1,6 +1,6 @@
 """a seat held by a bot from the game's creation
 
-Revision ID: 0014
+Revision ID: 0012
 Revises: 0011
 Create Date: 2026-11-27 10:40:00
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 
 # revision identifiers, used by Alembic.
-revision: str = '0014'
+revision: str = '0012'
 down_revision: Union[str, Sequence[str], None] = '0011'
 branch_labels: Union[str, Sequence[str], None] = None
 depends_on: Union[str, Sequence[str], None] = None
