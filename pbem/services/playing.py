@@ -310,7 +310,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
             raise IllegalMove(exc.code, decision.kind) from None
     _insert_move(s, game.id, saved_id(decision), seat.position, action, source)
     _close(s, decision, ClosedBy(source))
-    played = source == MoveSource.PLAYER or (source == MoveSource.BOT
+    played = source == MoveSource.PLAYER or (source == MoveSource.BOT and not seat.robot
                                              and not _stands_in(game, seat))
     if seats is None:
         seats = seats_of(s, game.id)
@@ -320,7 +320,8 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     follow_up = seat.id if source == MoveSource.PLAYER else None
     opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows)
     for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
-        bot_row = next((d for d in opened if seats[d.position].bot), None)
+        bot_row = next((d for d in opened  # a bot seated at creation waits for the clock
+                        if seats[d.position].bot and not seats[d.position].robot), None)
         if bot_row is None or game.status != GameStatus.ACTIVE:
             break
         bot_seat = seats[bot_row.position]
@@ -375,11 +376,14 @@ def _close(s: Session, decision: Decision, by: ClosedBy) -> None:
 
 
 def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
-    """What a bot plays for an absent seat: the game's heuristic bot, or the default."""
-    if seat.bot == SeatBot.HEURISTIC:
-        rng = random.Random(f"{game.id}:{game.version}")
-        return mod.BOTS[SeatBot.HEURISTIC](state, seat.position, rng)
-    return mod.default_action(state, seat.position)
+    """What a bot plays for its seat: for an absent player the game's heuristic bot, or
+    the default; for a bot seated at creation, the game's bot of its level (``easy``:
+    the heuristic, where the game has no bot of that name)."""
+    if seat.bot == SeatBot.DEFAULT or seat.bot is None:
+        return mod.default_action(state, seat.position)
+    rng = random.Random(f"{game.id}:{game.version}")
+    bot = mod.BOTS.get(str(seat.bot)) or mod.BOTS[SeatBot.HEURISTIC]
+    return bot(state, seat.position, rng)
 
 
 def _closed_reason(decision: Decision) -> str:
@@ -508,6 +512,12 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     now = utcnow()
     for position, kind in sorted(wanted - have):
         seat = seats[position]
+        if seat.robot:  # the clock plays it after a short pause (``play_bot``)
+            row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
+                           seq=game.version, kind=kind, deadline_at=bot_due(game, now))
+            _insert_decision(s, row)
+            opened.append(row)
+            continue
         stops = stops_of(s, game, seat)
         deadline = deadline_for(game, seat, now, stops)
         row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
@@ -521,6 +531,15 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                 delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
             queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
+
+
+def bot_due(game: Game, now: datetime) -> datetime:
+    """When the clock plays the move of a bot seated at creation: after a short pause
+    that varies a little from move to move (BOT_PAUSE_SECONDS, half to one and a half of
+    it), as a person at the table would."""
+    pause = float(current_app.config["BOT_PAUSE_SECONDS"])
+    return now + timedelta(seconds=pause * (0.5 + random.Random(
+        f"{game.id}:{game.version}:pause").random()))
 
 
 def is_present(seat: Seat, now: datetime) -> bool:
