@@ -538,6 +538,17 @@ class TranslatesViews(Protocol):
         translated lookup), other printed names (tribes) from ``names``."""
 
 
+class Reveals(Protocol[S_contra]):
+    """``revealed``: whether a move showed anything hidden. The server lets a player take
+    back their last move only while nothing it (or the bots' moves after it) revealed
+    (``pbem/services/takeback.py``); without this hook, no move can be taken back."""
+
+    def revealed(self, before: S_contra, after: S_contra) -> bool:
+        """Whether going from ``before`` to ``after`` (one or more moves) showed a seat
+        something that was hidden from it: a die rolled, a card drawn or turned up, a
+        card shown. Deterministic, pure."""
+
+
 class HasRounds(Protocol):
     """``ROUND_EVENT``: the game plays in rounds. The server groups the game log by it
     and counts rounds nobody played (``pbem/services/playing.py``, ``reading.py``);

@@ -76,12 +76,15 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
               help="Each player's clock stands still during their quiet hours.")
 @click.option("--pause-weekends", is_flag=True,
               help="Each player's clock stands still at weekends (in their zone).")
+@click.option("--no-take-backs", is_flag=True,
+              help="Players may not take back a move (by default they may, until another "
+                   "person acts or the move showed anything hidden).")
 @sends_mail
 def new_game(game: str, players: tuple[str, ...], bots: tuple[str, ...],
              hours_per_decision: float,
              seed: int | None, title: str, start: bool, reminders: str | None,
              absent_after: int, absent_bot: str, vacation_days: float, pause_quiet: bool,
-             pause_weekends: bool) -> None:
+             pause_weekends: bool, no_take_backs: bool) -> None:
     """Create a game; prints its id and the host's admin link."""
     try:
         parsed = [services.parse_player(p) for p in players]
@@ -90,7 +93,7 @@ def new_game(game: str, players: tuple[str, ...], bots: tuple[str, ...],
         policy = {"hours_per_decision": hours_per_decision, "reminder_hours": reminders,
                   "absent_after": absent_after, "absent_bot": absent_bot,
                   "vacation_days": vacation_days, "pause_quiet": pause_quiet,
-                  "pause_weekends": pause_weekends}
+                  "pause_weekends": pause_weekends, "take_backs": not no_take_backs}
         created = services.create_game(game, parsed, policy, seed=seed,
                                        title=title, confirm_by_email=False, start=start)
     except ServiceError as exc:

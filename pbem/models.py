@@ -84,6 +84,9 @@ class Game(SQLModel, table=True):
     options: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     seed: int
     state: str | None = Field(default=None, sa_column=Column(Text))
+    # The state before the last move a player made, while only bots moved after it: what a
+    # take-back restores (services.takeback); None once anything else moved.
+    undo_state: str | None = Field(default=None, sa_column=Column(Text))
     version: int = 0
     status: GameStatus = Field(default=GameStatus.AWAITING_HOST, index=True,
                                sa_type=EnumText(GameStatus, 20))
@@ -197,6 +200,11 @@ class Move(SQLModel, table=True):
     action: dict = Field(sa_column=Column(JSON, nullable=False))
     source: MoveSource = Field(sa_type=EnumText(MoveSource, 16))
     created_at: datetime = Field(default_factory=utcnow)
+    # The game's version and its last event before the move (None: recorded before
+    # take-backs), and whether the move showed anything hidden (``engine.core.Reveals``).
+    version: int | None = None
+    event_seq: int | None = None
+    revealed: bool | None = None
 
 
 class EventLog(SQLModel, table=True):

@@ -47,7 +47,8 @@ class GamePolicy:
     comes back. ``vacation_days``: the vacation each seat may take per game.
     ``pause_quiet`` and ``pause_weekends``: a player's clock stands still during their
     quiet hours (their address's settings) and at weekends, in their zone
-    (``pbem.clocks``).
+    (``pbem.clocks``). ``take_backs``: a player may take back their last move while no
+    other person has acted and nothing hidden was shown (``services.takeback``).
     """
 
     hours_per_decision: float = 48.0
@@ -57,6 +58,7 @@ class GamePolicy:
     vacation_days: float = 7.0
     pause_quiet: bool = False
     pause_weekends: bool = False
+    take_backs: bool = True
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> GamePolicy:
@@ -89,6 +91,8 @@ class GamePolicy:
             "pause_quiet": problems.check("pause_quiet", _switch, raw.get("pause_quiet")),
             "pause_weekends": problems.check("pause_weekends", _switch,
                                              raw.get("pause_weekends")),
+            "take_backs": problems.check("take_backs", _switch,
+                                         raw.get("take_backs", base.take_backs)),
         }
         if any(v is None for v in values.values()):
             return None

@@ -51,3 +51,6 @@ from engine.cavemen import stats  # noqa: E402  (the simulator's figures)
 from engine.cavemen.bots import BOTS  # noqa: E402  (after the rules: the bots use them)
 
 __all__ += ["BOTS", "stats"]
+from engine.cavemen.reveals import revealed  # noqa: E402  (a hook: engine.core.Reveals)
+
+__all__ += ["revealed"]

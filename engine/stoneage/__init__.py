@@ -49,3 +49,6 @@ from engine.stoneage import stats  # noqa: E402  (the simulator's figures)
 from engine.stoneage.bots import BOTS  # noqa: E402  (after the rules: the bots use them)
 
 __all__ += ["BOTS", "stats"]
+from engine.stoneage.reveals import revealed  # noqa: E402  (a hook: engine.core.Reveals)
+
+__all__ += ["revealed"]

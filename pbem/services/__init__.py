@@ -24,6 +24,8 @@ One module per area; each imports only the ones listed above it:
   in when sent).
 - ``calendar``: a player's deadlines in their calendar: the private feed of an address's
   open decisions (made, replaced and stopped from a game page), one deadline as a file.
+- ``takeback``: a player takes back their last move (while nobody else acted and it
+  showed nothing hidden).
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
   back, notifications, unsubscribing, leaving, language, abandon, vacation.
 
@@ -118,6 +120,7 @@ from pbem.services.reading import (
     page_stamp,
     spectator_stamp,
 )
+from pbem.services.takeback import take_back, take_back_offer_for
 
 __all__ = [
     # plumbing and the policy
@@ -126,6 +129,8 @@ __all__ = [
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
     "log_round_for_page", "log_round_for_spectator", "PageStamp", "page_stamp",
     "spectator_stamp",
+    # take-backs
+    "take_back", "take_back_offer_for",
     # playing
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
     "describe_token",

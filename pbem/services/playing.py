@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, case, insert, null, update
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
@@ -301,6 +301,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     mod = get_game(game.engine)
     if state is None:
         state = load_state(mod, game)
+    before = state
     if applied is not None:
         state, events = applied
     else:
@@ -308,13 +309,15 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
             state, events = mod.apply(state, seat.position, action)
         except EngineError as exc:
             raise IllegalMove(exc.code, decision.kind) from None
-    _insert_move(s, game.id, saved_id(decision), seat.position, action, source)
+    _insert_move(s, game, saved_id(decision), seat.position, action, source,
+                 showed_hidden(mod, before, state))
     _close(s, decision, ClosedBy(source))
     played = source == MoveSource.PLAYER or (source == MoveSource.BOT and not seat.robot
                                              and not _stands_in(game, seat))
     if seats is None:
         seats = seats_of(s, game.id)
-    _commit_state(s, game, mod, state, events, seats, played, notices or [])
+    _commit_state(s, game, mod, state, events, seats, played, notices or [],
+                  undo=UNDO_OF.get(source, "clear"))
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == MoveSource.PLAYER else None
@@ -326,10 +329,13 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
             break
         bot_seat = seats[bot_row.position]
         choice = bot_choice(game, mod, state, bot_seat)
+        before = state
         state, events = mod.apply(state, bot_seat.position, choice)
-        _insert_move(s, game.id, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT)
+        _insert_move(s, game, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT,
+                     showed_hidden(mod, before, state))
         _close(s, bot_row, ClosedBy.BOT)
-        _commit_state(s, game, mod, state, events, seats, not _stands_in(game, bot_seat))
+        _commit_state(s, game, mod, state, events, seats, not _stands_in(game, bot_seat),
+                      undo="keep")
         state = _end_if_idle(s, game, mod, state, seats)
         opened = [d for d in opened if d.closed_at is None]
         opened += sync_decisions(s, game, mod, state, seats, follow_up)
@@ -343,6 +349,10 @@ _GAME_TABLE = table_of(Game)
 _UPDATE_STATE = (update(_GAME_TABLE).where(_GAME_TABLE.c.id == bindparam("game_id"),
                                            _GAME_TABLE.c.version == bindparam("old_version"))
                  .values(version=bindparam("new_version"), state=bindparam("new_state"),
+                         undo_state=case(  # the state before a player's move (take-backs)
+                             (bindparam("undo") == "take", _GAME_TABLE.c.state),
+                             (bindparam("undo") == "keep", _GAME_TABLE.c.undo_state),
+                             else_=null()),
                          event_seq=bindparam("new_event_seq"),
                          idle_rounds=bindparam("new_idle_rounds"),
                          page_version=_GAME_TABLE.c.page_version + 1))
@@ -353,11 +363,20 @@ _OPEN_DECISIONS = select(Decision).where(Decision.game_id == bindparam("game_id"
                                          col(Decision.closed_at).is_(None))
 
 
-def _insert_move(s: Session, game_id: str, decision_id: int, position: int, action: Action,
-                 source: MoveSource) -> None:
-    s.connection().execute(_INSERT_MOVE, [{"game_id": game_id, "decision_id": decision_id,
+def _insert_move(s: Session, game: Game, decision_id: int, position: int, action: Action,
+                 source: MoveSource, revealed: bool) -> None:
+    s.connection().execute(_INSERT_MOVE, [{"game_id": game.id, "decision_id": decision_id,
                               "position": position, "action": action.to_json(),
-                              "source": source, "created_at": utcnow()}])
+                              "source": source, "created_at": utcnow(),
+                              "version": game.version, "event_seq": game.event_seq,
+                              "revealed": revealed}])
+
+
+def showed_hidden(mod: EngineGame, before: Any, after: Any) -> bool:
+    """Whether a move showed anything hidden (the game's ``revealed``; a game without it
+    is taken as showing something: none of its moves can be taken back)."""
+    revealed = getattr(mod, "revealed", None)
+    return True if revealed is None else bool(revealed(before, after))
 
 
 def open_decisions(s: Session, game_id: str) -> list[Decision]:
@@ -394,9 +413,14 @@ def _closed_reason(decision: Decision) -> str:
     return decision.closed_by or "closed"
 
 
+# What a move does to the state a take-back restores (``Game.undo_state``): a player's
+# move keeps the state before it, a bot's moves after it keep that, anything else ends it.
+UNDO_OF = {MoveSource.PLAYER: "take", MoveSource.BOT: "keep"}
+
+
 def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
                   events: list[Event], seats: list[Seat], played: bool = False,
-                  notices: list[Event] | None = None) -> None:
+                  notices: list[Event] | None = None, undo: str = "clear") -> None:
     """Store the new state with an optimistic version check (the row is also locked),
     and count the rounds nobody played (``played``: see ``idle_after``); the move's
     events go to the log after ``notices`` (server events of the same step), in one
@@ -410,6 +434,7 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
     done = s.connection().execute(_UPDATE_STATE, {
         "game_id": game.id, "old_version": game.version, "new_version": new_version,
         "new_state": dump_json(mod.to_json(state)), "new_event_seq": first_seq + len(logged),
+        "undo": undo,
         "new_idle_rounds": idle})
     if done.rowcount != 1:
         raise Conflict(gettext("the game changed at the same moment; please try again"))
@@ -418,7 +443,7 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
     set_committed_value(game, "event_seq", first_seq + len(logged))
     set_committed_value(game, "idle_rounds", idle)
     set_committed_value(game, "state", None)
-    s.expire(game, ["state", "page_version"])  # read back only if someone needs it
+    s.expire(game, ["state", "page_version", "undo_state"])  # read back only if needed
     result = mod.result(state)
     insert_events(s, game.id, first_seq, logged)
     if result is not None and game.status == GameStatus.ACTIVE:

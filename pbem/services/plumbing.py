@@ -17,6 +17,7 @@ from flask_babel import gettext
 from sqlalchemy import Select, bindparam, event, func, insert, literal, or_, text
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from engine.core import Event
@@ -203,7 +204,9 @@ def lock_game_row(s: Session, game_id: str) -> None:
         s.execute(_LOCK_GAME_ROW, {"game_id": game_id})
 
 
-_GAME = select(Game).where(Game.id == bindparam("game_id"))
+# the state a take-back restores is read only by one (services.takeback)
+_GAME = select(Game).where(Game.id == bindparam("game_id")).options(
+    defer(Game.undo_state))  # type: ignore[arg-type]
 _GAME_FOR_UPDATE = _GAME.with_for_update()
 
 

@@ -20,11 +20,11 @@ from engine.core import Action, Effect, format_action
 from engine.registry import get_game
 from pbem import localize
 from pbem.db import read_connection, read_scope
-from pbem.errors import NotFound
+from pbem.errors import NotFound, WrongState
 from pbem.i18n import language
-from pbem.kinds import GameStatus, Invite, TokenKind
+from pbem.kinds import GameStatus, Invite, MoveSource, TokenKind
 from pbem.mail import open_deadlines, suppressed
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, Token, table_of
+from pbem.models import Decision, EventLog, Game, Move, Outbox, Seat, Token, table_of
 from pbem.services.plumbing import (
     admin_game,
     host_address,
@@ -38,6 +38,56 @@ from pbem.tokens import hash_token, well_formed
 PAGE_KINDS = (TokenKind.PAGE, TokenKind.ACTION)  # the links that open a seat's game page
 
 
+# --------------------------------------------------------------------------- take-backs
+
+LOOK_BACK = 200  # the moves looked at, newest first: a player's move and the bots' after it
+
+
+@dataclass(frozen=True)
+class Undoable:
+    """A seat's last move, which it may take back now (``services.takeback``), and the
+    bots' moves after it (newest first)."""
+
+    move: Move
+    bots: list[Move]
+
+
+def undoable(s: Session, game: Game, seat: Seat) -> Undoable:
+    """The seat's last move if it may take it back now; WrongState says why not."""
+    if not game.policy.take_backs:
+        raise WrongState(gettext("the host does not allow taking back moves in this game"))
+    if game.status != GameStatus.ACTIVE:
+        raise WrongState(gettext("the game is over"))
+    if game.paused_at is not None:
+        raise WrongState(gettext("the game is paused"))
+    moves = s.exec(select(Move).where(Move.game_id == game.id)
+                   .order_by(col(Move.id).desc()).limit(LOOK_BACK)).all()
+    bots = []
+    for move in moves:
+        if move.source != MoveSource.BOT:
+            break
+        bots.append(move)
+    else:
+        raise WrongState(gettext("you have no move to take back"))
+    if move.source != MoveSource.PLAYER or move.position != seat.position:
+        raise WrongState(gettext("someone else has acted since your last move: it stands"))
+    if any(m.revealed is not False for m in [move, *bots]) or move.version is None \
+            or move.event_seq is None or game.undo_state is None:
+        raise WrongState(gettext("your last move showed something hidden (a die, a card): "
+                                 "it stands"))
+    return Undoable(move, bots)
+
+
+def take_back_offer(s: Session, game: Game, seat: Seat | None) -> dict[str, Any] | None:
+    """For a seat's page: the move it may take back now (``action``), or None."""
+    if seat is None or not game.policy.take_backs or game.status != GameStatus.ACTIVE:
+        return None
+    try:
+        return {"action": undoable(s, game, seat).move.action}
+    except WrongState:
+        return None
+
+
 def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
     """Everything a seat's game page shows, from that seat's view. A one-click (action)
     link opens the page read-only: only a game-page link offers the decision form."""
@@ -45,6 +95,8 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
         token, game, seat = live_seat_page(s, raw, *PAGE_KINDS)
         data = _page_data(s, game, seat, with_log)
         data["readonly"] = token.kind != TokenKind.PAGE
+        data["take_back"] = (None if data["readonly"]
+                             else take_back_offer(s, game, seat))
         data["stamp"] = PageStamp.of(f"{token.kind}:{token.seat_id}", game)
         return data
 

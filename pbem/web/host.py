@@ -70,7 +70,8 @@ def new_game():
                   "absent_bot": form.get("absent_bot", SeatBot.HEURISTIC),
                   "vacation_days": form.get("vacation_days", 7),
                   "pause_quiet": form.get("pause_quiet"),
-                  "pause_weekends": form.get("pause_weekends")}
+                  "pause_weekends": form.get("pause_weekends"),
+                  "take_backs": form.get("take_backs", "")}  # unticked: sent as nothing
         created = services.create_game(
             form.get("game") or services.offered_games()[0]["name"], rows, policy,
             title=form.get("title", ""), client=request.remote_addr or "unknown")
