@@ -107,7 +107,8 @@ def test_refused_once_the_next_person_has_acted(app, client, table):
     before = snapshot(app)
     resp = take_back(client, page)
     assert resp.status_code == 409, resp.get_data(as_text=True)
-    assert "someone else has acted since your last move" in text_of(resp.get_data(as_text=True), "error")
+    assert "someone else has acted since your last move" in text_of(
+        resp.get_data(as_text=True), "error")
     assert snapshot(app) == before
     assert 'id="take-back"' not in client.get(page).get_data(as_text=True)
 
