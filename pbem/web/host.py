@@ -70,7 +70,11 @@ def new_game():
                   "absent_bot": form.get("absent_bot", SeatBot.HEURISTIC),
                   "vacation_days": form.get("vacation_days", 7),
                   "pause_quiet": form.get("pause_quiet"),
-                  "pause_weekends": form.get("pause_weekends")}
+                  "pause_weekends": form.get("pause_weekends"),
+                  "time_control": form.get("time_control"),
+                  "bank_days": form.get("bank_days", 3),
+                  "increment_hours": form.get("increment_hours", 24),
+                  "cap_days": form.get("cap_days", 7)}
         created = services.create_game(
             form.get("game") or services.offered_games()[0]["name"], rows, policy,
             title=form.get("title", ""), client=request.remote_addr or "unknown")
