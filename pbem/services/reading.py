@@ -181,7 +181,7 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
     }
 
 
-RUNS_SHOWN = 64  # the spans of a running clock a page's script is given at most
+RUNS_SHOWN = 128  # the spans of a running clock a page's script is given at most
 
 
 @dataclass(frozen=True)
@@ -189,10 +189,13 @@ class Clock:
     """A player's clock as a page shows it, now: ``left`` seconds; ``deciding``: a
     decision of theirs is open, so it runs (else a time bank waits for their turn);
     ``running``: it runs at this moment (not in a stop the policy makes, a vacation or a
-    pause); ``runs``: the spans (Unix seconds) in which it runs from now until it runs
-    out (the first RUNS_SHOWN; ``rest``: the seconds after them), from which the page's
-    script (static/clock.js) tells the time left as time passes, with no request; the
-    page itself is the same page all along (its ETag does not move with the clock)."""
+    pause); ``runs``: the spans (Unix seconds) in which it runs from its start (the
+    decision's opening, or the end of a vacation) until it runs out (the first
+    RUNS_SHOWN; ``rest``: the seconds after them), from which the page's script
+    (static/clock.js) tells the time left as time passes, with no request. The spans
+    do not move with the clock, and the page is the same page all along (its ETag does
+    not move with the clock; only the words written at rendering do, which the script
+    puts right)."""
 
     position: int
     left: float
@@ -219,9 +222,11 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
     now = utcnow()
     at = game.paused_at or now
     ends: dict[int, datetime] = {}
+    opened: dict[int, datetime] = {}
     for d in decisions:
         if d.deadline_at is not None:
             ends[d.position] = min(ends.get(d.position, d.deadline_at), d.deadline_at)
+            opened[d.position] = min(opened.get(d.position, d.opened_at), d.opened_at)
     if not ends and not policy.banked:
         return {}
     stops = (clock_stops(s.connection(), seats, policy.pause_weekends)
@@ -234,15 +239,19 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
                 out[seat.position] = Clock(seat.position, bank_of(game, seat), False, False)
             continue
         running = policy.running(seat_stops)
-        start = clock_start(seat, at)
-        left = running_between(start, end, running)
-        runs = [] if game.paused_at else running_spans(start, end, running, RUNS_SHOWN)
-        shown = sum((b - a).total_seconds() for a, b in runs)
+        left = running_between(clock_start(seat, at), end, running)
+        runs: list[tuple[datetime, datetime]] = []
+        rest = 0.0
+        if not game.paused_at:
+            start = clock_start(seat, opened[seat.position])
+            runs = running_spans(start, end, running, RUNS_SHOWN)
+            rest = running_between(start, end, running) - sum(
+                (b - a).total_seconds() for a, b in runs)
         out[seat.position] = Clock(
             seat.position, left, True,
-            running=bool(runs) and runs[0][0] <= now < runs[0][1],
+            running=any(a <= now < b for a, b in runs),
             runs=tuple((int(a.timestamp()), int(b.timestamp())) for a, b in runs),
-            rest=max(0.0, left - shown))
+            rest=max(0.0, rest))
     return out
 
 
