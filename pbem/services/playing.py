@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import current_app
@@ -20,7 +20,7 @@ from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
-from pbem.clocks import advance, running_between
+from pbem.clocks import Stops, advance, running_between
 from pbem.db import get_row, one_read, read_then_write, saved_id
 from pbem.errors import (
     AlreadyRecorded,
@@ -408,7 +408,9 @@ def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
     if not policy.banked or decision.deadline_at is None:
         return
     now = utcnow()
-    stops = stops_of(s, game, seat)
+    others = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
+    # the seat's address is read only if its clock may stop, or for others' reminders
+    stops = stops_of(s, game, seat) if policy.stops_clocks or others else Stops(UTC)
     running = policy.running(stops)
     start = clock_start(seat, now)
     left = running_between(start, decision.deadline_at, running)
@@ -416,7 +418,6 @@ def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
                left + (policy.increment_hours * 3600 if moved else 0.0))
     s.connection().execute(_SET_BANK, {"seat_id": saved_id(seat), "bank_left": bank})
     set_committed_value(seat, "bank_left", bank)
-    others = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
     if others:
         end = advance(start, bank, running)
         for row in others:
