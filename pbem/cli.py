@@ -18,6 +18,7 @@ from pbem import clock as clock_mod
 from pbem import mail, services
 from pbem.errors import ServiceError
 from pbem.kinds import SeatBot
+from pbem.policy import ABSENT_BOTS
 
 pbem_cli = AppGroup("pbem", help="pbem: games by email.")
 
@@ -65,7 +66,10 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
                    "(default: half time and 2 hours before).")
 @click.option("--absent-after", default=2, show_default=True,
               help="Timeouts in a row after which a bot plays the seat.")
-@click.option("--absent-bot", type=click.Choice([str(b) for b in SeatBot]),
+@click.option("--bot", "bots", multiple=True,
+              help="A bot at this level in the next seat after the players ('easy', or "
+                   "'strong' where the game has one); repeatable.")
+@click.option("--absent-bot", type=click.Choice([str(b) for b in ABSENT_BOTS]),
               default=SeatBot.HEURISTIC.value, show_default=True)
 @click.option("--vacation-days", default=7.0, show_default=True)
 @click.option("--pause-quiet", is_flag=True,
@@ -81,7 +85,8 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--cap", "cap_days", default=None, metavar="DAYS",
               help="With --bank: the most days a clock holds (default 7).")
 @sends_mail
-def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
+def new_game(game: str, players: tuple[str, ...], bots: tuple[str, ...],
+             hours_per_decision: float,
              seed: int | None, title: str, start: bool, reminders: str | None,
              absent_after: int, absent_bot: str, vacation_days: float, pause_quiet: bool,
              pause_weekends: bool, bank_days: str | None, increment_hours: str | None,
@@ -91,6 +96,8 @@ def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
         if bank_days is None and (increment_hours is not None or cap_days is not None):
             raise click.UsageError("--increment and --cap go with --bank DAYS")
         parsed = [services.parse_player(p) for p in players]
+        parsed += [services.PlayerIn("", "", parsed[0].language if parsed else "en",
+                                     bot=level) for level in bots]
         policy = {"hours_per_decision": hours_per_decision, "reminder_hours": reminders,
                   "absent_after": absent_after, "absent_bot": absent_bot,
                   "vacation_days": vacation_days, "pause_quiet": pause_quiet,

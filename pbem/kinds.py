@@ -45,6 +45,14 @@ class SeatBot(StrEnum):
 
     HEURISTIC = "heuristic"  # the game's heuristic bot
     DEFAULT = "default"  # the timeout default, move after move
+    # Levels of a bot that holds a seat from the game's creation (``Seat.robot``):
+    EASY = "easy"  # the game's heuristic
+    STRONG = "strong"  # the game's search bot (its ``BOTS["strong"]``)
+
+
+# The bot levels a host may seat at a new game, weakest first; a game offers a level when
+# its ``BOTS`` has it (``easy``: the heuristic, which every game has).
+BOT_LEVELS = (SeatBot.EASY, SeatBot.STRONG)
 
 
 class MoveSource(StrEnum):

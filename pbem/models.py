@@ -123,6 +123,9 @@ class Seat(SQLModel, table=True):
     is_host: bool = False
     invite: Invite = Field(default=Invite.INVITED, sa_type=EnumText(Invite, 12))
     bot: SeatBot | None = Field(default=None, sa_type=EnumText(SeatBot, 16))  # None: a person
+    # A bot from the game's creation (the host seated it; ``bot`` is its level): never a
+    # person, no address, never mailed; its moves are played by the clock.
+    robot: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
     seen_event_seq: int = 0  # events up to here were narrated to this seat
     # The last time the seat's game page said it was open and in view (static/live.js):
     # a decision opened meanwhile shows up there, and its email waits (FOLLOW_UP_MINUTES).

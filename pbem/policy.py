@@ -277,8 +277,13 @@ def _absent_after(value: Any) -> int:
                      gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
 
 
+ABSENT_BOTS = (AbsentBot.HEURISTIC, AbsentBot.DEFAULT)  # the stand-ins a host may choose
+
+
 def _absent_bot(value: Any) -> AbsentBot:
     try:
+        if AbsentBot(value) not in ABSENT_BOTS:  # the levels of seated bots are not
+            raise ValueError(value)
         return AbsentBot(value)
     except ValueError:
         raise InvalidInput(gettext("the stand-in for an absent player is 'heuristic' or "

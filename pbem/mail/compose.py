@@ -57,7 +57,7 @@ _ROW = (select(Outbox, Game, Seat).outerjoin(Game, col(Game.id) == Outbox.game_i
         .outerjoin(Seat, col(Seat.id) == Outbox.seat_id).where(Outbox.id == bindparam("id")))
 _SEATS = (select(*table_of(Seat).c).where(Seat.game_id == bindparam("game_id"))
           .order_by(col(Seat.position)))
-_EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
+EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
                  .where(EventLog.game_id == bindparam("game_id"),
                         EventLog.seq > bindparam("since"))
                  .order_by(col(EventLog.seq)))  # rows: objects cost several times more
@@ -71,6 +71,11 @@ _DEADLINE = select(Decision.deadline_at).where(Decision.id == bindparam("id"))
 _HELD = select(id_column(Outbox.id)).where(Outbox.seat_id == bindparam("seat_id"),
                                 Outbox.rcpt == bindparam("rcpt"),
                                 Outbox.status == OutboxStatus.HELD)
+
+
+# What an email about several games (a digest) adds to its template's names at rendering,
+# in the reader's language (``force_locale`` is on): its services module registers it.
+EXTRA_CONTEXT: dict[EmailTemplate, Callable[[Session, Outbox], dict[str, Any]]] = {}
 
 
 def load_row(s: Session, row_id: int) -> tuple[Outbox, Game | None, Seat | None, bool]:
@@ -118,7 +123,7 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["view"] = localize.view(mod, mod.view(state, position), tr)
         ctx["card"] = localize.lookup(mod, state, tr)
         since = seat.seen_event_seq if seat else 0
-        events = conn.execute(_EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
+        events = conn.execute(EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq
@@ -138,6 +143,9 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         merged = list(conn.execute(_HELD, {"seat_id": row.seat_id, "rcpt": row.rcpt})
                       .scalars())
     ctx["held"] = len(merged)
+    extra = EXTRA_CONTEXT.get(row.template)
+    if extra is not None:
+        ctx.update(extra(s, row))
     return build_message(row, game, ctx, thread_of(s, row)), seen, merged
 
 

@@ -68,8 +68,11 @@ from pbem.services.controls import (
 )
 from pbem.services.deadlines import (
     Due,
+    due_bot_moves,
     due_reminders,
     due_timeouts,
+    play_bot,
+    play_bots_due,
     remind_due,
     send_reminder,
     time_out,
@@ -80,6 +83,7 @@ from pbem.services.games import (
     Created,
     PlayerIn,
     answer_invitation,
+    bot_levels,
     check_name,
     check_title,
     confirm_host,
@@ -126,10 +130,10 @@ __all__ = [
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
     "describe_token",
     # deadlines
-    "Due", "due_reminders", "due_timeouts", "remind_due", "send_reminder", "time_out",
-    "time_out_due",
+    "Due", "due_bot_moves", "due_reminders", "due_timeouts", "play_bot", "play_bots_due",
+    "remind_due", "send_reminder", "time_out", "time_out_due",
     # games
-    "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
+    "Created", "PlayerIn", "bot_levels", "answer_invitation", "check_name", "check_title",
     "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",
     "expire_unconfirmed", "expired_unconfirmed",
     "parse_player", "play_again", "replace_player", "validate_players",

@@ -313,7 +313,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     _insert_move(s, game.id, saved_id(decision), seat.position, action, source)
     _close(s, decision, ClosedBy(source))
     settle_clock(s, game, seat, decision, moved=True)
-    played = source == MoveSource.PLAYER or (source == MoveSource.BOT
+    played = source == MoveSource.PLAYER or (source == MoveSource.BOT and not seat.robot
                                              and not _stands_in(game, seat))
     if seats is None:
         seats = seats_of(s, game.id)
@@ -323,7 +323,8 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     follow_up = seat.id if source == MoveSource.PLAYER else None
     opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows)
     for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
-        bot_row = next((d for d in opened if seats[d.position].bot), None)
+        bot_row = next((d for d in opened  # a bot seated at creation waits for the clock
+                        if seats[d.position].bot and not seats[d.position].robot), None)
         if bot_row is None or game.status != GameStatus.ACTIVE:
             break
         bot_seat = seats[bot_row.position]
@@ -405,8 +406,8 @@ def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
     update of the seat (the transaction is a move's: it moves the game's
     ``page_version`` itself)."""
     policy = game.policy
-    if not policy.banked or decision.deadline_at is None:
-        return
+    if not policy.banked or seat.robot or decision.deadline_at is None:
+        return  # (a bot seated at creation plays on its own short pause, no clock)
     now = utcnow()
     others = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
     # the seat's address is read only if its clock may stop, or for others' reminders
@@ -426,11 +427,14 @@ def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
 
 
 def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
-    """What a bot plays for an absent seat: the game's heuristic bot, or the default."""
-    if seat.bot == SeatBot.HEURISTIC:
-        rng = random.Random(f"{game.id}:{game.version}")
-        return mod.BOTS[SeatBot.HEURISTIC](state, seat.position, rng)
-    return mod.default_action(state, seat.position)
+    """What a bot plays for its seat: for an absent player the game's heuristic bot, or
+    the default; for a bot seated at creation, the game's bot of its level (``easy``:
+    the heuristic, where the game has no bot of that name)."""
+    if seat.bot == SeatBot.DEFAULT or seat.bot is None:
+        return mod.default_action(state, seat.position)
+    rng = random.Random(f"{game.id}:{game.version}")
+    bot = mod.BOTS.get(str(seat.bot)) or mod.BOTS[SeatBot.HEURISTIC]
+    return bot(state, seat.position, rng)
 
 
 def _closed_reason(decision: Decision) -> str:
@@ -565,6 +569,12 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     now = utcnow()
     for position, kind in sorted(wanted - have):
         seat = seats[position]
+        if seat.robot:  # the clock plays it after a short pause (``play_bot``)
+            row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
+                           seq=game.version, kind=kind, deadline_at=bot_due(game, now))
+            _insert_decision(s, row)
+            opened.append(row)
+            continue
         stops = stops_of(s, game, seat)
         deadline = clock_end.get(saved_id(seat)) or deadline_for(game, seat, now, stops)
         if game.policy.banked:
@@ -580,6 +590,15 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                 delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
             queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
+
+
+def bot_due(game: Game, now: datetime) -> datetime:
+    """When the clock plays the move of a bot seated at creation: after a short pause
+    that varies a little from move to move (BOT_PAUSE_SECONDS, half to one and a half of
+    it), as a person at the table would."""
+    pause = float(current_app.config["BOT_PAUSE_SECONDS"])
+    return now + timedelta(seconds=pause * (0.5 + random.Random(
+        f"{game.id}:{game.version}:pause").random()))
 
 
 def is_present(seat: Seat, now: datetime) -> bool:

@@ -213,7 +213,8 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
                 decisions: Sequence[Any]) -> dict[int, Clock]:
     """Each player's clock in a running game, by seat position: in a time bank game
     every seat's (its bank, or while a decision of theirs is open the running time
-    until its deadline); with fixed hours, that of each seat with a decision open. A
+    until its deadline); with fixed hours, that of each seat with a decision open; none
+    for a bot seated at creation. A
     paused game's clocks stand where the pause found them. The quiet hours and zones
     are read (one query) only in a game whose policy stops clocks."""
     policy = game.policy
@@ -233,6 +234,8 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
              if policy.stops_clocks else [Stops(UTC)] * len(seats))
     out: dict[int, Clock] = {}
     for seat, seat_stops in zip(seats, stops, strict=True):
+        if seat.robot:  # a bot seated at creation plays after a short pause: no clock
+            continue
         end = ends.get(seat.position)
         if end is None:
             if policy.banked:

@@ -43,7 +43,7 @@ from pbem.web.common import (
 bp = Blueprint("host", __name__)
 
 
-PLAYER_FIELD_RE = re.compile(r"^(?:name|email)(\d{1,4})$")
+PLAYER_FIELD_RE = re.compile(r"^(?:name|email|bot)(\d{1,4})$")
 
 
 def home_page(form, errors: Sequence[tuple[str, str]] = (), error: ServiceError | None = None,
@@ -99,9 +99,11 @@ def _players_from_form(form) -> list[services.PlayerIn | None]:
     players: list[services.PlayerIn | None] = []
     for i in range(rows):
         name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()
-        players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
-                                         form.get(f"tz{i}", "UTC") or "UTC")
-                       if name or addr else None)
+        level = form.get(f"bot{i}", "").strip() or None  # "": a person
+        players.append(services.PlayerIn(name, "" if level else addr,
+                                         form.get(f"lang{i}", "en"),
+                                         form.get(f"tz{i}", "UTC") or "UTC", bot=level)
+                       if name or addr or level else None)
     return players
 
 
