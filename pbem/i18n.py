@@ -165,8 +165,15 @@ def clock_text(seconds: float) -> str:
     parts = ((days, "day"), (hours, "hour")) if days else (
         ((hours, "hour"), (mins, "minute")) if hours else ((mins, "minute"),))
     lang = language()
-    return " ".join(format_unit(value, f"duration-{unit}", length="long", locale=lang)
-                    for i, (value, unit) in enumerate(parts) if value or i == 0)
+    return " ".join(_unit(value, unit, lang) for i, (value, unit) in enumerate(parts)
+                    if value or i == 0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _unit(value: int, unit: str, lang: str) -> str:
+    """``value`` days, hours or minutes in words, kept (Babel's unit formatting is slow,
+    and a page writes a few clocks at every view)."""
+    return format_unit(value, f"duration-{unit}", length="long", locale=lang)
 
 
 def mark(text: str) -> str:

@@ -242,14 +242,16 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
                 out[seat.position] = Clock(seat.position, bank_of(game, seat), False, False)
             continue
         running = policy.running(seat_stops)
-        left = running_between(clock_start(seat, at), end, running)
         runs: list[tuple[datetime, datetime]] = []
         rest = 0.0
-        if not game.paused_at:
+        if game.paused_at:
+            left = running_between(clock_start(seat, at), end, running)
+        else:  # one walk over the clock's stops: the time left is what remains of it
             start = clock_start(seat, opened[seat.position])
             runs = running_spans(start, end, running, RUNS_SHOWN)
-            rest = running_between(start, end, running) - sum(
-                (b - a).total_seconds() for a, b in runs)
+            if len(runs) == RUNS_SHOWN:  # more than the page is given
+                rest = running_between(runs[-1][1], end, running)
+            left = rest + sum((b - max(a, now)).total_seconds() for a, b in runs if b > now)
         out[seat.position] = Clock(
             seat.position, left, True,
             running=any(a <= now < b for a, b in runs),
