@@ -79,14 +79,25 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--no-take-backs", is_flag=True,
               help="Players may not take back a move (by default they may, until another "
                    "person acts or the move showed anything hidden).")
+@click.option("--bank", "bank_days", default=None, metavar="DAYS",
+              help="A time bank instead of fixed hours per decision: the days on each "
+                   "player's clock at the start (e.g. 3).")
+@click.option("--increment", "increment_hours", default=None, metavar="HOURS",
+              help="With --bank: the hours added to a clock after each move "
+                   "(default 24).")
+@click.option("--cap", "cap_days", default=None, metavar="DAYS",
+              help="With --bank: the most days a clock holds (default 7).")
 @sends_mail
 def new_game(game: str, players: tuple[str, ...], bots: tuple[str, ...],
              hours_per_decision: float,
              seed: int | None, title: str, start: bool, reminders: str | None,
              absent_after: int, absent_bot: str, vacation_days: float, pause_quiet: bool,
-             pause_weekends: bool, no_take_backs: bool) -> None:
+             pause_weekends: bool, no_take_backs: bool, bank_days: str | None,
+             increment_hours: str | None, cap_days: str | None) -> None:
     """Create a game; prints its id and the host's admin link."""
     try:
+        if bank_days is None and (increment_hours is not None or cap_days is not None):
+            raise click.UsageError("--increment and --cap go with --bank DAYS")
         parsed = [services.parse_player(p) for p in players]
         parsed += [services.PlayerIn("", "", parsed[0].language if parsed else "en",
                                      bot=level) for level in bots]
@@ -94,6 +105,10 @@ def new_game(game: str, players: tuple[str, ...], bots: tuple[str, ...],
                   "absent_after": absent_after, "absent_bot": absent_bot,
                   "vacation_days": vacation_days, "pause_quiet": pause_quiet,
                   "pause_weekends": pause_weekends, "take_backs": not no_take_backs}
+        if bank_days is not None:
+            policy |= {"time_control": "bank", "bank_days": bank_days,
+                       **({"increment_hours": increment_hours} if increment_hours else {}),
+                       **({"cap_days": cap_days} if cap_days else {})}
         created = services.create_game(game, parsed, policy, seed=seed,
                                        title=title, confirm_by_email=False, start=start)
     except ServiceError as exc:

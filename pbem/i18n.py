@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from babel.dates import format_datetime, format_timedelta
 from babel.numbers import format_decimal
+from babel.units import format_unit
 from flask import Flask, g, has_request_context, request
 from flask_babel import Babel, get_locale, get_translations, gettext
 from jinja2 import pass_context
@@ -153,6 +154,28 @@ def time_until(when: datetime | str, now: datetime | None = None) -> str:
     return format_timedelta(delta, add_direction=True, locale=language())
 
 
+def clock_text(seconds: float) -> str:
+    """The time on a player's clock in words, rounded down: days and hours from a day on
+    ("2 days 4 hours"), hours and minutes from an hour on, else minutes ("0 minutes").
+    The units are CLDR's, as a browser's ``Intl.NumberFormat`` writes them
+    (static/clock.js writes the same words as the clock runs)."""
+    minutes = int(max(0.0, seconds) // 60)
+    days, rest = divmod(minutes, 1440)
+    hours, mins = divmod(rest, 60)
+    parts = ((days, "day"), (hours, "hour")) if days else (
+        ((hours, "hour"), (mins, "minute")) if hours else ((mins, "minute"),))
+    lang = language()
+    return " ".join(_unit(value, unit, lang) for i, (value, unit) in enumerate(parts)
+                    if value or i == 0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _unit(value: int, unit: str, lang: str) -> str:
+    """``value`` days, hours or minutes in words, kept (Babel's unit formatting is slow,
+    and a page writes a few clocks at every view)."""
+    return format_unit(value, f"duration-{unit}", length="long", locale=lang)
+
+
 def mark(text: str) -> str:
     """Mark a string for the catalogs that is translated where it is shown, not where it
     is made (a reason stored with an email, shown on the host page)."""
@@ -180,7 +203,7 @@ def init_app(app: Flask) -> None:
     app.jinja_env.globals.update(format_deadline=format_deadline, languages=LANGUAGES,
                                  current_language=language, short_time=short_time,
                                  short_times=short_times,
-                                 time_until=time_until)
+                                 time_until=time_until, clock_text=clock_text)
     app.jinja_env.filters["num"] = number
     app.jinja_env.filters["sentence"] = sentence
     app.jinja_env.filters["translated"] = translated

@@ -63,6 +63,13 @@ class MoveSource(StrEnum):
     TIMEOUT = "timeout"  # the default action, at the deadline
 
 
+class TimeControl(StrEnum):
+    """How a game times its decisions (``GamePolicy.time_control``)."""
+
+    FIXED = "fixed"  # the same hours for every decision (``hours_per_decision``)
+    BANK = "bank"  # a time bank per player: a reserve, more after each move, capped
+
+
 class ClosedBy(StrEnum):
     """What closed a decision: a move (``MoveSource``'s values), or no move at all."""
 

@@ -134,6 +134,10 @@ class Seat(SQLModel, table=True):
     # a decision opened meanwhile shows up there, and its email waits (FOLLOW_UP_MINUTES).
     page_seen_at: datetime | None = None
     timeouts_in_row: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # A time bank game (``GamePolicy.banked``): the seconds left on the seat's clock as
+    # its last decision closed (None: the whole reserve, never used). While a decision of
+    # the seat is open, its deadline is the clock's end (``services.playing``).
+    bank_left: float | None = None
     vacation_used_hours: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
     vacation_until: datetime | None = None
     # Notification settings: only turn emails (and the result); or the player left the

@@ -18,6 +18,7 @@ import random
 import re
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from email.message import Message
 from email.policy import compat32
 from typing import Any
@@ -26,15 +27,18 @@ from flask import current_app, render_template
 from flask_babel import force_locale
 from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
+from sqlalchemy.engine import Connection
 from sqlmodel import Session, col, select
 
 from engine.registry import get_game
 from pbem import localize
-from pbem.i18n import format_deadline, language
+from pbem.clocks import Stops, running_between
+from pbem.i18n import clock_text, format_deadline, language
 from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
+from pbem.mail.addresses import clock_stops
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of
+from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of, utcnow
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
 from pbem.ui import ui_inline
@@ -132,6 +136,8 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
               if decision_id is not None else None)
         when = at.isoformat() if at is not None else row.context["deadline"]
         ctx["deadline"] = format_deadline(when, tz)
+        if at is not None and seat is not None and to_player and "deadlines" in ctx:
+            ctx["clock_left"] = clock_text(time_left(conn, game, seat, at, utcnow()))
     merged: list[int] = []
     if row.template == EmailTemplate.DECISION and row.seat_id is not None:
         merged = list(conn.execute(_HELD, {"seat_id": row.seat_id, "rcpt": row.rcpt})
@@ -141,6 +147,18 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     if extra is not None:
         ctx.update(extra(s, row))
     return build_message(row, game, ctx, thread_of(s, row)), seen, merged
+
+
+def time_left(conn: Connection, game: Any, seat: Any, deadline: datetime,
+              now: datetime) -> float:
+    """The running time on the seat's clock from ``now`` until ``deadline``: from the
+    end of its vacation, standing still where the game's policy stops it (its quiet
+    hours, the weekends: the address's settings are read only then)."""
+    policy = game.policy
+    stops = (policy.running(clock_stops(conn, [seat], policy.pause_weekends)[0])
+             if policy.stops_clocks else Stops(UTC))
+    start = max(now, seat.vacation_until) if seat.vacation_until else now
+    return running_between(start, deadline, stops)
 
 
 def open_deadlines(s: Session, game: Game, seats: Sequence[Any],

@@ -281,8 +281,11 @@ def _time_out(s: Session, decision_id: int, now: datetime, game_id: str | None =
     timeouts = seat.timeouts_in_row + 1
     to_bot = seat.bot is None and timeouts >= game.policy.absent_after
     _count_timeout(s, seat, timeouts, game.policy.absent_bot if to_bot else seat.bot)
-    notices = [Event("decision_timed_out", seat.position,
-                     {"kind": decision.kind, "action": action.to_json()})]
+    timed_out: dict[str, Any] = {"kind": decision.kind, "action": action.to_json()}
+    if game.policy.banked:  # the seat's clock ran out: it restarts with the increment
+        timed_out["clock_hours"] = min(game.policy.increment_hours,
+                                       game.policy.cap_days * 24)
+    notices = [Event("decision_timed_out", seat.position, timed_out)]
     if to_bot:
         notices.append(Event("seat_on_bot", seat.position,
                              {"bot": seat.bot, "timeouts": seat.timeouts_in_row,

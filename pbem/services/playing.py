@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import current_app
@@ -20,6 +20,7 @@ from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
+from pbem.clocks import Stops, advance, running_between
 from pbem.db import get_row, one_read, read_then_write, saved_id
 from pbem.errors import (
     AlreadyRecorded,
@@ -35,6 +36,7 @@ from pbem.kinds import ClosedBy, EmailTemplate, GameStatus, MoveSource, SeatBot,
 from pbem.models import Decision, Game, Move, Seat, page_version_moved, table_of, utcnow
 from pbem.services.plumbing import (
     PAGE_LINK,
+    clock_start,
     confirm_link,
     deadline_for,
     dump_json,
@@ -312,6 +314,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     _insert_move(s, game, saved_id(decision), seat.position, action, source,
                  showed_hidden(mod, before, state))
     _close(s, decision, ClosedBy(source))
+    settle_clock(s, game, seat, decision, moved=True)
     played = source == MoveSource.PLAYER or (source == MoveSource.BOT and not seat.robot
                                              and not _stands_in(game, seat))
     if seats is None:
@@ -334,6 +337,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
         _insert_move(s, game, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT,
                      showed_hidden(mod, before, state))
         _close(s, bot_row, ClosedBy.BOT)
+        settle_clock(s, game, bot_seat, bot_row, moved=True)
         _commit_state(s, game, mod, state, events, seats, not _stands_in(game, bot_seat),
                       undo="keep")
         state = _end_if_idle(s, game, mod, state, seats)
@@ -392,6 +396,53 @@ def _close(s: Session, decision: Decision, by: ClosedBy) -> None:
     s.connection().execute(_CLOSE, {"decision_id": saved_id(decision), "at": now, "by": by})
     set_committed_value(decision, "closed_at", now)
     set_committed_value(decision, "closed_by", by)
+
+
+# ----------------------------------------------------------------------------- time banks
+
+
+_SEAT_TABLE = table_of(Seat)
+_SET_BANK = (update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id"))
+             .values(bank_left=bindparam("bank_left")))
+_SEAT_OPEN = select(Decision).where(Decision.seat_id == bindparam("seat_id"),
+                                    col(Decision.closed_at).is_(None))
+
+
+def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
+                 moved: bool) -> None:
+    """In a time bank game, the seat's clock once ``decision`` has closed (now): it ran
+    while the decision was open, so it holds what was left until the decision's deadline
+    (on the running clock: from the end of a vacation, standing still where the policy
+    stops it; a pause or the host's extension moved the deadline, so neither costs the
+    player), plus the increment if the seat ``moved`` (its own move, a bot's, or the
+    default played at the timeout; not a decision the game stopped asking), at most the
+    cap. A clock that ran out (a timeout) holds the increment afterwards: the player's
+    next decision has that long.
+
+    A seat has one clock however many decisions it has open: each opens on the deadline
+    of the others (``sync_decisions``), and when one closes the others' deadlines move
+    to the clock's new end, so time when several are open is charged once. A Core
+    update of the seat (the transaction is a move's: it moves the game's
+    ``page_version`` itself)."""
+    policy = game.policy
+    if not policy.banked or seat.robot or decision.deadline_at is None:
+        return  # (a bot seated at creation plays on its own short pause, no clock)
+    now = utcnow()
+    others = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
+    # the seat's address is read only if its clock may stop, or for others' reminders
+    stops = stops_of(s, game, seat) if policy.stops_clocks or others else Stops(UTC)
+    running = policy.running(stops)
+    start = clock_start(seat, now)
+    left = running_between(start, decision.deadline_at, running)
+    bank = min(policy.cap_days * 86400,
+               left + (policy.increment_hours * 3600 if moved else 0.0))
+    s.connection().execute(_SET_BANK, {"seat_id": saved_id(seat), "bank_left": bank})
+    set_committed_value(seat, "bank_left", bank)
+    if others:
+        end = advance(start, bank, running)
+        for row in others:
+            row.deadline_at = end
+            row.next_reminder_at = next_reminder(game, end, now, stops)
 
 
 def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
@@ -528,11 +579,17 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     open_rows = ([row for row in known if row.closed_at is None] if known is not None
                  else s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all())
     have: set[tuple[int, str]] = set()
+    kept = []
     for row in open_rows:
         if (row.position, row.kind) in wanted:
             have.add((row.position, row.kind))
+            kept.append(row)
         else:
             _close(s, row, ClosedBy.SUPERSEDED)
+            settle_clock(s, game, seats[row.position], row, moved=False)
+    # a time bank: a seat's decisions share its one clock (``settle_clock``)
+    clock_end = {row.seat_id: row.deadline_at for row in kept
+                 if game.policy.banked and row.deadline_at is not None}
     opened = []
     now = utcnow()
     for position, kind in sorted(wanted - have):
@@ -544,7 +601,9 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
             opened.append(row)
             continue
         stops = stops_of(s, game, seat)
-        deadline = deadline_for(game, seat, now, stops)
+        deadline = clock_end.get(saved_id(seat)) or deadline_for(game, seat, now, stops)
+        if game.policy.banked:
+            clock_end[saved_id(seat)] = deadline
         row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
                        seq=game.version, kind=kind, deadline_at=deadline,
                        next_reminder_at=next_reminder(game, deadline, now, stops))

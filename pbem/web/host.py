@@ -71,7 +71,11 @@ def new_game():
                   "vacation_days": form.get("vacation_days", 7),
                   "pause_quiet": form.get("pause_quiet"),
                   "pause_weekends": form.get("pause_weekends"),
-                  "take_backs": form.get("take_backs", "")}  # unticked: sent as nothing
+                  "take_backs": form.get("take_backs", ""),  # unticked: sent as nothing
+                  "time_control": form.get("time_control"),
+                  "bank_days": form.get("bank_days", 3),
+                  "increment_hours": form.get("increment_hours", 24),
+                  "cap_days": form.get("cap_days", 7)}
         created = services.create_game(
             form.get("game") or services.offered_games()[0]["name"], rows, policy,
             title=form.get("title", ""), client=request.remote_addr or "unknown")
