@@ -17,6 +17,7 @@ from engine.core import (
     HasCatalog,
     HasRounds,
     OffersVariants,
+    Ranks,
     Stats,
     Translates,
     TranslatesViews,
@@ -29,6 +30,7 @@ _cavemen_catalog: HasCatalog[cavemen.State] = cavemen
 _cavemen_names: Translates[cavemen.State] = cavemen
 _cavemen_views: TranslatesViews = cavemen
 _cavemen_rounds: HasRounds = cavemen
+_cavemen_places: Ranks[cavemen.State] = cavemen
 
 STONEAGE: Game[stoneage.State] = stoneage
 _stoneage_stats: Stats[stoneage.State] = stoneage.stats
@@ -38,3 +40,4 @@ _stoneage_cards: DescribesCards[stoneage.State] = stoneage
 _stoneage_catalog: HasCatalog[stoneage.State] = stoneage
 _stoneage_names: Translates[stoneage.State] = stoneage
 _stoneage_rounds: HasRounds = stoneage
+_stoneage_places: Ranks[stoneage.State] = stoneage
