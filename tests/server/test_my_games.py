@@ -100,7 +100,7 @@ def test_a_known_address_gets_exactly_one_email_with_a_working_link(app, client,
     (mail,) = inbox.all()
     assert (mail.to_addr, mail.template) == (BOB.email, "my_games")
     assert mail.subject == "Your games on pbem"
-    assert mail.headline == "Your games on pbem: none waits for you"  # Cy's turn
+    assert mail.headline == "Your games on pbem: nothing waits for you"  # Cy's turn
     assert "In-Reply-To" not in mail.msg  # no game's thread
     assert "Friday: waiting for Cy" in mail.text
     page = client.get(list_path(inbox, BOB.email))

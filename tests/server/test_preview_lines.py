@@ -347,3 +347,23 @@ def test_the_result_line_says_the_readers_place_and_ties(app, st, winners, me, e
             with force_locale(lang):
                 got = render_template_string(LINE, st=st, winners=winners, names=NAMES, me=me)
                 assert got == expected
+
+
+# --------------------------------------------------------------------------- the games list
+
+
+def test_the_list_of_ones_games_counts_those_that_wait_for_the_reader(app, client, inbox):
+    from tests.server.conftest import start_game
+    from tests.server.test_my_games import ask
+
+    start_game(app, title="Friday")  # the third seat bids first: Cy
+    start_game(app, players=[PLAYERS[1], PLAYERS[0], PLAYERS[2]], title="Sunday")  # Cy
+    start_game(app, players=[PLAYERS[2], PLAYERS[0], PLAYERS[1]], title="Monday")  # Bob
+    for who, first in ((PLAYERS[2], "Your games on pbem: 2 wait for you"),
+                       (PLAYERS[1], "Your games on pbem: 1 waits for you"),
+                       (PLAYERS[0], "Your games on pbem: nothing waits for you")):
+        inbox.clear()
+        assert ask(client, who.email).status_code == 200
+        (got,) = inbox.to(who.email, "my_games")
+        assert (got.subject, got.headline) == ("Your games on pbem", first)
+        assert got.html.count(first) == 3  # the title, the preheader and the heading
