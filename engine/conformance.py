@@ -17,6 +17,7 @@ from engine.core import (
     HasCatalog,
     HasRounds,
     OffersVariants,
+    Ranks,
     Reveals,
     Stats,
     Translates,
@@ -30,6 +31,7 @@ _cavemen_catalog: HasCatalog[cavemen.State] = cavemen
 _cavemen_names: Translates[cavemen.State] = cavemen
 _cavemen_views: TranslatesViews = cavemen
 _cavemen_rounds: HasRounds = cavemen
+_cavemen_places: Ranks[cavemen.State] = cavemen
 _cavemen_reveals: Reveals[cavemen.State] = cavemen
 
 STONEAGE: Game[stoneage.State] = stoneage
@@ -40,4 +42,5 @@ _stoneage_cards: DescribesCards[stoneage.State] = stoneage
 _stoneage_catalog: HasCatalog[stoneage.State] = stoneage
 _stoneage_names: Translates[stoneage.State] = stoneage
 _stoneage_rounds: HasRounds = stoneage
+_stoneage_places: Ranks[stoneage.State] = stoneage
 _stoneage_reveals: Reveals[stoneage.State] = stoneage

@@ -489,6 +489,17 @@ class Explains(Protocol[S_contra]):
         ``seat`` now, as data for the refusal's words."""
 
 
+class Ranks(Protocol[S_contra]):
+    """``places``: where each player finished, for the first line of the result email
+    ("you came second"). Without it the email names the winners only
+    (``pbem/mail/compose.py``)."""
+
+    def places(self, state: S_contra) -> list[int]:
+        """The place of each seat at the end, by seat: 1 for a winner, tied seats share a
+        place and the places after them move down (1, 2, 2, 4); empty before the end
+        and for a game that ended without a winner."""
+
+
 class OffersVariants(Protocol[S_contra]):
     """``choice_variants``: a one-click link whose confirmation page lets the player
     change a number. Without it the page confirms the link's action as it is

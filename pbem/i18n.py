@@ -21,7 +21,7 @@ from babel.dates import format_datetime, format_timedelta
 from babel.numbers import format_decimal
 from babel.units import format_unit
 from flask import Flask, g, has_request_context, request
-from flask_babel import Babel, get_locale, get_translations, gettext
+from flask_babel import Babel, get_locale, get_translations, gettext, ngettext
 from jinja2 import pass_context
 from markupsafe import Markup
 
@@ -174,6 +174,50 @@ def _unit(value: int, unit: str, lang: str) -> str:
     """``value`` days, hours or minutes in words, kept (Babel's unit formatting is slow,
     and a page writes a few clocks at every view)."""
     return format_unit(value, f"duration-{unit}", length="long", locale=lang)
+
+
+def time_left(when: datetime | str, now: datetime | None = None) -> str:
+    """How long until ``when``, in words, for a reminder ("45 minutes", "2 hours", "1 day
+    3 hours"); an empty string once it has passed. The time that really passes (a change
+    of daylight saving time in between makes a day 23 or 25 hours), rounded to the
+    nearest unit that keeps the words short: minutes under an hour, five minutes under
+    three hours, hours under a day, days and hours under a week, then days."""
+    when = datetime.fromisoformat(when) if isinstance(when, str) else when
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if seconds <= 0:
+        return ""
+    minutes = max(1, round(seconds / 60))
+    if minutes < 60:
+        return _minutes(minutes)
+    if minutes < 175:  # under three hours once rounded to five minutes
+        hours, rest = divmod(5 * round(minutes / 5), 60)
+        return _joined(_hours(hours), _minutes(rest)) if rest else _hours(hours)
+    hours = round(seconds / 3600)
+    if hours < 24:
+        return _hours(hours)
+    if hours < 7 * 24:
+        days, rest = divmod(hours, 24)
+        return _joined(_days(days), _hours(rest)) if rest else _days(days)
+    return _days(round(seconds / 86400))
+
+
+def _minutes(n: int) -> str:
+    return ngettext("%(num)s minute", "%(num)s minutes", n)
+
+
+def _hours(n: int) -> str:
+    return ngettext("%(num)s hour", "%(num)s hours", n)
+
+
+def _days(n: int) -> str:
+    return ngettext("%(num)s day", "%(num)s days", n)
+
+
+def _joined(big: str, small: str) -> str:
+    # TRANSLATORS: a time in two units, as "1 day 3 hours" or "1 hour 25 minutes"
+    return gettext("%(big)s %(small)s", big=big, small=small)
 
 
 def mark(text: str) -> str:

@@ -27,6 +27,7 @@ from engine.stoneage.rules import (
     from_json,
     legal_actions,
     pending,
+    places,
     result,
     setup,
     setup_with_events,
@@ -41,8 +42,8 @@ __all__ = [
     "Spot", "State", "Step", "abandon", "apply", "card_info", "catalog", "check_invariants",
     "choice_effect", "choice_variants", "data", "default_action", "email_choices", "explain",
     "feeding_forecast", "final_scores", "from_json", "legal_actions", "load_data",
-    "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "translation",
-    "view",
+    "parse_data", "pending", "places", "result", "setup", "setup_with_events", "to_json",
+    "translation", "view",
 ]
 
 from engine.stoneage import stats  # noqa: E402  (the simulator's figures)

@@ -65,7 +65,8 @@ def test_a_digest_at_eight_in_berlin_and_at_eight_in_los_angeles(app, client, fr
     at(frozen, 22.05)  # Tuesday 08:03 in Berlin
     tick(app)
     (mail,) = sent_digests(app, ANN.email)
-    assert mail.text.startswith("Your daily digest: 1 game waits for you")
+    assert mail.subject == "Your daily digest"
+    assert mail.headline == "1 game waits for you: next deadline Wed 10:00"
     assert "Your turn: bid for the conch, until" in mail.text
     page = client.get(path_of(mail.link("/g/")))
     assert page.status_code == 200 and 'id="decision"' in page.get_data(as_text=True)
