@@ -99,8 +99,8 @@ def test_policy_chosen_per_game_at_creation(app, frozen):
     assert game_a.policy.to_json() == {  # stored as JSON, the same names and values
         "hours_per_decision": 10.0, "reminder_hours": [6.0, 1.0], "absent_after": 3,
         "absent_bot": "default", "vacation_days": 3.0, "pause_quiet": False,
-        "pause_weekends": False, "time_control": "fixed", "bank_days": 3.0,
-        "increment_hours": 24.0, "cap_days": 7.0}
+        "pause_weekends": False, "take_backs": True, "time_control": "fixed",
+        "bank_days": 3.0, "increment_hours": 24.0, "cap_days": 7.0}
     (da,) = open_decisions(app, a.game_id)
     assert da.deadline_at == T0 + timedelta(hours=10)
     assert da.next_reminder_at == T0 + timedelta(hours=4)
@@ -123,9 +123,12 @@ def test_invalid_policies_are_refused(app, frozen, policy, message):
 
 def test_policy_from_the_web_form(app, client, frozen):
     create_on_web(client, app, reminders="12; 3", absent_after="3", absent_bot="default",
-                  vacation_days="2.5")
+                  vacation_days="2.5", take_backs="on")  # ticked, as the form comes
     (game,) = rows(app, Game)
     assert game.policy == services.GamePolicy(48.0, (12.0, 3.0), 3, "default", 2.5)
+    assert game.policy.take_backs
+    create_on_web(client, app, title="No take-backs")  # the box unticked: sent as nothing
+    assert not [g for g in rows(app, Game) if g.title == "No take-backs"][0].policy.take_backs
 
 
 # --------------------------------------------------------------------------- reminders
