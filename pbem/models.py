@@ -37,6 +37,7 @@ from pbem.kinds import (
     EmailTemplate,
     EnumText,
     GameStatus,
+    Inbound,
     Invite,
     MoveSource,
     News,
@@ -286,6 +287,28 @@ class Address(SQLModel, table=True):
     calendar_since: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class InboundMessage(SQLModel, table=True):
+    """A message the inbound receiver handed to ``services.replies``: one row per
+    Message-ID (``key``, its SHA-256), so the same message delivered twice (a retrying
+    mail server, an IMAP poll after a crash) is read once. ``outcome``: ``Inbound``;
+    ``answered``: whether the server answered it (its answers per seat are capped);
+    ``lines``/``played``: the command lines read and recorded. The sender's address is
+    kept only for messages about a seat (the seat's own)."""
+
+    __table_args__ = (Index("ix_inboundmessage_seat", "seat_id", "received_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(unique=True, max_length=64)
+    received_at: datetime = Field(default_factory=utcnow)
+    game_id: str | None = Field(default=None, foreign_key="game.id", index=True,
+                                max_length=16)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id")
+    outcome: Inbound = Field(default=Inbound.UNKNOWN, sa_type=EnumText(Inbound, 20))
+    answered: bool = False
+    lines: int = 0
+    played: int = 0
 
 
 class RateLimit(SQLModel, table=True):

@@ -30,10 +30,12 @@ from sqlmodel import Session, col, select
 
 from engine.registry import get_game
 from pbem import localize
+from pbem.commands import command_list
 from pbem.i18n import format_deadline, language
 from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
+from pbem.mail.inbound import new_reply_token, reply_address
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
@@ -97,7 +99,8 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     links = dict(zip(specs, urls, strict=True))
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
                            "base_url": current_app.config["BASE_URL"],
-                           "unsubscribe": unsubscribe, "seats": []}
+                           "unsubscribe": unsubscribe, "seats": [],
+                           "reply_to": reply_to(s, row, game, seat, to_player)}
     seen = None
     conn = s.connection()
     if game is not None:  # the players, also before the game starts (confirm, invitation)
@@ -118,6 +121,8 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq
+        if row.template == EmailTemplate.DECISION and position is not None:
+            ctx["commands"] = command_list(mod, state, position, language())
     tz = seat.timezone if seat is not None and to_player else "UTC"
     if game is not None and game.status == GameStatus.ACTIVE and game.paused_at is None:
         ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
@@ -132,7 +137,27 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         merged = list(conn.execute(_HELD, {"seat_id": row.seat_id, "rcpt": row.rcpt})
                       .scalars())
     ctx["held"] = len(merged)
-    return build_message(row, game, ctx, thread_of(s, row)), seen, merged
+    thread = thread_of(s, row)
+    if row.context.get("in_reply_to"):  # an answer to a reply: in the reply's thread
+        thread.append(row.context["in_reply_to"])
+    return build_message(row, game, ctx, thread), seen, merged
+
+
+def reply_to(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
+             to_player: bool) -> str | None:
+    """The Reply-To of an email to a seat's own player about their game: a fresh reply
+    address (``play+<token>@`` the inbound domain) whose token names the seat, and the
+    decision the email asks (answering it plays that decision: ``services.replies``).
+    None for any other email, or with replies off (``REPLIES``)."""
+    config = current_app.config
+    if game is None or seat is None or not to_player or not config.get("REPLIES", True):
+        return None
+    decision_id = (row.context.get("decision_id")
+                   if row.template == EmailTemplate.DECISION else None)
+    (raw,) = mint_many(s, [{"kind": TokenKind.REPLY, "game_id": game.id, "seat_id": seat.id,
+                            "decision_id": decision_id, "action": None}],
+                       make=new_reply_token)
+    return reply_address(raw, config["INBOUND_DOMAIN"])
 
 
 def open_deadlines(s: Session, game: Game, seats: Sequence[Any],
@@ -203,7 +228,8 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     # an email about no one game is called by its first line ("Your games")
     subject = game_name(game, ctx.get("seats") or []) if game is not None else headline
     data, names = wire_message(
-        lambda msg: write_headers(msg, row, game, subject, ctx["unsubscribe"], thread, lang),
+        lambda msg: write_headers(msg, row, game, subject, ctx["unsubscribe"], thread, lang,
+                                  ctx.get("reply_to")),
         text, html)
     check_header_block(data, names)
     return Outgoing(current_app.config["MAIL_FROM_PAIR"][1], row.to_addr, data)
