@@ -21,8 +21,8 @@ import secrets
 from base64 import b32encode
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from email.message import Message
-from email.utils import getaddresses, parseaddr
+from email.message import EmailMessage, Message
+from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 from html.parser import HTMLParser
 from typing import Any
 
@@ -270,3 +270,24 @@ def html_text(html: str) -> str:
         pass
     text = "".join(parser.out).replace("\xa0", " ")
     return "\n".join(" ".join(line.split()) for line in text.splitlines()).strip()
+
+
+def reply_message(original: Message, text: str) -> EmailMessage:
+    """The reply a mail program would send to ``original`` (one of our emails) with
+    ``text`` above the quoted email (the dev mailbox's reply box)."""
+    reply = EmailMessage()
+    reply["From"] = str(original.get("To", ""))
+    reply["To"] = str(original.get("Reply-To", ""))
+    reply["Subject"] = "Re: " + str(original.get("Subject", ""))
+    reply["Date"] = formatdate()
+    reply["Message-ID"] = make_msgid(domain="dev.localhost")
+    if original.get("Message-ID"):
+        reply["In-Reply-To"] = str(original["Message-ID"])
+        reply["References"] = str(original["Message-ID"])
+    quoted = ""
+    body = original.get_body(("plain",)) if isinstance(original, EmailMessage) else None
+    if body is not None:
+        quoted = "\n".join("> " + line for line in body.get_content().splitlines())
+    reply.set_content(f"{text}\n\nOn {original.get('Date', '')}, "
+                      f"{original.get('From', '')} wrote:\n{quoted}\n")
+    return reply

@@ -26,9 +26,9 @@ QUOTE_HEADERS = {
 class Inbound:
     """The inbound SMTP receiver of ``app`` on a free loopback port."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, port: int | None = None) -> None:
         self.app = app
-        self.port = free_port()
+        self.port = port or free_port()
         self.controller = receive.smtp_receiver(app, services.receive_reply,
                                                 host="127.0.0.1", port=self.port)
 

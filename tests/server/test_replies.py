@@ -17,7 +17,7 @@ from pbem.db import session_scope
 from pbem.kinds import TokenKind
 from pbem.models import InboundMessage, Move, Token
 from pbem.tokens import hash_token
-from tests.server.helpers import PLAYERS, all_stored_text, game_state, load, outbox
+from tests.server.helpers import PLAYERS, all_stored_text, game_state, load, open_decisions
 from tests.server.replying import Inbound, reply_address, reply_to, wire
 
 REPLY_TO_RE = re.compile(r"^play\+([a-z2-7]{32})@pbem\.test$")
@@ -251,3 +251,31 @@ def test_the_inbound_domain_is_the_mail_domain_unless_set(make_app):
     assert make_app(INBOUND_DOMAIN="In.Example.ORG").config["INBOUND_DOMAIN"] == "in.example.org"
     with pytest.raises(mail.ConfigError, match="INBOUND_DOMAIN"):
         make_app(INBOUND_DOMAIN="not a domain")
+
+
+def test_the_dev_mailbox_reply_box_answers_through_the_receiver(make_app):
+    from tests.pgcluster import free_port
+    from tests.server.conftest import start_game
+
+    port = free_port()
+    app = make_app(MAIL_BACKEND="dev", INBOUND_PORT=port)
+    created = start_game(app)
+    receiver = Inbound(app, port=port)
+    try:
+        client = app.test_client()
+        listing = client.get("/dev/mail").get_data(as_text=True)
+        names = re.findall(r'href="/dev/mail/([^"]+\.eml)"', listing)
+        decision = open_decisions(app, created.game_id)[0]
+        mod, state = game_state(app, created.game_id)
+        line = command_list(mod, state, decision.position)[0]
+        for name in names:
+            page = client.get(f"/dev/mail/{name}").get_data(as_text=True)
+            if PLAYERS[decision.position].email in page:
+                break
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+        resp = client.post(f"/dev/mail/{name}/reply", data={"csrf": csrf, "text": line})
+        assert resp.status_code == 303
+        (move,) = moves(app, created.game_id)
+        assert move.decision_id == decision.id
+    finally:
+        receiver.stop()
