@@ -56,7 +56,7 @@ class DefaultConfig:
     # Only the Authentication-Results headers of this server (its authserv-id) are read;
     # None: all of them (a forged header can only make its own message fail).
     INBOUND_AUTHSERV_ID = None
-    REPLY_ANSWERS_PER_HOUR = 20  # answers to one seat's replies in an hour, at most
+    REPLY_ANSWERS_PER_HOUR = 60  # answers to one seat's replies in an hour, at most
     IMAP_HOST = None
     IMAP_PORT = 993
     IMAP_SSL = True  # False: plain IMAP (with STARTTLS if IMAP_STARTTLS)

@@ -164,7 +164,7 @@ def _play_reply(record: int, incoming: Incoming, token: Token, seat: Seat) -> Re
     for i, line in enumerate(lines):
         result = _play_line(token.game_id, seat.id, line,
                             token.decision_id if i == 0 else None,
-                            may_be_talk=bool(results))
+                            may_be_talk=bool(results), last=i == len(lines) - 1)
         if result is None:  # not a command, after commands: the rest is not read
             ignored = lines[i:]
             break
@@ -179,9 +179,12 @@ def _play_reply(record: int, incoming: Incoming, token: Token, seat: Seat) -> Re
 
 
 def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | None,
-               may_be_talk: bool) -> Line | None:
+               may_be_talk: bool, last: bool) -> Line | None:
     """Play one command line for the seat, in a transaction of its own (None: the line
-    is no command and ``may_be_talk``: commands came before it)."""
+    is no command and ``may_be_talk``: commands came before it). A line with more
+    lines after it holds the email of the seat's next decision as a follow-up's (the
+    next line may play it; else the answer lists its commands); the last line's goes
+    at once."""
     with session_scope() as s:
         game = lock_game(s, game_id)
         seat = get_row(s, Seat, seat_id)
@@ -208,7 +211,7 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
         except EngineError as exc:
             return _refusal(mod, state, decision.position, seat.language, line, exc,
                             may_be_talk)
-        act(s, game, seat, decision, action, MoveSource.PLAYER, state, by_email=True)
+        act(s, game, seat, decision, action, MoveSource.PLAYER, state, by_email=last)
         return Line(line, "recorded", action.to_json())
 
 

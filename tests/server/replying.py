@@ -83,3 +83,159 @@ def reply_to(mail, text: str, sender: str | None = None, lang: str = "en",
     else:
         msg.set_content(f"{text}{sig}\n\n{QUOTE_HEADERS[lang]}\n\n{quoted}\n")
     return msg
+
+
+# --------------------------------------------------------------------------- whole games
+
+STYLES = ("plain", "html", "german", "signature")
+
+
+def typed(action, card, rng) -> str:
+    """``action`` as a person might type it from the email's list: lower case, a printed
+    name in full, by its last word or by the first letters of its words, the kind
+    sometimes shortened, a number sometimes first (``place 3 forest``)."""
+    from pbem.commands import _CODE_RE
+
+    kind = action.kind
+    if len(kind) > 5 and rng.random() < 0.3:
+        kind = kind[:4]
+    parts: list[str] = []
+    numbers: list[str] = []
+    for _, value in action.args:
+        for word in value if isinstance(value, tuple) else (value,):
+            if isinstance(word, int) or (isinstance(word, str) and word.isdigit()):
+                numbers.append(str(word))
+            elif isinstance(word, str) and _CODE_RE.search(word):
+                name = str(card(word).get("name", word)).lower().split()
+                pick = rng.randrange(3)
+                parts.append(" ".join(name) if pick == 0 or len(name) == 1 and pick == 1
+                             else name[-1] if pick == 1
+                             else " ".join(w[:4] for w in name))
+            else:
+                parts.append(str(word))
+    if numbers and parts and rng.random() < 0.5:
+        return " ".join([kind, *numbers, *parts])
+    return " ".join([kind, *parts, *numbers])
+
+
+class ReplyGame:
+    """Plays a started game only by replying to its emails over SMTP into the inbound
+    receiver, as the game's heuristic bot would choose, typed as a person types
+    (``typed``); when the same seat decides again next, both moves go in one reply, one
+    a line. A refused reply is tried again with the command exactly as the answer lists
+    it. Counts what the note quotes: replies, replies played at the first try, and the
+    time from each reply handed to the receiver to the next decision email it caused
+    arriving at the SMTP server."""
+
+    def __init__(self, app, smtp, inbound: Inbound, game_id: str, seed: int) -> None:
+        import random
+
+        self.app, self.smtp, self.inbound, self.game_id = app, smtp, inbound, game_id
+        self.rng = random.Random(seed)
+        self.read = 0
+        self.replies = self.first_try = 0
+        self.latencies: list[float] = []
+        self.results: list = []
+        self.styles: dict[str, int] = {}
+        self.refused: list[tuple[str, str]] = []  # (typed line, why) refused at first
+        self.answers_refused: set[str] = set()
+        self.answers: list = []
+
+    def new_mail(self, timeout: float = 30):
+        with self.smtp.arrived:
+            assert self.smtp.arrived.wait_for(lambda: self.read < len(self.smtp.mails),
+                                              timeout=timeout), "no further email arrived"
+        mail = self.smtp.mails[self.read]
+        at = self.smtp.times[self.read]
+        self.read += 1
+        return mail, at
+
+    def play(self, players: int, max_replies: int = 3000) -> None:
+        import json
+        import time
+
+        from engine.registry import get_game
+        from pbem import localize
+        from pbem.db import session_scope
+        from pbem.models import Decision, Game
+
+        sent_at: float | None = None
+        while len(self.results) < players:
+            assert self.replies < max_replies, "the game does not end"
+            mail, at = self.new_mail()
+            if mail.template == "result":
+                self.results.append(mail)
+                continue
+            if mail.template == "reply":  # what it says is checked by _settled
+                self.answers.append(mail)
+                continue
+            if mail.template != "decision":
+                continue
+            with self.app.app_context(), session_scope() as s:
+                decision = s.get(Decision, mail.decision_id)
+                game = s.get(Game, self.game_id)
+                if decision.closed_at is not None:
+                    continue  # played by the line after the one that opened it
+                mod = get_game(game.engine)
+                state = mod.from_json(json.loads(game.state))
+                lang = mail.msg["Content-Language"] or "en"
+            if sent_at is not None:
+                self.latencies.append(at - sent_at)
+                sent_at = None
+            card = localize.lookup(mod, state, localize.translation_for(mod, state, lang))
+            lines, position = [], decision.position
+            bot = mod.BOTS["heuristic"]
+            while True:
+                choice = bot(state, position, self.rng)
+                lines.append((typed(choice, card, self.rng), choice))
+                state, _ = mod.apply(state, position, choice)
+                pending = mod.pending(state)
+                if not pending or pending[0].seat != position or len(lines) == 3:
+                    break
+            style = STYLES[self.replies % len(STYLES)]
+            self.styles[style] = self.styles.get(style, 0) + 1
+            kwargs = {"plain": {}, "html": {"html": True}, "german": {"lang": "de"},
+                      "signature": {"signature": "Cheers\nSent from my phone"}}[style]
+            sent_at = time.monotonic()
+            self.inbound.reply(mail, "\n".join(t for t, _ in lines), **kwargs)
+            self.replies += 1
+            if self._settled(lines, card):
+                self.first_try += 1
+
+    def _last_answer(self):
+        from sqlmodel import col, select
+
+        from pbem.db import session_scope
+        from pbem.models import Outbox
+
+        with self.app.app_context(), session_scope() as s:
+            return s.exec(select(Outbox).where(Outbox.game_id == self.game_id,
+                                               Outbox.template == "reply")
+                          .order_by(col(Outbox.id).desc())).first()
+
+    def _settled(self, lines: list, card) -> bool:
+        """Whether the reply just sent was played whole; if not, reply to its answer
+        with the rest of the commands exactly as the answer lists them (it must play)."""
+        from pbem.commands import spoken_action
+
+        row = self._last_answer()
+        results = row.context["results"]
+        played = sum(1 for r in results if r["status"] == "recorded")
+        if played == len(lines):
+            return True
+        refused = [r for r in results if r["status"] != "recorded"]
+        assert refused, row.context
+        assert refused[0]["status"] in ("illegal", "ambiguous", "incomplete"), results
+        self.refused.append((refused[0]["line"], refused[0]["status"]))
+        self.answers_refused.add(row.message_id)
+        answer = self._wait_for(row.message_id)
+        self.inbound.reply(answer, "\n".join(spoken_action(a, card) for _, a in lines[played:]))
+        again = self._last_answer().context["results"]
+        assert [r["status"] for r in again] == ["recorded"] * (len(lines) - played), again
+        return False
+
+    def _wait_for(self, message_id: str):
+        with self.smtp.arrived:
+            assert self.smtp.arrived.wait_for(
+                lambda: any(m.message_id == message_id for m in self.smtp.mails), timeout=30)
+        return next(m for m in self.smtp.mails if m.message_id == message_id)
