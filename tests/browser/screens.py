@@ -283,6 +283,21 @@ class Story:
         self.page.set_content(html.get_content(), wait_until="load")
         self.status, self.mail_on_screen = None, template
 
+    def reply_by_email(self, text: str) -> None:
+        """The decider answers their decision email with ``text`` (handed to the replies
+        service as the inbound receiver would); the server's answer on the screen."""
+        from pbem.mail.inbound import reply_message
+
+        addr = self.decider()[1]
+        original = self.mail("decision", addr)[1]
+        reply = reply_message(original, text)
+        del reply["From"]
+        reply["From"] = addr
+        with self.app.app_context():
+            services.receive_reply(bytes(reply), [str(original["Reply-To"].addresses[0]
+                                                      .addr_spec)], addr)
+        self.show_mail("reply", addr)
+
     def show_any_mail(self, template: str) -> None:
         """An email that goes to whoever is in a given position (``game_started`` goes to
         those who do not decide first: in some games that is nobody)."""
@@ -480,6 +495,7 @@ SCENES: list[Scene] = [
     Scene(None, lambda s: s.press()),  # Eve accepts: the game starts
     Scene("mail-game_started", lambda s: s.show_any_mail("game_started"), optional=True),
     Scene("mail-decision", lambda s: s.show_mail("decision", s.decider()[1])),
+    Scene("mail-reply", lambda s: s.reply_by_email("hello, what can I do?")),
     Scene("game", lambda s: s.player_page()),
     Scene("watch", lambda s: s.spectator()),
     Scene("admin", lambda s: s.admin()),

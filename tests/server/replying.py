@@ -16,11 +16,29 @@ from email.utils import formatdate, make_msgid, parseaddr
 from pbem import services
 from pbem.mail import receive
 from tests.pgcluster import free_port
+from tests.server.helpers import Mail
+from tests.smtpsink import SmtpSink
 
 QUOTE_HEADERS = {
     "en": "On Fri, 27 Nov 2026 at 10:15, pbem <games@pbem.test> wrote:",
     "de": "Am Fr., 27. Nov. 2026 um 10:15 Uhr schrieb pbem <games@pbem.test>:",
 }
+
+
+class TimedSmtp(SmtpSink):
+    """An SMTP server that keeps every message as its recipient reads it, with the
+    moment it arrived (``time.monotonic``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mails: list[Mail] = []
+        self.times: list[float] = []
+
+    def received(self, envelope) -> None:
+        import time
+
+        self.times.append(time.monotonic())
+        self.mails.append(Mail.parse(envelope.original_content or envelope.content))
 
 
 class Inbound:

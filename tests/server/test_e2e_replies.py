@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import statistics
 import threading
-import time
 
 import pytest
 from sqlmodel import select
@@ -25,23 +24,10 @@ from sqlmodel import select
 from pbem import clock, services
 from pbem.db import session_scope
 from pbem.models import Decision, Move
-from tests.server.conftest import SmtpServer
 from tests.server.helpers import PLAYERS
-from tests.server.replying import Inbound, ReplyGame
+from tests.server.replying import Inbound, ReplyGame, TimedSmtp
 
 DEE = services.PlayerIn("Dee", "dee@example.com", "de", "Europe/Berlin")
-
-
-class TimedSmtp(SmtpServer):
-    """The SMTP server, noting when each message arrived."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.times: list[float] = []
-
-    def received(self, envelope) -> None:
-        self.times.append(time.monotonic())
-        super().received(envelope)
 
 
 @pytest.fixture
