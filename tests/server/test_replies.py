@@ -279,3 +279,151 @@ def test_the_dev_mailbox_reply_box_answers_through_the_receiver(make_app):
         assert move.decision_id == decision.id
     finally:
         receiver.stop()
+
+
+def test_a_reply_to_a_game_that_ended_says_so(table, inbound):
+    from pbem import services
+
+    decision, m = first_mail(table)
+    line = spoken(table, decision)[0]
+    with table.app.app_context():
+        services.abandon_game(table.admin)
+    inbound.reply(m, line)
+    assert moves(table.app, table.game_id) == []
+    answer = answers(table.inbox, m.to_addr)[-1]
+    assert "the game is over" in answer.text
+
+
+def test_a_command_when_it_is_not_your_turn_plays_nothing(table, inbound):
+    decision = table.open()
+    other = next(p for i, p in enumerate(PLAYERS) if i != decision.position)
+    inbound.reply(table.inbox.to(other.email)[0], "pass")  # the game_started email
+    assert moves(table.app, table.game_id) == []
+    answer = answers(table.inbox, other.email)[-1]
+    assert "it is not your turn now" in answer.text
+
+
+def test_the_answer_is_in_the_players_language(app, inbox):
+    from pbem import services
+    from tests.server.conftest import start_game
+
+    german = [services.PlayerIn(p.name, p.email, "de", p.timezone) for p in PLAYERS]
+    created = start_game(app, players=german)
+    receiver = Inbound(app)
+    try:
+        decision = open_decisions(app, created.game_id)[0]
+        (m,) = [x for x in inbox.all() if x.decision_id == decision.id]
+        mod, state = game_state(app, created.game_id)
+        assert "Oder antworte auf diese E-Mail mit einem Befehl" in m.text
+        receiver.reply(m, "blabla")
+        answer = answers(inbox, m.to_addr)[-1]
+        assert answer.headline == "Nicht gespielt: blabla"
+        assert "Antworte auf diese E-Mail mit einem dieser Befehle:" in answer.text
+        assert command_list(mod, state, decision.position, "de")[0] in answer.text
+    finally:
+        receiver.stop()
+
+
+def test_several_lines_play_consecutive_decisions_of_one_player(table, inbound):
+    mod, _ = game_state(table.app, table.game_id)
+
+    def two_in_a_row(decision, state):
+        choice = mod.BOTS["heuristic"](state, decision.position, __import__("random").Random(1))
+        after, _ = mod.apply(state, decision.position, choice)
+        pending = mod.pending(after)
+        return bool(pending) and pending[0].seat == decision.position
+
+    decision = table.play_until(two_in_a_row, limit=200)
+    m = table.mail(decision)
+    mod, state = game_state(table.app, table.game_id)
+    import random
+
+    from pbem import localize
+
+    first = mod.BOTS["heuristic"](state, decision.position, random.Random(1))
+    after, _ = mod.apply(state, decision.position, first)
+    second = mod.legal_actions(after, decision.position)[0]
+    card = localize.lookup(mod, state, None)
+    from pbem.commands import spoken_action
+
+    before = len(moves(table.app, table.game_id))
+    inbound.reply(m, f"{spoken_action(first, card)}\n{spoken_action(second, card)}\nthanks!")
+    played = moves(table.app, table.game_id)[before:]
+    assert [Action.from_json(x.action) for x in played[:2]] == [first, second]
+    assert all(x.position == decision.position for x in played[:2])
+    answer = answers(table.inbox, m.to_addr)[-1]
+    assert answer.headline.startswith("Recorded:") and "thanks!" in answer.text
+
+
+def test_the_receiver_speaks_lmtp_too(table):
+    from pbem import services
+    from pbem.mail import receive
+    from tests.pgcluster import free_port
+
+    decision, m = first_mail(table)
+    port = free_port()
+    controller = receive.smtp_receiver(table.app, services.receive_reply, host="127.0.0.1",
+                                       port=port, lmtp=True)
+    try:
+        msg = reply_to(m, spoken(table, decision)[0])
+        with smtplib.LMTP("127.0.0.1", port) as lmtp:
+            lmtp.sendmail(m.to_addr, [reply_address(m)], wire(msg))
+    finally:
+        controller.stop()
+    assert len(moves(table.app, table.game_id)) == 1
+
+
+def test_the_inbound_command_receives_replies(table, db_url, tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from tests.pgcluster import free_port
+
+    decision, m = first_mail(table)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    env.update(PBEM_DATABASE_URL=db_url, PBEM_MAIL_BACKEND="memory",
+               PBEM_MAIL_FROM="pbem <games@pbem.test>", PBEM_SECRET_KEY="x",
+               PBEM_INBOUND_PORT=str(port))
+    flask = str(Path(sys.executable).with_name("flask"))
+    proc = subprocess.Popen([flask, "--app", "pbem", "pbem", "inbound"], env=env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        msg = reply_to(m, spoken(table, decision)[0])
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with smtplib.SMTP("127.0.0.1", port, timeout=30) as smtp:
+                    smtp.sendmail(m.to_addr, [reply_address(m)], wire(msg))
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=30)[0].decode()
+    assert len(moves(table.app, table.game_id)) == 1, out
+    assert f"127.0.0.1:{port}" in out
+
+
+def test_the_dev_reply_box_refuses_bad_posts(make_app):
+    from tests.pgcluster import free_port
+    from tests.server.conftest import start_game
+
+    app = make_app(MAIL_BACKEND="dev", INBOUND_PORT=free_port())
+    start_game(app)
+    client = app.test_client()
+    name = re.findall(r'href="/dev/mail/([^"]+\.eml)"',
+                      client.get("/dev/mail").get_data(as_text=True))[0]
+    page = client.get(f"/dev/mail/{name}").get_data(as_text=True)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    assert client.post(f"/dev/mail/{name}/reply", data={"text": "pass"}).status_code == 400
+    assert client.post("/dev/mail/nothing.eml/reply",
+                       data={"csrf": csrf, "text": "pass"}).status_code == 404
+    assert client.post(f"/dev/mail/{name}/reply", data={"csrf": csrf, "text": "pass"},
+                       environ_base={"REMOTE_ADDR": "203.0.113.9"}).status_code == 404
+    down = client.post(f"/dev/mail/{name}/reply", data={"csrf": csrf, "text": "pass"})
+    assert down.status_code == 502  # no receiver on that port: said, not a 500
