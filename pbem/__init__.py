@@ -57,6 +57,14 @@ class DefaultConfig:
     # None: all of them (a forged header can only make its own message fail).
     INBOUND_AUTHSERV_ID = None
     REPLY_ANSWERS_PER_HOUR = 60  # answers to one seat's replies in an hour, at most
+    # Every email's return path is bounce+<id>-<tag>@INBOUND_DOMAIN (VERP), so a delivery
+    # report marks that email undeliverable; after BOUNCE_LIMIT hard bounces in
+    # BOUNCE_DAYS an address gets no more mail and the host is told. False: From.
+    BOUNCES = True
+    BOUNCE_LIMIT = 3
+    BOUNCE_DAYS = 30
+    TALK_MAX_CHARS = 1000  # one message to the table, at most
+    TALK_PER_HOUR = 20  # messages to the table from one seat in an hour, at most
     IMAP_HOST = None
     IMAP_PORT = 993
     IMAP_SSL = True  # False: plain IMAP (with STARTTLS if IMAP_STARTTLS)

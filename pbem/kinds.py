@@ -114,12 +114,14 @@ class Inbound(StrEnum):
 
     PLAYED = "played"  # at least one command was recorded
     REFUSED = "refused"  # read, nothing recorded: answered with the reason
+    TALK = "talk"  # only table talk: posted (and answered)
     EMPTY = "empty"  # no command in it (answered with the commands of the moment)
     AUTO = "auto"  # an auto-reply, a mailing list or a delivery report: never answered
     UNAUTHENTICATED = "unauthenticated"  # failed DMARC (or SPF and DKIM): not read
     UNKNOWN = "unknown"  # no live reply address of ours: not read
     WRONG_SENDER = "wrong_sender"  # From is not the seat's address: not read
     DUPLICATE = "duplicate"  # the same message again (its Message-ID): already handled
+    BOUNCE = "bounce"  # to an email's return path: a delivery report (services.bounces)
 
 
 class Delivery(StrEnum):

@@ -134,6 +134,9 @@ class Seat(SQLModel, table=True):
     # Notification settings: only turn emails (and the result); or the player left the
     # game (a bot plays the seat and nothing more is sent to them).
     mute_notices: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
+    # Table talk: email each message of the others at once (else it comes in the next
+    # email of the game, as everything else that happened).
+    talk_now: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
     left_at: datetime | None = None
     # A hand-over the host asked for and the new person has not accepted yet:
     # {"name", "email", "language", "timezone", "at"}. Nothing but the one invitation

@@ -7,6 +7,7 @@ Create Date: 2026-11-27 11:00:00
 ``inboundmessage``: one row per message handed to ``services.replies`` (by its
 Message-ID's hash, so a message delivered twice is read once), with what became of it.
 Reply addresses themselves are ``token`` rows of kind ``reply`` (no schema change).
+``seat.talk_now``: the player wants each message of the table by email at once.
 """
 from typing import Sequence, Union
 
@@ -24,6 +25,9 @@ depends_on: Union[str, Sequence[str], None] = None
 
 def upgrade() -> None:
     """Upgrade schema."""
+    with op.batch_alter_table('seat', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('talk_now', sa.Boolean(), server_default='0',
+                                      nullable=False))
     op.create_table(
         'inboundmessage',
         sa.Column('id', sa.Integer(), nullable=False),
@@ -55,3 +59,5 @@ def downgrade() -> None:
         batch_op.drop_index('ix_inboundmessage_seat')
         batch_op.drop_index(batch_op.f('ix_inboundmessage_game_id'))
     op.drop_table('inboundmessage')
+    with op.batch_alter_table('seat', schema=None) as batch_op:
+        batch_op.drop_column('talk_now')

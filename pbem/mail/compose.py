@@ -35,7 +35,7 @@ from pbem.i18n import format_deadline, language
 from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
-from pbem.mail.inbound import new_reply_token, reply_address
+from pbem.mail.inbound import bounce_address, new_reply_token, reply_address
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
@@ -232,7 +232,17 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
                                   ctx.get("reply_to")),
         text, html)
     check_header_block(data, names)
-    return Outgoing(current_app.config["MAIL_FROM_PAIR"][1], row.to_addr, data)
+    return Outgoing(return_path(row), row.to_addr, data)
+
+
+def return_path(row: Outbox) -> str:
+    """The envelope sender of ``row``'s email: its own VERP address on the inbound
+    domain (a delivery report names the email: ``services.bounces``), or with
+    ``BOUNCES`` off the From address."""
+    config = current_app.config
+    if not config.get("BOUNCES", True) or row.id is None:
+        return str(config["MAIL_FROM_PAIR"][1])
+    return bounce_address(row.id, config["SECRET_KEY"], config["INBOUND_DOMAIN"])
 
 
 # What ``MIMEMultipart("alternative")`` with two quoted-printable UTF-8 text parts writes

@@ -16,6 +16,7 @@ from __future__ import annotations
 import email
 import email.policy
 import hashlib
+import hmac
 import re
 import secrets
 from base64 import b32encode
@@ -29,6 +30,7 @@ from typing import Any
 from mailparser_reply import EmailReplyParser
 
 REPLY_LOCAL = "play"  # the local part before the "+" of every reply address
+BOUNCE_LOCAL = "bounce"  # ... and of every return path (VERP: bounce+<outbox id>-<tag>)
 TOKEN_RE = re.compile(r"^[a-z2-7]{32}$")
 MAX_TEXT = 20_000  # characters of the new text read at most (commands and talk)
 # Headers that only machines write on what they send: answering them could start a loop.
@@ -52,6 +54,74 @@ def reply_address(token: str, domain: str) -> str:
     return f"{REPLY_LOCAL}+{token}@{domain}"
 
 
+def bounce_address(row_id: int, secret: str, domain: str) -> str:
+    """The return path of outbox row ``row_id`` (VERP): a delivery report for the email
+    comes back to it, naming the row; the tag (an HMAC of the id) keeps anyone from
+    marking other emails as bounced."""
+    return f"{BOUNCE_LOCAL}+{row_id}-{_bounce_tag(row_id, secret)}@{domain}"
+
+
+def _bounce_tag(row_id: int, secret: str) -> str:
+    return hmac.new(secret.encode(), f"bounce:{row_id}".encode(), "sha256").hexdigest()[:16]
+
+
+def bounced_row(rcpts: Iterable[str], secret: str, domain: str) -> int | None:
+    """The outbox row whose return path is among ``rcpts`` (its tag checked), or None."""
+    for addr in rcpts:
+        local, _, host = addr.strip().strip("<>").rpartition("@")
+        prefix, plus, rest = local.partition("+")
+        m = re.fullmatch(r"(\d{1,18})-([0-9a-f]{16})", rest.lower())
+        if (plus and prefix.lower() == BOUNCE_LOCAL and host.lower() == domain.lower() and m
+                and hmac.compare_digest(m.group(2), _bounce_tag(int(m.group(1)), secret))):
+            return int(m.group(1))
+    return None
+
+
+@dataclass(frozen=True)
+class Report:
+    """A delivery report (RFC 3464): ``hard`` when delivery failed for good (Action
+    failed, Status 5.x.x); ``status`` and the mail server's ``diagnostic``."""
+
+    hard: bool
+    status: str
+    diagnostic: str
+
+
+def read_report(raw: bytes) -> Report | None:
+    """The delivery report in ``raw`` (its message/delivery-status part), or None for a
+    message that is no such report (an auto-reply sent to the return path, a plain
+    text notice): only a report can mark an email undeliverable."""
+    try:
+        msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+    except Exception:  # noqa: BLE001
+        return None
+    for part in _parts(msg):
+        if part.get_content_type() != "message/delivery-status":
+            continue
+        fields: dict[str, str] = {}
+        for block in _status_blocks(part):
+            for name in ("action", "status", "diagnostic-code"):
+                value = block.get(name)
+                if value and name not in fields:
+                    fields[name] = " ".join(str(value).split())[:300]
+        action, status = fields.get("action", "").lower(), fields.get("status", "")
+        return Report(action == "failed" and status.startswith("5"), status,
+                      fields.get("diagnostic-code", ""))
+    return None
+
+
+def _status_blocks(part: Message) -> list[Message]:
+    """The header blocks of a message/delivery-status part (per message, then per
+    recipient), as the parser gives them (a list of messages) or, failing that, read
+    from its text."""
+    payload = part.get_payload()
+    if isinstance(payload, list):
+        return [p for p in payload if isinstance(p, Message)]
+    text = str(payload or "")
+    return [email.message_from_string(block.strip() + "\n")
+            for block in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if block.strip()]
+
+
 @dataclass(frozen=True)
 class Incoming:
     """What a received message says, as far as the server needs it."""
@@ -63,13 +133,16 @@ class Incoming:
     automatic: bool  # an auto-reply, a list, a delivery report: never answered
     forged: bool  # the receiving server's Authentication-Results fail it
     text: str  # the new text: no quoted email, no signature
+    bounce: int | None = None  # sent to the return path of this outbox row
 
 
 def read_message(raw: bytes, rcpts: Sequence[str] = (), envelope_from: str | None = None,
-                 domain: str = "", authserv_id: str | None = None) -> Incoming:
+                 domain: str = "", authserv_id: str | None = None,
+                 secret: str = "") -> Incoming:
     """Read ``raw`` as received for ``rcpts`` (the envelope's recipients; from an IMAP
     mailbox none: then the headers that name them) from ``envelope_from`` (the SMTP
-    MAIL FROM; "" for a delivery report)."""
+    MAIL FROM; "" for a delivery report). ``secret``: the key of the return paths'
+    tags (a message to a return path is a bounce, ``bounce``)."""
     try:
         msg = email.message_from_bytes(raw, policy=email.policy.compat32)
     except Exception:  # noqa: BLE001 - the parser itself failed: nothing to read
@@ -78,7 +151,12 @@ def read_message(raw: bytes, rcpts: Sequence[str] = (), envelope_from: str | Non
     if message_id is not None and not re.fullmatch(r"<[^<>\s]{1,250}>", message_id):
         message_id = None
     sender = parseaddr(_header(msg, "From"))[1].strip().lower()
-    token = _token(rcpts or _named_recipients(msg), domain)
+    addresses = list(rcpts) or _named_recipients(msg)
+    bounce = bounced_row(addresses, secret, domain) if secret else None
+    if bounce is not None:
+        return Incoming(_key(message_id, raw), message_id, sender, None, True, False, "",
+                        bounce)
+    token = _token(addresses, domain)
     automatic = is_automatic(msg, envelope_from)
     return Incoming(_key(message_id, raw), message_id, sender, token, automatic,
                     fails_authentication(msg, authserv_id),

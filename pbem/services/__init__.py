@@ -24,6 +24,8 @@ One module per area; each imports only the ones listed above it:
   in when sent).
 - ``calendar``: a player's deadlines in their calendar: the private feed of an address's
   open decisions (made, replaced and stopped from a game page), one deadline as a file.
+- ``talk``: table talk: a player's message to the table (an event of the log), from the
+  game page or a reply by email.
 - ``replies``: replies by email: a received message authenticated for a seat, its
   command lines played (``engine.core.parse_action``), the answer in the thread.
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
@@ -117,6 +119,7 @@ from pbem.services.reading import (
     spectator_stamp,
 )
 from pbem.services.replies import Received, receive_reply
+from pbem.services.talk import say
 
 __all__ = [
     # plumbing and the policy
@@ -145,8 +148,8 @@ __all__ = [
     # calendar
     "CALENDAR_CHOICES", "calendar_feed", "calendar_game", "calendar_settings",
     "deadline_file", "open_from_calendar", "set_calendar",
-    # replies
-    "Received", "receive_reply",
+    # talk and replies
+    "say", "Received", "receive_reply",
     # controls
     "NOTIFY_CHOICES", "abandon_game", "answer_handover", "come_back", "describe_handover",
     "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "note_presence",

@@ -14,14 +14,17 @@ the receiver never writes to anyone who is not a player.
 The new text's lines are commands, each matched against the seat's open decision with
 the engine's ``parse_action`` (``pbem.commands``: printed names, unique prefixes, never
 completing a move); consecutive lines play consecutive decisions of the seat, each in a
-transaction of its own, as a click would (``playing.act``). The first line that cannot
-be played stops the rest. The first line answers the decision of the email replied to:
+transaction of its own, as a click would (``playing.act``). The first line that is a
+command but cannot be played stops the rest. A line whose first word begins no move
+anyone may make now, and everything after it (or after a line ``say:``), is table talk
+(``talk``). The first line answers the decision of the email replied to:
 once that decision has closed, the reply is refused as late. Then one answer goes back
 in the thread, in the player's language: what was recorded and what happens next, or
 why not, with the commands that would be accepted now (at most
 ``REPLY_ANSWERS_PER_HOUR`` answers per seat).
 
-Each message is read once (``InboundMessage``, by its Message-ID).
+Each message is read once (``InboundMessage``, by its Message-ID). A message to an
+email's return path is a bounce: ``bounces`` reads it, and nobody is answered.
 """
 
 from __future__ import annotations
@@ -46,15 +49,19 @@ from engine.registry import get_game
 from pbem import localize
 from pbem.commands import command_list, read_command, spoken_action
 from pbem.db import get_row, read_scope, session_scope
+from pbem.errors import InvalidInput, RateLimited, WrongState
 from pbem.kinds import ENDED, ClosedBy, EmailTemplate, GameStatus, Inbound, MoveSource, TokenKind
-from pbem.mail.inbound import Incoming, read_message
+from pbem.mail.inbound import Incoming, read_message, read_report
 from pbem.models import Decision, Game, InboundMessage, Outbox, Seat, Token, utcnow
+from pbem.services import talk
+from pbem.services.bounces import record_bounce
 from pbem.services.playing import act
 from pbem.services.plumbing import PAGE_LINK, load_state, lock_game, queue_email, seats_of
 from pbem.tokens import hash_token, is_live
 
 log = logging.getLogger("pbem.replies")
 MAX_LINES = 10  # command lines read from one reply
+MAX_TALK_LINES = 40  # lines of table talk read from one reply
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,11 @@ def receive_reply(raw: bytes, rcpts: tuple[str, ...] | list[str] = (),
     ``envelope_from``: the SMTP MAIL FROM ("" for a delivery report)."""
     config = current_app.config
     incoming = read_message(raw, rcpts, envelope_from, config["INBOUND_DOMAIN"],
-                            config.get("INBOUND_AUTHSERV_ID"))
+                            config.get("INBOUND_AUTHSERV_ID"), config["SECRET_KEY"])
+    if incoming.bounce is not None:  # to an email's return path: a report, never answered
+        report = read_report(raw)
+        marked = report is not None and record_bounce(incoming.bounce, report)
+        return Received(Inbound.BOUNCE, extra={"marked": marked})
     if incoming.token is None:
         return Received(Inbound.UNKNOWN)  # not ours: nothing to record or answer
     found = _reply_seat(incoming.token)
@@ -152,36 +163,70 @@ def _finish(record_id: int, received: Received) -> Received:
 # --------------------------------------------------------------------------- playing the lines
 
 
-def command_lines(text: str) -> list[str]:
-    """The non-empty lines of a reply's new text, at most MAX_LINES."""
-    return [" ".join(line.split()) for line in text.splitlines() if line.strip()][:MAX_LINES]
+def command_lines(text: str, most: int = MAX_LINES) -> list[str]:
+    """The non-empty lines of a reply's new text, at most ``most``."""
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip()][:most]
+
+
+def split_talk(lines: list[str]) -> tuple[list[str], list[str]]:
+    """The lines before a line ``say:`` (commands, as far as they are) and the text
+    from it on (table talk)."""
+    for i, line in enumerate(lines):
+        if line.lower().startswith("say:"):
+            rest = line[4:].strip()
+            return lines[:i], ([rest] if rest else []) + lines[i + 1:]
+    return lines, []
 
 
 def _play_reply(record: int, incoming: Incoming, token: Token, seat: Seat) -> Received:
-    lines = command_lines(incoming.text)
+    lines, talk = split_talk(command_lines(incoming.text, MAX_LINES + MAX_TALK_LINES))
+    lines = lines[:MAX_LINES]
     results: list[Line] = []
     ignored: list[str] = []
     for i, line in enumerate(lines):
         result = _play_line(token.game_id, seat.id, line,
-                            token.decision_id if i == 0 else None,
-                            may_be_talk=bool(results), last=i == len(lines) - 1)
-        if result is None:  # not a command, after commands: the rest is not read
-            ignored = lines[i:]
+                            token.decision_id if i == 0 else None, last=i == len(lines) - 1)
+        if result is None:  # no command: this line and the rest are table talk
+            talk = lines[i:] + talk
             break
         results.append(result)
         if result.status != "recorded":
             ignored = lines[i + 1:]
             break
+    said = _talk(token.game_id, seat.id, talk) if talk else None
     played = any(r.status == "recorded" for r in results)
-    outcome = Inbound.PLAYED if played else Inbound.REFUSED if results else Inbound.EMPTY
-    answered = _answer(record, token.game_id, seat.id, incoming.message_id, results, ignored)
-    return Received(outcome, tuple(results), tuple(ignored), answered, token.game_id)
+    outcome = (Inbound.PLAYED if played else Inbound.REFUSED if results
+               else Inbound.TALK if said else Inbound.EMPTY)
+    answered = _answer(record, token.game_id, seat.id, incoming.message_id, results,
+                       ignored, said)
+    return Received(outcome, tuple(results), tuple(ignored), answered, token.game_id,
+                    {"talk": said} if said else {})
+
+
+def _talk(game_id: str, seat_id: int | None, lines: list[str]) -> dict[str, str]:
+    """Post the free text of a reply to the table (cut to TALK_MAX_CHARS): what was
+    posted, or why not."""
+    limit = int(current_app.config["TALK_MAX_CHARS"])
+    text = talk.clean(" ".join(lines))
+    if len(text) > limit:
+        text = text[:limit - 1].rstrip() + "…"
+    try:
+        with session_scope() as s:
+            game = lock_game(s, game_id)
+            return {"status": "posted", "text": talk.post(s, game, get_row(s, Seat, seat_id),
+                                                          text)}
+    except RateLimited:
+        return {"status": "rate", "text": text}
+    except WrongState:
+        return {"status": "closed", "text": text}
+    except InvalidInput:  # nothing left once cleaned
+        return {"status": "empty", "text": text}
 
 
 def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | None,
-               may_be_talk: bool, last: bool) -> Line | None:
+               last: bool) -> Line | None:
     """Play one command line for the seat, in a transaction of its own (None: the line
-    is no command and ``may_be_talk``: commands came before it). A line with more
+    is no command: its first word begins no move anyone may make now). A line with more
     lines after it holds the email of the seat's next decision as a follow-up's (the
     next line may play it; else the answer lists its commands); the last line's goes
     at once."""
@@ -192,6 +237,10 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
             return Line(line, "game_over")
         if game.status != GameStatus.ACTIVE:
             return Line(line, "not_running")
+        mod = get_game(game.engine)
+        state = load_state(mod, game)
+        if not _looks_like_a_command(mod, state, line):
+            return None
         if game.paused_at is not None:
             return Line(line, "paused")
         decision = s.get(Decision, decision_id) if decision_id is not None else None
@@ -203,26 +252,28 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
                 Decision.seat_id == seat.id, col(Decision.closed_at).is_(None))
                 .order_by(col(Decision.id))).first()
         if decision is None:
-            return None if may_be_talk else Line(line, "not_your_turn")
-        mod = get_game(game.engine)
-        state = load_state(mod, game)
+            return Line(line, "not_your_turn")
         try:
             action = read_command(mod, state, decision.position, line, seat.language)
         except EngineError as exc:
-            return _refusal(mod, state, decision.position, seat.language, line, exc,
-                            may_be_talk)
+            return _refusal(mod, state, decision.position, seat.language, line, exc)
         act(s, game, seat, decision, action, MoveSource.PLAYER, state, by_email=last)
         return Line(line, "recorded", action.to_json())
 
 
-def _refusal(mod: Any, state: Any, position: int, lang: str, line: str, exc: EngineError,
-             may_be_talk: bool) -> Line | None:
-    """Why a line is no legal move, with the moves it could have meant, as the player
-    may type them; None for a line that is no command at all after commands."""
-    legal = mod.legal_actions(state, position)
+def _looks_like_a_command(mod: Any, state: Any, line: str) -> bool:
+    """Whether the first word of ``line`` begins the kind of a move some seat may make
+    now (else the line is talk)."""
     first = line.lower().split()[0]
-    if may_be_talk and not any(a.kind.startswith(first) for a in legal):
-        return None
+    kinds = {a.kind for d in mod.pending(state) for a in mod.legal_actions(state, d.seat)}
+    return any(kind.startswith(first) for kind in kinds)
+
+
+def _refusal(mod: Any, state: Any, position: int, lang: str, line: str,
+             exc: EngineError) -> Line:
+    """Why a line is no legal move, with the moves it could have meant, as the player
+    may type them."""
+    legal = mod.legal_actions(state, position)
     card = localize.lookup(mod, state, localize.translation_for(mod, state, lang))
     spoken = {format_action(a).lower(): spoken_action(a, card) for a in legal}
     candidates = tuple(spoken.get(str(c).lower(), str(c))
@@ -247,7 +298,7 @@ def _answers_left(s: Session, seat_id: int | None) -> bool:
 
 
 def _answer(record: int, game_id: str, seat_id: int | None, in_reply_to: str | None,
-            results: list[Line], ignored: list[str]) -> bool:
+            results: list[Line], ignored: list[str], said: dict[str, str] | None) -> bool:
     """Queue the answer to a reply (False: the seat had its answers of the hour)."""
     with session_scope() as s:
         game = lock_game(s, game_id)
@@ -255,7 +306,7 @@ def _answer(record: int, game_id: str, seat_id: int | None, in_reply_to: str | N
         if not _answers_left(s, seat.id):
             return False
         context = {"in_reply_to": in_reply_to, "results": [r.to_json() for r in results],
-                   "ignored": ignored[:5], **_next(s, game, seat)}
+                   "ignored": ignored[:5], "talk": said, **_next(s, game, seat)}
         queue_email(s, game, seat, EmailTemplate.REPLY, context, links=PAGE_LINK,
                     key=f"reply:{record}")
         return True
