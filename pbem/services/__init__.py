@@ -26,6 +26,7 @@ One module per area; each imports only the ones listed above it:
   open decisions (made, replaced and stopped from a game page), one deadline as a file.
 - ``talk``: table talk: a player's message to the table (an event of the log), from the
   game page or a reply by email.
+- ``bounces``: delivery reports that come back to an email's return path.
 - ``replies``: replies by email: a received message authenticated for a seat, its
   command lines played (``engine.core.parse_action``), the answer in the thread.
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
