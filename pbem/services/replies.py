@@ -263,10 +263,11 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
 
 def _looks_like_a_command(mod: Any, state: Any, line: str) -> bool:
     """Whether the first word of ``line`` begins the kind of a move some seat may make
-    now (else the line is talk)."""
+    now (else the line is talk); a single letter only as a whole kind ("I think..." is
+    talk, not ``invent``)."""
     first = line.lower().split()[0]
     kinds = {a.kind for d in mod.pending(state) for a in mod.legal_actions(state, d.seat)}
-    return any(kind.startswith(first) for kind in kinds)
+    return any(kind == first or len(first) > 1 and kind.startswith(first) for kind in kinds)
 
 
 def _refusal(mod: Any, state: Any, position: int, lang: str, line: str,

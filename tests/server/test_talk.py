@@ -142,3 +142,10 @@ def test_the_talk_box_needs_the_pages_signature(table):
     before = snapshot(table.app)
     assert table.client.post(page + "/say", data={"sig": "x", "text": "hi"}).status_code == 400
     assert snapshot(table.app) == before
+
+
+def test_a_sentence_that_begins_like_a_move_by_one_letter_is_talk(table, inbound):
+    m = table.mail(table.open())
+    inbound.reply(m, "I think I will pass this time")
+    assert moves(table.app, table.game_id) == 0
+    assert talk(table.app, table.game_id)[-1].data["text"] == "I think I will pass this time"
