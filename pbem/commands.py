@@ -153,8 +153,8 @@ def _spoken_word(word: Any, card: Callable[[str], dict[str, Any]]) -> str:
 
 def command_list(mod: EngineGame, state: Any, seat: int, lang: str = "en") -> list[str]:
     """The commands ``seat`` may type now, in the reader's names: each legal action, or,
-    for a kind with more than a few, one line that says its words (``place hunt|forest
-    1|2|3``; ``discard 2 of: A, B, C`` for a choice of several things)."""
+    for a kind with more than a few, one line that says its words (``place (hunt |
+    forest) (1 | 2 | 3)``; ``discard 2 × (A | B | C)`` for a choice of several things)."""
     try:
         legal = mod.legal_actions(state, seat)
     except EngineError:
@@ -184,7 +184,7 @@ def _in_short(kind: str, actions: list[Action],
                 if w not in pool:
                     pool.append(w)
         size = len(first.args[0][1])
-        return f"{kind} {size} × " + " | ".join(_spoken_word(w, card) for w in pool)
+        return f"{kind} {size} × ({' | '.join(_spoken_word(w, card) for w in pool)})"
     columns: list[list[str]] = []
     for a in actions:
         parts = [_spoken_word(w, card) for _, v in a.args
@@ -194,4 +194,4 @@ def _in_short(kind: str, actions: list[Action],
                 columns.append([])
             if part not in columns[i]:
                 columns[i].append(part)
-    return " ".join([kind, *("|".join(c) for c in columns)])
+    return " ".join([kind, *(c[0] if len(c) == 1 else f"({' | '.join(c)})" for c in columns)])

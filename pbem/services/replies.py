@@ -197,8 +197,10 @@ def _play_reply(record: int, incoming: Incoming, token: Token, seat: Seat) -> Re
     played = any(r.status == "recorded" for r in results)
     outcome = (Inbound.PLAYED if played else Inbound.REFUSED if results
                else Inbound.TALK if said else Inbound.EMPTY)
-    answered = _answer(record, token.game_id, seat.id, incoming.message_id, results,
-                       ignored, said)
+    # table talk alone, posted, needs no answer: the player's next email shows it
+    quiet = not results and said is not None and said["status"] == "posted"
+    answered = not quiet and _answer(record, token.game_id, seat.id, incoming.message_id,
+                                     results, ignored, said)
     return Received(outcome, tuple(results), tuple(ignored), answered, token.game_id,
                     {"talk": said} if said else {})
 

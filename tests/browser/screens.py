@@ -283,12 +283,22 @@ class Story:
         self.page.set_content(html.get_content(), wait_until="load")
         self.status, self.mail_on_screen = None, template
 
-    def reply_by_email(self, text: str) -> None:
-        """The decider answers their decision email with ``text`` (handed to the replies
-        service as the inbound receiver would); the server's answer on the screen."""
+    def reply_by_email(self) -> None:
+        """The decider answers their decision email with a move they cannot make (handed
+        to the replies service as the inbound receiver would): the server's answer, with
+        the commands, on the screen."""
+        import json
+
+        from engine.registry import get_game
         from pbem.mail.inbound import reply_message
 
-        addr = self.decider()[1]
+        decision, addr = self.decider()
+        with self.app.app_context(), session_scope() as s:
+            game = s.get(Game, self.game_id)
+            mod = get_game(game.engine)
+            kind = mod.legal_actions(mod.from_json(json.loads(game.state)),
+                                     decision.position)[0].kind
+        text = f"{kind} <b>everything</b>"
         original = self.mail("decision", addr)[1]
         reply = reply_message(original, text)
         del reply["From"]
@@ -495,7 +505,7 @@ SCENES: list[Scene] = [
     Scene(None, lambda s: s.press()),  # Eve accepts: the game starts
     Scene("mail-game_started", lambda s: s.show_any_mail("game_started"), optional=True),
     Scene("mail-decision", lambda s: s.show_mail("decision", s.decider()[1])),
-    Scene("mail-reply", lambda s: s.reply_by_email("hello, what can I do?")),
+    Scene("mail-reply", lambda s: s.reply_by_email()),
     Scene("game", lambda s: s.player_page()),
     Scene("watch", lambda s: s.spectator()),
     Scene("admin", lambda s: s.admin()),

@@ -234,7 +234,7 @@ def test_answers_to_one_seat_are_capped(table, inbound):
     table.app.config["REPLY_ANSWERS_PER_HOUR"] = 2
     decision, m = first_mail(table)
     for i in range(4):
-        inbound.reply(m, f"nonsense {i}")
+        inbound.reply(m, f"bid nonsense {i}")
     assert len(answers(table.inbox, m.to_addr)) == 2
 
 
