@@ -17,6 +17,13 @@ after the reply was acted on; a reply that ends the game gives none). Prints the
 and p99 (nearest rank) and the share of replies played at the first try.
 
     .venv/bin/python bench/reply_latency.py [--games 3] [--db sqlite|postgresql|both]
+
+Measured 2026-11-27 on the two-core machine, shared (load average 15), 3 games each:
+SQLite median 590 ms, p99 1183 ms (n=312); PostgreSQL median 164 ms, p99 557 ms
+(n=312); 98.4 % of 315 replies played at the first try (the rest: a shortened word
+that named several places or cards, e.g. "place 1 buil", answered with the choices).
+On SQLite the clock's outbox poll (0.5 s) is most of it: ``--poll 0.05`` gave median
+129 ms, p99 296 ms (1 game).
 """
 
 from __future__ import annotations
