@@ -81,7 +81,9 @@ screens: $(STAMP) translations
 	PBEM_SCREENS=1 $(BIN)/pytest -q tests/browser/test_screens.py; status=$$?; \
 	  echo ""; echo "  screenshots and report: $(CURDIR)/tests/browser/screens/"; exit $$status
 
-# Web server and clock on SQLite + the dev mailbox; Ctrl-C stops both. The dev mailbox
+# Web server, clock and the inbound receiver (replies by email, on loopback port 2525) on
+# SQLite + the dev mailbox, whose reply box answers an email through that receiver;
+# Ctrl-C stops all three. The dev mailbox
 # shows everyone's secret links, so it is opt-in (PBEM_MAIL_BACKEND=dev) and answers only
 # to this machine; a server started without mail configuration refuses to run.
 run: export PBEM_MAIL_BACKEND ?= dev
@@ -93,7 +95,8 @@ run: $(STAMP) translations
 	@echo ""
 	@PBEM_BASE_URL=$${PBEM_BASE_URL:-http://$(HOST):$(PORT)} bash -c '\
 	  $(BIN)/flask --app pbem pbem clock & clock=$$!; \
-	  trap "kill $$clock 2>/dev/null" EXIT INT TERM; \
+	  $(BIN)/flask --app pbem pbem inbound & inbound=$$!; \
+	  trap "kill $$clock $$inbound 2>/dev/null" EXIT INT TERM; \
 	  $(BIN)/gunicorn --workers 2 --bind $(HOST):$(PORT) --config python:pbem.gunicorn_conf \
 	    "pbem:create_app()"'
 

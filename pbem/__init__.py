@@ -43,6 +43,36 @@ class DefaultConfig:
     SMTP_STARTTLS = False
     SMTP_TIMEOUT = 10
     MAILBOX_DIR = None  # default: <instance>/mailbox
+    # Replies by email (``flask --app pbem pbem inbound``): every email to a player says
+    # Reply-To play+<token>@INBOUND_DOMAIN; the mail server of that domain hands such
+    # mail to the receiver (SMTP or LMTP on INBOUND_HOST:INBOUND_PORT), or the receiver
+    # polls an IMAP mailbox (IMAP_*) that gets it. REPLIES = False: no Reply-To at all.
+    REPLIES = True
+    INBOUND_DOMAIN = None  # default: MAIL_DOMAIN
+    INBOUND_HOST = "127.0.0.1"
+    INBOUND_PORT = 2525
+    INBOUND_LMTP = False  # speak LMTP instead of SMTP (a Postfix lmtp: transport)
+    INBOUND_MAX_BYTES = 25 * 1024 * 1024  # larger messages are refused by the receiver
+    # Only the Authentication-Results headers of this server (its authserv-id) are read;
+    # None: all of them (a forged header can only make its own message fail).
+    INBOUND_AUTHSERV_ID = None
+    REPLY_ANSWERS_PER_HOUR = 60  # answers to one seat's replies in an hour, at most
+    # Every email's return path is bounce+<id>-<tag>@INBOUND_DOMAIN (VERP), so a delivery
+    # report marks that email undeliverable; after BOUNCE_LIMIT hard bounces in
+    # BOUNCE_DAYS an address gets no more mail and the host is told. False: From.
+    BOUNCES = True
+    BOUNCE_LIMIT = 3
+    BOUNCE_DAYS = 30
+    TALK_MAX_CHARS = 1000  # one message to the table, at most
+    TALK_PER_HOUR = 20  # messages to the table from one seat in an hour, at most
+    IMAP_HOST = None
+    IMAP_PORT = 993
+    IMAP_SSL = True  # False: plain IMAP (with STARTTLS if IMAP_STARTTLS)
+    IMAP_STARTTLS = False
+    IMAP_USER = None
+    IMAP_PASSWORD = None
+    IMAP_FOLDER = "INBOX"
+    IMAP_POLL_SECONDS = 30.0
     CREATE_LIMIT_PER_HOUR = 10
     # Emails that are not turn emails: at most this many per address and per game in
     # an hour; the rest is held and summarised in the recipient's next turn email.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import logging
@@ -141,6 +142,46 @@ def clock() -> None:
     gc.freeze()  # walk (see gunicorn_conf.post_worker_init)
     # the app itself, not the proxy of this thread's context: the clock runs threads
     clock_mod.run(cast("LocalProxy[Flask]", current_app)._get_current_object())
+
+
+@pbem_cli.command("inbound")
+@click.option("--imap", is_flag=True,
+              help="Poll the IMAP mailbox of PBEM_IMAP_* instead of receiving by SMTP.")
+@click.option("--lmtp", is_flag=True, default=None,
+              help="Speak LMTP instead of SMTP (default: PBEM_INBOUND_LMTP).")
+@sends_mail
+def inbound(imap: bool, lmtp: bool | None) -> None:
+    """Receive replies to the emails: an SMTP (or LMTP) receiver on PBEM_INBOUND_HOST and
+    PBEM_INBOUND_PORT that the mail server of PBEM_INBOUND_DOMAIN forwards to, or with
+    --imap a poller of an ordinary mailbox. Each reply plays its commands for the seat
+    whose reply address it went to, and is answered in its thread."""
+    import threading
+    import time
+
+    from pbem.mail import receive
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    app = cast("LocalProxy[Flask]", current_app)._get_current_object()
+    config = app.config
+    if imap:
+        if not config.get("IMAP_HOST") or not config.get("IMAP_USER"):
+            raise click.ClickException("set PBEM_IMAP_HOST, PBEM_IMAP_USER and "
+                                       "PBEM_IMAP_PASSWORD to poll a mailbox")
+        click.echo(f"polling {config['IMAP_USER']} at {config['IMAP_HOST']} every "
+                   f"{config['IMAP_POLL_SECONDS']} s")
+        with contextlib.suppress(KeyboardInterrupt):
+            receive.poll_imap(app, services.receive_reply, threading.Event())
+        return
+    controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
+    click.echo(f"receiving replies for {config['INBOUND_DOMAIN']} on "
+               f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']}"
+               f"{' (LMTP)' if lmtp or (lmtp is None and config['INBOUND_LMTP']) else ''}")
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+    finally:
+        controller.stop()
 
 
 @pbem_cli.command("migrate")

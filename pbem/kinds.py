@@ -92,6 +92,7 @@ class TokenKind(StrEnum):
     HANDOVER = "handover"  # take over a seat the host hands over
     UNSUBSCRIBE = "unsubscribe"  # an email's unsubscribe link (belongs to an address)
     MY_GAMES = "my_games"  # the list of an address's games
+    REPLY = "reply"  # an email's Reply-To address: answering it plays or talks for the seat
 
 
 class EmailTemplate(StrEnum):
@@ -108,6 +109,7 @@ class EmailTemplate(StrEnum):
     DECLINED = "declined"  # to the host: someone declined a seat or a hand-over
     MY_GAMES = "my_games"  # the list of an address's games
     DIGEST = "digest"  # an address's daily digest of the games waiting for it
+    REPLY = "reply"  # the server's answer to a player's reply by email
 
 
 class OutboxStatus(StrEnum):
@@ -120,6 +122,21 @@ class OutboxStatus(StrEnum):
     MERGED = "merged"  # ...which did
     SKIPPED = "skipped"  # stale, suppressed or muted when it was due
     UNDELIVERABLE = "undeliverable"  # failed for good
+
+
+class Inbound(StrEnum):
+    """What became of a message the inbound receiver took (``pbem.models.InboundMessage``)."""
+
+    PLAYED = "played"  # at least one command was recorded
+    REFUSED = "refused"  # read, nothing recorded: answered with the reason
+    TALK = "talk"  # only table talk: posted (and answered)
+    EMPTY = "empty"  # no command in it (answered with the commands of the moment)
+    AUTO = "auto"  # an auto-reply, a mailing list or a delivery report: never answered
+    UNAUTHENTICATED = "unauthenticated"  # failed DMARC (or SPF and DKIM): not read
+    UNKNOWN = "unknown"  # no live reply address of ours: not read
+    WRONG_SENDER = "wrong_sender"  # From is not the seat's address: not read
+    DUPLICATE = "duplicate"  # the same message again (its Message-ID): already handled
+    BOUNCE = "bounce"  # to an email's return path: a delivery report (services.bounces)
 
 
 class Delivery(StrEnum):

@@ -37,6 +37,7 @@ from pbem.kinds import (
     EmailTemplate,
     EnumText,
     GameStatus,
+    Inbound,
     Invite,
     MoveSource,
     News,
@@ -143,6 +144,9 @@ class Seat(SQLModel, table=True):
     # Notification settings: only turn emails (and the result); or the player left the
     # game (a bot plays the seat and nothing more is sent to them).
     mute_notices: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
+    # Table talk: email each message of the others at once (else it comes in the next
+    # email of the game, as everything else that happened).
+    talk_now: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
     left_at: datetime | None = None
     # A hand-over the host asked for and the new person has not accepted yet:
     # {"name", "email", "language", "timezone", "at"}. Nothing but the one invitation
@@ -301,6 +305,28 @@ class Address(SQLModel, table=True):
     calendar_since: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class InboundMessage(SQLModel, table=True):
+    """A message the inbound receiver handed to ``services.replies``: one row per
+    Message-ID (``key``, its SHA-256), so the same message delivered twice (a retrying
+    mail server, an IMAP poll after a crash) is read once. ``outcome``: ``Inbound``;
+    ``answered``: whether the server answered it (its answers per seat are capped);
+    ``lines``/``played``: the command lines read and recorded. The sender's address is
+    kept only for messages about a seat (the seat's own)."""
+
+    __table_args__ = (Index("ix_inboundmessage_seat", "seat_id", "received_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(unique=True, max_length=64)
+    received_at: datetime = Field(default_factory=utcnow)
+    game_id: str | None = Field(default=None, foreign_key="game.id", index=True,
+                                max_length=16)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id")
+    outcome: Inbound = Field(default=Inbound.UNKNOWN, sa_type=EnumText(Inbound, 20))
+    answered: bool = False
+    lines: int = 0
+    played: int = 0
 
 
 class RateLimit(SQLModel, table=True):

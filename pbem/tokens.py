@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import re
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import insert
@@ -46,10 +47,12 @@ def mint(session: Session, kind: TokenKind, game_id: str, seat_id: int | None = 
     return raw
 
 
-def mint_many(session: Session, specs: list[dict[str, Any]]) -> list[str]:
+def mint_many(session: Session, specs: list[dict[str, Any]],
+              make: Callable[[], str] = new_token) -> list[str]:
     """Create a token row for each spec (``kind``, ``game_id``, ``seat_id``,
-    ``decision_id``, ``action``) in one statement; returns the raw tokens in order."""
-    raws = [new_token() for _ in specs]
+    ``decision_id``, ``action``) in one statement; returns the raw tokens in order
+    (``make`` makes each: a reply address's token has a form of its own)."""
+    raws = [make() for _ in specs]
     now = utcnow()
     rows = [{**spec, "hash": hash_token(raw), "created_at": now}
             for spec, raw in zip(specs, raws, strict=True)]

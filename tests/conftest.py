@@ -27,6 +27,9 @@ LONG = {  # test file: seconds it took under `make test` on the two-core machine
     "tests/server/test_package.py": 26,
     "tests/engine/test_balance.py": 24,
     "tests/server/test_e2e.py": 17,
+    "tests/server/test_replies.py": 60,  # measured on the two-core machine, -n 2
+    "tests/server/test_e2e_replies.py": 45,
+    "tests/server/test_bounces.py": 40,
 }
 SPLIT = {"tests/engine/test_conformance.py", "tests/server/test_e2e_stoneage.py",
          "tests/test_bench_smoke_servers.py", "tests/test_bench_smoke.py"}

@@ -15,13 +15,15 @@ Sending (today), each module importing only ones listed above it:
 - ``delivery``: the clock's loop over the outbox: leases, retries with backoff, each
   row's status (sent, skipped, undeliverable).
 
-Receiving (issue 21) goes here too, beside sending: an inbound SMTP/LMTP receiver
-(aiosmtpd) and an IMAP poller, each handing the raw message to one service (replies to a
-seat's plus address: quotes stripped, command lines matched with the engine's
-``parse_action``, other text as table talk; auto-replies never answered); and bounces,
-read from a VERP return path, marking the email undeliverable for the host. Their
-modules (say ``receive`` and ``bounces``) parse and hand over; what a message does to a
-game stays in ``pbem.services``, like everything that commits.
+Receiving, beside sending:
+
+- ``inbound``: a received message read (pure): its reply address or return path,
+  whether a machine sent it, whether the receiving server found it forged, the new
+  text without the quoted email and signature; delivery reports; the reply addresses
+  and return paths themselves.
+- ``receive``: the SMTP/LMTP receiver (aiosmtpd) and the IMAP poller (imap-tools), each
+  handing the raw message to one service (``services.receive_reply``); what a message
+  does to a game stays in ``pbem.services``, like everything that commits.
 """
 
 from pbem.mail.backends import (

@@ -35,7 +35,8 @@ from pbem.models import Address, Decision, Outbox, Seat, table_of
 
 NEWS_TEMPLATES = frozenset({EmailTemplate.NOTICE, EmailTemplate.GAME_STARTED})
 # What the person asked for just now: never held by their quiet hours.
-ASKED_NOW = frozenset({EmailTemplate.MY_GAMES, EmailTemplate.HOST_CONFIRM})
+ASKED_NOW = frozenset({EmailTemplate.MY_GAMES, EmailTemplate.HOST_CONFIRM,
+                       EmailTemplate.REPLY})
 
 _ADDRESS = table_of(Address)
 _SETTINGS = select(_ADDRESS.c.timezone, _ADDRESS.c.delivery, _ADDRESS.c.quiet_from,

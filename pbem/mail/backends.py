@@ -183,6 +183,13 @@ def configure(app: Flask) -> None:
         raise ConfigError(f"PBEM_MAIL_DOMAIN {domain!r} must be a domain name "
                           "(it ends every Message-ID), not an address or IP") from None
     app.config["MAIL_DOMAIN"] = domain
+    inbound = (app.config.get("INBOUND_DOMAIN") or domain).lower()
+    try:
+        inbound = headers.parse_address(f"x@{inbound}").split("@", 1)[1]
+    except headers.BadAddress:
+        raise ConfigError(f"PBEM_INBOUND_DOMAIN {inbound!r} must be a domain name "
+                          "(replies go to play+<token>@ it)") from None
+    app.config["INBOUND_DOMAIN"] = inbound
 
 
 class Unconfigured:

@@ -36,11 +36,13 @@ from sqlmodel import Session, col, select
 from engine.registry import get_game
 from pbem import localize
 from pbem.clocks import Stops, running_between
+from pbem.commands import command_list
 from pbem.i18n import clock_text, format_deadline, language, mark, short_time, time_left
 from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
 from pbem.mail.addresses import clock_stops
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
+from pbem.mail.inbound import bounce_address, new_reply_token, reply_address
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of, utcnow
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
@@ -109,7 +111,8 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     links = dict(zip(specs, urls, strict=True))
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
                            "base_url": current_app.config["BASE_URL"],
-                           "unsubscribe": unsubscribe, "seats": []}
+                           "unsubscribe": unsubscribe, "seats": [],
+                           "reply_to": reply_to(s, row, game, seat, to_player)}
     seen = None
     conn = s.connection()
     now = datetime.now(UTC)  # "2 hours left" and "by Thu 18:00" are as of sending
@@ -133,6 +136,8 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         seen = game.event_seq
         if row.template == EmailTemplate.RESULT:
             ctx["standing"] = standing(mod, state, position, ctx["names"])
+        if row.template == EmailTemplate.DECISION and position is not None:
+            ctx["commands"] = command_list(mod, state, position, language())
     tz = seat.timezone if seat is not None and to_player else "UTC"
     if game is not None and game.status == GameStatus.ACTIVE and game.paused_at is None:
         ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
@@ -156,7 +161,27 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     extra = EXTRA_CONTEXT.get(row.template)
     if extra is not None:
         ctx.update(extra(s, row))
-    return build_message(row, game, ctx, thread_of(s, row)), seen, merged
+    thread = thread_of(s, row)
+    if row.context.get("in_reply_to"):  # an answer to a reply: in the reply's thread
+        thread.append(row.context["in_reply_to"])
+    return build_message(row, game, ctx, thread), seen, merged
+
+
+def reply_to(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
+             to_player: bool) -> str | None:
+    """The Reply-To of an email to a seat's own player about their game: a fresh reply
+    address (``play+<token>@`` the inbound domain) whose token names the seat, and the
+    decision the email asks (answering it plays that decision: ``services.replies``).
+    None for any other email, or with replies off (``REPLIES``)."""
+    config = current_app.config
+    if game is None or seat is None or not to_player or not config.get("REPLIES", True):
+        return None
+    decision_id = (row.context.get("decision_id")
+                   if row.template == EmailTemplate.DECISION else None)
+    (raw,) = mint_many(s, [{"kind": TokenKind.REPLY, "game_id": game.id, "seat_id": seat.id,
+                            "decision_id": decision_id, "action": None}],
+                       make=new_reply_token)
+    return reply_address(raw, config["INBOUND_DOMAIN"])
 
 
 def clock_seconds_left(conn: Connection, game: Any, seat: Any, deadline: datetime,
@@ -276,10 +301,21 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
                else gettext(SUBJECTS[row.template]) if row.template in SUBJECTS
                else headline)
     data, names = wire_message(
-        lambda msg: write_headers(msg, row, game, subject, ctx["unsubscribe"], thread, lang),
+        lambda msg: write_headers(msg, row, game, subject, ctx["unsubscribe"], thread, lang,
+                                  ctx.get("reply_to")),
         text, html)
     check_header_block(data, names)
-    return Outgoing(current_app.config["MAIL_FROM_PAIR"][1], row.to_addr, data)
+    return Outgoing(return_path(row), row.to_addr, data)
+
+
+def return_path(row: Outbox) -> str:
+    """The envelope sender of ``row``'s email: its own VERP address on the inbound
+    domain (a delivery report names the email: ``services.bounces``), or with
+    ``BOUNCES`` off the From address."""
+    config = current_app.config
+    if not config.get("BOUNCES", True) or row.id is None:
+        return str(config["MAIL_FROM_PAIR"][1])
+    return bounce_address(row.id, config["SECRET_KEY"], config["INBOUND_DOMAIN"])
 
 
 # What ``MIMEMultipart("alternative")`` with two quoted-printable UTF-8 text parts writes

@@ -213,17 +213,21 @@ def thread_of(s: Session, row: Outbox) -> list[str]:
 
 
 def write_headers(msg: Message[str, Any], row: Outbox, game: Game | None, subject: str,
-                  unsubscribe: str, thread: list[str] | None, lang: str) -> None:
+                  unsubscribe: str, thread: list[str] | None, lang: str,
+                  reply_to: str | None = None) -> None:
     """Set every header of ``row``'s message but the MIME ones (in the order they are
-    written): addressing, threading on ``thread``, the List headers with the one-click
-    ``unsubscribe`` link, and the flags that keep auto-responders quiet. (``msg`` takes
-    str and ``Header`` values, as every ``compat32`` message does.)"""
+    written): addressing (``reply_to``: the seat's reply address), threading on
+    ``thread``, the List headers with the one-click ``unsubscribe`` link, and the flags
+    that keep auto-responders quiet. (``msg`` takes str and ``Header`` values, as every
+    ``compat32`` message does.)"""
     list_name = gettext("pbem games")
     name, sender = current_app.config["MAIL_FROM_PAIR"]
     domain = current_app.config["MAIL_DOMAIN"]
     msg["Subject"] = unstructured(subject)
     msg["From"] = mailbox(name, sender)
     msg["To"] = mailbox(row.to_name, row.to_addr)
+    if reply_to:
+        msg["Reply-To"] = mailbox(name, reply_to)
     msg["Date"] = format_datetime(utcnow())
     msg["Message-ID"] = row.message_id
     if thread:

@@ -10,8 +10,11 @@ from pbem.i18n import mark
 from pbem.kinds import EmailTemplate, GameStatus, Invite, SuppressionScope
 from pbem.models import Decision, Game, Outbox, Seat, Suppression
 
-# Turn emails are never held back by the caps; the player asked for them by playing.
-TURN_TEMPLATES = frozenset({EmailTemplate.DECISION, EmailTemplate.RESULT})
+# Turn emails are never held back by the caps; the player asked for them by playing (and
+# the answer to a reply by email, by replying: those have a cap of their own,
+# REPLY_ANSWERS_PER_HOUR, in ``pbem.services.replies``).
+TURN_TEMPLATES = frozenset({EmailTemplate.DECISION, EmailTemplate.RESULT,
+                            EmailTemplate.REPLY})
 # Emails to people who have not (yet) joined a game.
 INVITE_TEMPLATES = frozenset({EmailTemplate.HOST_CONFIRM, EmailTemplate.INVITATION,
                               EmailTemplate.HANDOVER_INVITE})

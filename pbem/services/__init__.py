@@ -24,8 +24,13 @@ One module per area; each imports only the ones listed above it:
   in when sent).
 - ``calendar``: a player's deadlines in their calendar: the private feed of an address's
   open decisions (made, replaced and stopped from a game page), one deadline as a file.
+- ``talk``: table talk: a player's message to the table (an event of the log), from the
+  game page or a reply by email.
 - ``takeback``: a player takes back their last move (while nobody else acted and it
-  showed nothing hidden).
+  showed nothing hidden; what the table said meanwhile is kept).
+- ``bounces``: delivery reports that come back to an email's return path.
+- ``replies``: replies by email: a received message authenticated for a seat, its
+  command lines played (``engine.core.parse_action``), the answer in the thread.
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
   back, notifications, unsubscribing, leaving, language, abandon, vacation.
 
@@ -120,7 +125,9 @@ from pbem.services.reading import (
     page_stamp,
     spectator_stamp,
 )
+from pbem.services.replies import Received, receive_reply
 from pbem.services.takeback import take_back, take_back_offer_for
+from pbem.services.talk import say
 
 __all__ = [
     # plumbing and the policy
@@ -151,6 +158,8 @@ __all__ = [
     # calendar
     "CALENDAR_CHOICES", "calendar_feed", "calendar_game", "calendar_settings",
     "deadline_file", "open_from_calendar", "set_calendar",
+    # talk and replies
+    "say", "Received", "receive_reply",
     # controls
     "NOTIFY_CHOICES", "abandon_game", "answer_handover", "come_back", "describe_handover",
     "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "note_presence",

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, update
 from sqlmodel import Session, col, select
 
+from engine.core import Event
 from engine.registry import get_game
 from pbem.db import get_row, read_scope, session_scope
 from pbem.i18n import mark
@@ -33,11 +34,13 @@ from pbem.services.plumbing import (
     PAGE_LINK,
     live_token,
     lock_game,
+    log_events,
     log_notice,
     queue_emails,
     seats_of,
 )
 from pbem.services.reading import take_back_offer, undoable
+from pbem.services.talk import TALK
 
 WITHDRAWN = mark("withdrawn: the move it told of was taken back")
 
@@ -68,6 +71,13 @@ def take_back(page_raw: str) -> str:
         assert move.event_seq is not None
         before = mod.from_json(json.loads(game.undo_state))
         conn = s.connection()
+        # what the table said meanwhile stays, told again after the take-back
+        talk = [Event(e.kind, e.actor, e.data, None if e.visible_to is None
+                      else tuple(e.visible_to))
+                for e in s.exec(select(EventLog).where(EventLog.game_id == game.id,
+                                                       EventLog.seq > move.event_seq,
+                                                       EventLog.kind == TALK)
+                                .order_by(col(EventLog.seq)))]
         conn.execute(_DELETE_MOVES, {"game_id": game.id, "first": move.id})
         conn.execute(_DELETE_EVENTS, {"game_id": game.id, "seq": move.event_seq})
         conn.execute(_TOLD_BACK, {"of_game": game.id, "seq": move.event_seq})
@@ -78,6 +88,7 @@ def take_back(page_raw: str) -> str:
         seats = seats_of(s, game.id)
         log_notice(s, game, "took_back", seat.position,
                    {"action": move.action, "bots": len(found.bots)})
+        log_events(s, game, talk)
         sync_decisions(s, game, mod, before, seats, follow_up=seat.id,
                        known=open_decisions(s, game.id))
         corrected = [x for x in seats if x.id in told and x.id != seat.id]

@@ -7,6 +7,8 @@ import email
 import email.policy
 import email.utils
 import ipaddress
+import secrets
+import smtplib
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
@@ -15,14 +17,19 @@ from flask import (
     Blueprint,
     abort,
     current_app,
+    redirect,
     render_template,
     request,
+    session,
 )
 
 from pbem import mail
+from pbem.mail.inbound import reply_message
 from pbem.web.common import (
     CSP_MAILBOX,
     SCRIPTS,
+    check_csrf,
+    message_page,
 )
 
 bp = Blueprint("devmail", __name__)
@@ -79,18 +86,44 @@ def _preview(msg) -> str:
     return text.get_content().strip().split("\n", 1)[0] if text else ""
 
 
-@bp.get("/dev/mail/<name>")
-def dev_message(name: str):
+def _message(name: str) -> email.message.EmailMessage:
     box = _mailbox()
     path = box.dir / Path(name).name
     if not name.endswith(".eml") or not path.is_file():
         abort(404)
-    msg = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+    return email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+
+
+@bp.get("/dev/mail/<name>")
+def dev_message(name: str):
+    msg = _message(name)
     html = msg.get_body(("html",))
     text = msg.get_body(("plain",))
     resp = current_app.make_response(render_template(
         "pages/mail_message.html", msg=msg, html=html.get_content() if html else None,
-        text=text.get_content() if text else "", date=_sent_at(msg)))
+        text=text.get_content() if text else "", date=_sent_at(msg),
+        csrf=session.setdefault("csrf", secrets.token_urlsafe(16))))
     resp.headers["Content-Security-Policy"] = CSP_MAILBOX + SCRIPTS
     return resp
 
+
+
+@bp.post("/dev/mail/<name>/reply")
+def dev_reply(name: str):
+    """The reply box: send ``text`` as the email's addressee would answer it, by SMTP to
+    the inbound receiver (``make run`` starts it on loopback), as a mail server would."""
+    msg = _message(name)
+    check_csrf()
+    if not msg["Reply-To"]:
+        abort(404)
+    config = current_app.config
+    reply = reply_message(msg, request.form.get("text", "")[:5000])
+    try:
+        with smtplib.SMTP(config["INBOUND_HOST"], int(config["INBOUND_PORT"]),
+                          timeout=30) as smtp:
+            smtp.send_message(reply)
+    except (OSError, smtplib.SMTPException) as exc:
+        return message_page("Reply not sent", f"The inbound receiver at "
+                            f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']} did not take "
+                            f"it ({exc}); start it with: flask --app pbem pbem inbound", 502)
+    return redirect("/dev/mail", code=303)

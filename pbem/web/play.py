@@ -249,6 +249,17 @@ def vacation(raw: str):
         d=i18n.number(left))))
 
 
+@bp.post("/g/<raw>/say")
+def say(raw: str):
+    """The talk box: a message to the table, and whether the others' come at once."""
+    require_sig(raw)
+    form = request.form
+    at_once = form.get("at_once") == "1" if form.get("talk_setting") else None
+    said = services.say(raw, form.get("text", "")[:10_000], at_once)
+    return show_game_page(raw, notice=lazy_gettext("Your message is on the table.") if said
+                          else lazy_gettext("Saved."))
+
+
 @bp.post("/g/<raw>/here")
 def here(raw: str):
     """The seat's game page is open and in view (static/live.js says so every

@@ -285,6 +285,31 @@ class Story:
         self.page.set_content(html.get_content(), wait_until="load")
         self.status, self.mail_on_screen = None, template
 
+    def reply_by_email(self) -> None:
+        """The decider answers their decision email with a move they cannot make (handed
+        to the replies service as the inbound receiver would): the server's answer, with
+        the commands, on the screen."""
+        import json
+
+        from engine.registry import get_game
+        from pbem.mail.inbound import reply_message
+
+        decision, addr = self.decider()
+        with self.app.app_context(), session_scope() as s:
+            game = s.get(Game, self.game_id)
+            mod = get_game(game.engine)
+            kind = mod.legal_actions(mod.from_json(json.loads(game.state)),
+                                     decision.position)[0].kind
+        text = f"{kind} <b>everything</b>"
+        original = self.mail("decision", addr)[1]
+        reply = reply_message(original, text)
+        del reply["From"]
+        reply["From"] = addr
+        with self.app.app_context():
+            services.receive_reply(bytes(reply), [str(original["Reply-To"].addresses[0]
+                                                      .addr_spec)], addr)
+        self.show_mail("reply", addr)
+
     def show_any_mail(self, template: str) -> None:
         """An email that goes to whoever is in a given position (``game_started`` goes to
         those who do not decide first: in some games that is nobody)."""
@@ -482,6 +507,7 @@ SCENES: list[Scene] = [
     Scene(None, lambda s: s.press()),  # Eve accepts: the game starts
     Scene("mail-game_started", lambda s: s.show_any_mail("game_started"), optional=True),
     Scene("mail-decision", lambda s: s.show_mail("decision", s.decider()[1])),
+    Scene("mail-reply", lambda s: s.reply_by_email()),
     Scene("game", lambda s: s.player_page()),
     Scene("watch", lambda s: s.spectator()),
     Scene("admin", lambda s: s.admin()),

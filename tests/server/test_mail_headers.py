@@ -28,6 +28,7 @@ BASE_HEADERS = {"content-type", "mime-version", "subject", "from", "to", "date",
                 "message-id", "list-id", "list-unsubscribe", "list-unsubscribe-post",
                 "auto-submitted", "x-auto-response-suppress", "content-language"}
 THREAD = {"in-reply-to", "references"}
+REPLY_TO = re.compile(r"^pbem <play\+[a-z2-7]{32}@pbem\.test>$")  # a seat's reply address
 
 TITLES = [
     "=?utf-8?q?Win=0D=0AReply-To:_payout@evil.example?=",  # a header through a decode
@@ -74,8 +75,9 @@ def check_message(raw: bytes, subject: str, to_name: str, to_addr: str,
     pairs = header_block(raw)
     names = [n.lower() for n, _ in pairs]
     assert len(names) == len(set(names)), names  # no header twice
-    assert set(names) in (BASE_HEADERS, BASE_HEADERS | THREAD), set(names) ^ BASE_HEADERS
     values = {n.lower(): v for n, v in pairs}
+    assert REPLY_TO.match(values.pop("reply-to")), pairs  # every email to a seat's player
+    assert set(values) in (BASE_HEADERS, BASE_HEADERS | THREAD), set(values) ^ BASE_HEADERS
     assert rfc2047(values["subject"]) == subject
     to = rfc2047(values["to"])
     assert to == f"{to_name} <{to_addr}>", to
@@ -223,8 +225,20 @@ def test_a_bare_ip_or_no_domain_for_message_ids_refuses_to_start(make_app, bad):
         make_app(MAIL_DOMAIN=bad)
 
 
-def test_no_reply_to_where_replies_are_not_read(table):
+def test_every_email_to_a_player_has_one_reply_to_of_its_own(table):
+    seen = set()
     for raw in table.inbox.raw():
+        (reply_to,) = [v for n, v in header_block(raw) if n.lower() == "reply-to"]
+        assert REPLY_TO.match(reply_to) and reply_to not in seen
+        seen.add(reply_to)
+
+
+def test_no_reply_to_where_replies_are_off(make_app):
+    app = make_app(REPLIES=False)
+    from tests.server.conftest import start_game
+
+    start_game(app)
+    for raw in [m.data for m in app.extensions["pbem.mail"].sent]:
         assert "reply-to" not in {n.lower() for n, _ in header_block(raw)}
 
 

@@ -258,3 +258,15 @@ def test_a_move_and_the_bots_moves_after_it_are_taken_back_together(app, client,
 def table_open(app, game_id: str):
     from tests.server.helpers import open_decisions
     return open_decisions(app, game_id)
+
+
+def test_what_the_table_said_meanwhile_is_kept(app, client, table):
+    cy = table.open()
+    page = page_of_seat(table, cy.position)
+    table.play_on_page(cy, Action.of("bid", amount=2))
+    with app.app_context():
+        services.say(page.rsplit("/", 1)[1], "oops, wrong bid")
+    assert take_back(client, page).status_code == 200
+    kinds = log_kinds(app, table.game_id)
+    assert kinds[-2:] == ["took_back", "table_talk"]
+    assert "oops, wrong bid" in text_of(client.get(page).get_data(as_text=True), "log")

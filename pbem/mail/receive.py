@@ -1,0 +1,141 @@
+"""Receiving mail: an SMTP (or LMTP) receiver that a mail server forwards replies to,
+and an IMAP poller for a host who has only an ordinary mailbox. Both hand each raw
+message to one service, ``pbem.services.replies.receive_reply`` (passed in as ``hand``:
+this module knows nothing of games), in the app's context, and never crash on what they
+receive.
+
+Postfix, for a domain ``games.example.org`` whose mail is all for pbem (main.cf
+``transport_maps = hash:/etc/postfix/transport``, and the domain in
+``relay_domains``)::
+
+    # /etc/postfix/transport
+    games.example.org   smtp:[127.0.0.1]:2525
+    # or, with PBEM_INBOUND_LMTP=true:
+    games.example.org   lmtp:inet:127.0.0.1:2525
+
+The receiver accepts only recipients of the inbound domain (``play+…`` and
+``bounce+…``), refuses larger messages than ``INBOUND_MAX_BYTES`` at the SMTP level, and
+answers 451 (try later) when the database fails, so the mail server keeps the message
+and tries again; a message it cannot read is taken and dropped (logged), never retried
+for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from flask import Flask
+from sqlalchemy.exc import SQLAlchemyError
+
+log = logging.getLogger("pbem.inbound")
+Hand = Callable[[bytes, list[str], str | None], Any]
+_LOCALS = ("play", "bounce")  # the local parts (before the +) of our addresses
+
+
+def handle(app: Flask, hand: Hand, raw: bytes, rcpts: list[str],
+           envelope_from: str | None) -> str:
+    """Give one message to ``hand`` in the app's context; an SMTP status for it."""
+    try:
+        with app.app_context():
+            hand(raw, rcpts, envelope_from)
+    except SQLAlchemyError:
+        log.exception("inbound message: database error, the sender will try again")
+        return "451 4.3.0 Temporary failure, try again later"
+    except Exception:  # noqa: BLE001 - one bad message must not stop the receiver
+        log.exception("inbound message could not be read; dropped")
+    return "250 2.0.0 OK"
+
+
+def is_ours(address: str, domain: str) -> bool:
+    """Whether ``address`` is one of the inbound domain's (``play+…``/``bounce+…``)."""
+    local, _, host = address.strip("<> ").rpartition("@")
+    return host.lower() == domain.lower() and local.partition("+")[0].lower() in _LOCALS
+
+
+class Receiver:
+    """aiosmtpd's handler: ``handle_RCPT`` refuses addresses that are not ours (so the
+    receiver relays nothing and takes no mail for anyone else), ``handle_DATA`` hands the
+    message over (in a worker thread: the service waits on the database)."""
+
+    def __init__(self, app: Flask, hand: Hand, lmtp: bool = False) -> None:
+        self.app, self.hand, self.lmtp = app, hand, lmtp
+        self.domain = str(app.config["INBOUND_DOMAIN"])
+
+    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,
+                          rcpt_options: list[str]) -> str:
+        if not is_ours(address, self.domain):
+            return "550 5.1.1 No such user here"
+        envelope.rcpt_tos.append(address)
+        return "250 2.1.5 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        raw = envelope.original_content or envelope.content or b""
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "surrogateescape")
+        status = await asyncio.get_running_loop().run_in_executor(
+            None, handle, self.app, self.hand, raw, list(envelope.rcpt_tos),
+            envelope.mail_from)
+        if self.lmtp:  # LMTP answers DATA once for each recipient
+            return "\r\n".join([status] * max(1, len(envelope.rcpt_tos)))
+        return status
+
+
+def smtp_receiver(app: Flask, hand: Hand, host: str | None = None, port: int | None = None,
+                  lmtp: bool | None = None) -> Any:
+    """A started receiver (aiosmtpd Controller, in a thread of its own) on ``host``:``port``
+    (default the app's ``INBOUND_HOST``/``INBOUND_PORT``); ``.stop()`` ends it."""
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.lmtp import LMTP
+    from aiosmtpd.smtp import SMTP
+
+    config = app.config
+    lmtp = bool(config["INBOUND_LMTP"]) if lmtp is None else lmtp
+    handler = Receiver(app, hand, lmtp)
+
+    class _Controller(Controller):
+        def factory(self) -> SMTP:
+            return (LMTP if lmtp else SMTP)(self.handler, **self.SMTP_kwargs)
+
+    controller = _Controller(handler, hostname=host or config["INBOUND_HOST"],
+                             port=int(port or config["INBOUND_PORT"]),
+                             data_size_limit=int(config["INBOUND_MAX_BYTES"]),
+                             ident="pbem inbound")
+    controller.start()
+    return controller
+
+
+def poll_imap(app: Flask, hand: Hand, stop: threading.Event | None = None,
+              once: bool = False) -> int:
+    """Read the IMAP mailbox (``IMAP_*``) every ``IMAP_POLL_SECONDS``: each unread
+    message is handed over, then flagged as read (a message the database refused stays
+    unread, for the next poll). Until ``stop`` is set (or one pass with ``once``); the
+    number of messages handed over."""
+    from imap_tools import MailBox, MailBoxStartTls, MailBoxUnencrypted
+    from imap_tools.query import AND
+
+    config = app.config
+    stop = stop or threading.Event()
+    handed = 0
+    while True:
+        host, port = config["IMAP_HOST"], int(config["IMAP_PORT"])
+        box: Any = (MailBox(host, port, timeout=30) if config["IMAP_SSL"]
+                    else MailBoxStartTls(host, port, timeout=30) if config["IMAP_STARTTLS"]
+                    else MailBoxUnencrypted(host, port, timeout=30))
+        with box.login(config["IMAP_USER"], config["IMAP_PASSWORD"],
+                       initial_folder=config["IMAP_FOLDER"]) as mailbox:
+            for msg in mailbox.fetch(AND(seen=False), mark_seen=False, bulk=20):
+                try:
+                    raw = msg.obj.as_bytes()
+                except Exception:  # noqa: BLE001 - cannot be written back: not readable
+                    log.exception("IMAP message %s could not be read; flagged read", msg.uid)
+                    raw = b""
+                status = handle(app, hand, raw, [], None) if raw else "250"
+                if status.startswith("250") and msg.uid:
+                    mailbox.flag(msg.uid, "\\Seen", True)
+                    handed += 1
+        if once or stop.wait(float(config["IMAP_POLL_SECONDS"])):
+            return handed

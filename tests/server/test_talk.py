@@ -1,0 +1,149 @@
+"""Table talk: free text in a reply by email (or after a line ``say:``) and the box on
+the game page post a message to the table; it shows on the seats' pages and in each
+player's next email, at once to a player who asks for it; escaped everywhere, length-
+and rate-limited."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import select
+
+from pbem.db import session_scope
+from pbem.models import EventLog, Move
+from pbem.tokens import form_signature
+from tests.server.helpers import PLAYERS, SECRET, path_of, snapshot
+from tests.server.replying import Inbound
+from tests.server.test_replies import answers, spoken
+
+HOSTILE = '<b>bold</b> & <script>alert("x")</script>'
+
+
+@pytest.fixture
+def inbound(app):
+    receiver = Inbound(app)
+    yield receiver
+    receiver.stop()
+
+
+def talk(app, game_id: str) -> list[EventLog]:
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(EventLog).where(EventLog.game_id == game_id,
+                                                  EventLog.kind == "table_talk")
+                           .order_by(EventLog.seq)))
+
+
+def moves(app, game_id: str) -> int:
+    with app.app_context(), session_scope() as s:
+        return len(list(s.exec(select(Move).where(Move.game_id == game_id))))
+
+
+def page_of(table, position: int) -> str:
+    mail = [m for m in table.inbox.to(PLAYERS[position].email) if m.under("/g/")][-1]
+    return path_of(mail.link("/g/"))
+
+
+def say_on_page(table, position: int, text: str, at_once: bool = False, page=None):
+    page = page or page_of(table, position)
+    data = {"sig": form_signature(SECRET, page.rsplit("/", 1)[1]), "text": text,
+            "talk_setting": "1"}
+    if at_once:
+        data["at_once"] = "1"
+    return table.client.post(page + "/say", data=data)
+
+
+def test_free_text_in_a_reply_goes_to_the_table_and_plays_nothing(table, inbound):
+    decision = table.open()
+    m = table.mail(decision)
+    inbound.reply(m, "Good luck everyone,\nthis will be fun!")
+    assert moves(table.app, table.game_id) == 0
+    (said,) = talk(table.app, table.game_id)
+    assert said.actor == decision.position
+    assert said.data["text"] == "Good luck everyone, this will be fun!"
+    assert answers(table.inbox, m.to_addr) == []  # no answer: the next email shows it
+
+
+def test_commands_then_text_and_say_lines(table, inbound):
+    decision = table.open()
+    m = table.mail(decision)
+    line = spoken(table, decision)[0]
+    inbound.reply(m, f"{line}\nsay: {line} was my only option, sorry")
+    assert moves(table.app, table.game_id) == 1
+    (said,) = talk(table.app, table.game_id)
+    assert said.data["text"] == f"{line} was my only option, sorry"
+
+
+def test_the_others_read_it_in_their_next_email_and_on_their_page(table, inbound):
+    decision = table.open()
+    name = PLAYERS[decision.position].name
+    assert say_on_page(table, decision.position, "Hello table").status_code == 200
+    table.step()  # the game goes on: the next emails tell what happened
+    later = [x for x in table.inbox.all() if x.to_addr != PLAYERS[decision.position].email
+             and f"{name}: Hello table" in x.text]
+    assert later
+    other = next(i for i in range(len(PLAYERS)) if i != decision.position)
+    assert f"{name}: Hello table" in table.client.get(page_of(table, other)).get_data(
+        as_text=True)
+
+
+def test_talk_is_escaped_in_pages_and_emails(table):
+    decision = table.open()
+    say_on_page(table, decision.position, HOSTILE)
+    other = next(i for i in range(len(PLAYERS)) if i != decision.position)
+    html = table.client.get(page_of(table, other)).get_data(as_text=True)
+    assert "<script>alert" not in html and "&lt;script&gt;" in html
+    table.step()
+    mails = [x for x in table.inbox.all() if "alert(" in x.text]
+    assert mails
+    for x in mails:
+        assert "<script>" not in x.html and "&lt;script&gt;" in x.html
+
+
+def test_spectators_do_not_see_the_talk(table):
+    from pbem.models import Game
+    from tests.server.helpers import load
+
+    say_on_page(table, table.open().position, "only for players")
+    key = load(table.app, Game, table.game_id).spectator_key
+    assert "only for players" not in table.client.get(f"/watch/{key}").get_data(as_text=True)
+
+
+def test_a_player_who_asks_gets_each_message_at_once(table):
+    decision = table.open()
+    listener = next(i for i in range(len(PLAYERS)) if i != decision.position)
+    say_on_page(table, listener, "", at_once=True)
+    speaker = page_of(table, decision.position)
+    table.inbox.clear()
+    say_on_page(table, decision.position, "psst", page=speaker)
+    got = table.inbox.all()
+    assert [(x.to_addr, x.headline) for x in got] == [
+        (PLAYERS[listener].email, f"{PLAYERS[decision.position].name}: psst")]
+
+
+def test_talk_is_length_and_rate_limited(table, inbound):
+    table.app.config.update(TALK_PER_HOUR=2, TALK_MAX_CHARS=50)
+    decision = table.open()
+    before = snapshot(table.app)
+    assert say_on_page(table, decision.position, "x" * 51).status_code == 400
+    assert snapshot(table.app) == before
+    m = table.mail(decision)
+    inbound.reply(m, "y" * 80)  # a reply is cut to the limit instead
+    assert talk(table.app, table.game_id)[-1].data["text"] == "y" * 49 + "…"
+    assert say_on_page(table, decision.position, "two").status_code == 200
+    assert say_on_page(table, decision.position, "three").status_code == 429
+    inbound.reply(m, "four")
+    assert len(talk(table.app, table.game_id)) == 2
+    assert "you have written a lot this hour" in answers(table.inbox, m.to_addr)[-1].text
+
+
+def test_the_talk_box_needs_the_pages_signature(table):
+    page = page_of(table, 0)
+    before = snapshot(table.app)
+    assert table.client.post(page + "/say", data={"sig": "x", "text": "hi"}).status_code == 400
+    assert snapshot(table.app) == before
+
+
+def test_a_sentence_that_begins_like_a_move_by_one_letter_is_talk(table, inbound):
+    m = table.mail(table.open())
+    inbound.reply(m, "I think I will pass this time")
+    assert moves(table.app, table.game_id) == 0
+    assert talk(table.app, table.game_id)[-1].data["text"] == "I think I will pass this time"
