@@ -17,6 +17,7 @@ from engine.core import (
     HasCatalog,
     HasRounds,
     OffersVariants,
+    Plans,
     Stats,
     Translates,
     TranslatesViews,
@@ -38,3 +39,4 @@ _stoneage_cards: DescribesCards[stoneage.State] = stoneage
 _stoneage_catalog: HasCatalog[stoneage.State] = stoneage
 _stoneage_names: Translates[stoneage.State] = stoneage
 _stoneage_rounds: HasRounds = stoneage
+_stoneage_plans: Plans[stoneage.State] = stoneage

@@ -8,6 +8,7 @@ from engine.stoneage.rules import (
     ROUND_EVENT,
     TITLE,
     Board,
+    Plan,
     Spot,
     State,
     Step,
@@ -27,7 +28,9 @@ from engine.stoneage.rules import (
     from_json,
     legal_actions,
     pending,
+    plan_form,
     result,
+    set_plan,
     setup,
     setup_with_events,
     to_json,
@@ -37,12 +40,12 @@ from engine.stoneage.rules import (
 
 __all__ = [
     "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "ROUND_EVENT", "TITLE",
-    "Board", "Building", "Card", "Data", "DataError",
+    "Board", "Building", "Plan", "Card", "Data", "DataError",
     "Spot", "State", "Step", "abandon", "apply", "card_info", "catalog", "check_invariants",
     "choice_effect", "choice_variants", "data", "default_action", "email_choices", "explain",
     "feeding_forecast", "final_scores", "from_json", "legal_actions", "load_data",
-    "parse_data", "pending", "result", "setup", "setup_with_events", "to_json", "translation",
-    "view",
+    "parse_data", "pending", "plan_form", "result", "set_plan", "setup", "setup_with_events",
+    "to_json", "translation", "view",
 ]
 
 from engine.stoneage import stats  # noqa: E402  (the simulator's figures)
