@@ -555,7 +555,8 @@ class TranslatesViews(Protocol):
 
 PlanForm: TypeAlias = JSONObject
 """What a seat's standing plan may name now (``Plans.plan_form``), in the game's words:
-at least ``steps`` (the most a plan may list), ``places`` (each ``{"at": PLACE,
+at least ``kind`` (the kind of the decisions a plan plays), ``steps`` (the most a plan
+may list), ``places`` (each ``{"at": PLACE,
 "counts": [...], "rest": bool}``: the place, the numbers a step may name there, and
 whether "the rest" may be named) and ``plan`` (the seat's plan as it stands, as a list
 of ``{"at": ..., "count": ...}``, ``count`` "rest" for the rest; empty for none). A plan

@@ -1544,7 +1544,7 @@ def plan_form(state: State, seat: int) -> PlanForm | None:
     if state.phase == "over" or not 0 <= seat < state.n:
         return None
     plan = plan_of(state, seat)
-    return {"steps": PLAN_STEPS,
+    return {"kind": "place", "steps": PLAN_STEPS,
             "places": [{"at": at, "counts": list(counts), "rest": rest}
                        for at, (counts, rest) in _plan_places(state).items()],
             "plan": _plan_json(plan), "next": plan.next if plan else 0}

@@ -101,6 +101,7 @@ from pbem.services.playing import (
     act_by_token,
     act_from_page,
     describe_token,
+    set_plan,
 )
 from pbem.services.plumbing import LANGUAGES, MAIL_QUEUED, OUTBOX_CHANNEL
 from pbem.services.reading import (
@@ -124,7 +125,7 @@ __all__ = [
     "spectator_stamp",
     # playing
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
-    "describe_token",
+    "describe_token", "set_plan",
     # deadlines
     "Due", "due_reminders", "due_timeouts", "remind_due", "send_reminder", "time_out",
     "time_out_due",
