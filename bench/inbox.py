@@ -153,11 +153,11 @@ LINK_RE = re.compile(re.escape(BASE_URL) + r"(/[^\s<>\"']+)")
 NO_CAPS = {"CREATE_LIMIT_PER_HOUR": 100_000, "NOTICE_LIMIT_PER_ADDRESS": 100_000,
            "NOTICE_LIMIT_PER_GAME": 100_000, "INVITE_LIMIT_PER_ADDRESS": 100_000}
 CONFIGS = (("stoneage", 2), ("stoneage", 4), ("cavemen", 4))
-MODES = ("emails", "page", "live")
+MODES = ("emails", "page", "live", "plan")
 TITLES = {"stoneage": "Stone Age", "cavemen": "Cavemen"}
 # how a decision was made: the link or form used
 HOW = ("one-click link", "one-click variant", "game page form", "answer page (follow-up)",
-       "live page")
+       "live page", "game page form with a plan")
 # the kinds of email, in the order printed (others are added after them)
 KINDS = ("decision", "decision (follow-up)", "reminder", "notice", "game_started",
          "result", "host_confirm", "invitation")
@@ -268,11 +268,13 @@ class GameCount:
     not_players: int  # moves not made by a player (timeouts, bots): must be 0
     held: int  # decision emails held and never sent (answered on the page)
     finished: bool
+    plan_placements: int = 0  # placements the engine played by a standing plan
+    plans_dropped: int = 0  # plans dropped because they could not be followed
 
 
 class Bench:
-    def __init__(self, app, mode: str) -> None:
-        self.app, self.mode = app, mode
+    def __init__(self, app, mode: str, fallback: bool = False) -> None:
+        self.app, self.mode, self.fallback = app, mode, fallback
         self.client = app.test_client()
         self.box = mail.backend(app)
 
@@ -339,8 +341,11 @@ class Bench:
 
     def answer(self, mail_: Received, decision: Decision, rng: random.Random,
                how: Counter) -> None:
-        """Make the bot's choice for ``decision`` through a link of its email."""
+        """Make the bot's choice for ``decision`` through a link of its email (in ``plan``
+        mode, a placement with a standing plan on the game page: ``answer_with_plan``)."""
         mod, state, action = self.bot_action(decision, rng)
+        if self.mode == "plan" and decision.kind == "place" and hasattr(mod, "set_plan"):
+            return self.answer_with_plan(mail_, decision, state, action, how)
         wanted = action.to_json()
         links = [p for p in mail_.links if p.startswith("/a/")]
         bound: list[tuple[str, Action]] = []
@@ -383,6 +388,30 @@ class Bench:
         how["game page form"] += 1
         how[f"page:{decision.kind}"] += 1
         self.after(self.post_form(form, decision, action), rng, how)
+
+    def answer_with_plan(self, mail_: Received, decision: Decision, state: Any,
+                         action: Action, how: Counter) -> None:
+        """``plan`` mode: the placement ``action`` on the game page of the email, with a
+        standing plan for the next placements in the decision form's plan rows
+        (``bot_plan``)."""
+        page_link = mail_.first("/g/")
+        if page_link is None:
+            raise RuntimeError("a place email without a game page link")
+        html = self.client.get(page_link).get_data(as_text=True)
+        form = decision_form(html)
+        if form is None or form.hidden.get("decision_id") != str(decision.id):
+            raise RuntimeError(f"the game page does not show decision {decision.id}")
+        if 'name="plan.at"' not in html:
+            raise RuntimeError("the placement form has no plan rows")
+        steps = bot_plan(state, decision.position, action, decision.id, self.fallback)
+        data = form_data(action, decision.kind, form)
+        data["plan.at"] = [at for at, _ in steps]
+        data["plan.count"] = [count for _, count in steps]
+        resp = self.client.post(form.action, data=data)
+        if resp.status_code != 200:
+            raise RuntimeError(f"placement with plan {steps}: {resp.status_code}: "
+                               f"{resp.get_data(as_text=True)[:500]}")
+        how["game page form with a plan"] += 1
 
     def after(self, resp, rng: random.Random, how: Counter) -> None:
         """The answer page: in ``page`` mode, go on with each follow-up decision it shows."""
@@ -479,10 +508,45 @@ class Bench:
                                                           EventLog.kind == kind)).all())
             held = sum(1 for r in s.exec(select(Outbox).where(Outbox.game_id == game_id))
                        if r.template == "decision" and r.status != "sent")
+            planned = s.exec(select(EventLog.kind, EventLog.data).where(
+                EventLog.game_id == game_id,
+                EventLog.kind.in_(("people_placed", "plan_dropped")))).all()
         turns = sum(1 for i, m in enumerate(moves) if i == 0 or moves[i - 1][0] != m[0])
         return GameCount(emails, len(moves), turns, rounds, Counter(k for _, _, k in moves), how,
                          sum(1 for _, source, _ in moves if source != "player"), held,
-                         game.status == "finished")
+                         game.status == "finished",
+                         sum(1 for k, d in planned if k == "people_placed" and d.get("plan")),
+                         sum(1 for k, _ in planned if k == "plan_dropped"))
+
+
+def bot_plan(state: Any, seat: int, action: Action, key: int,
+             fallback: bool = False) -> list[tuple[str, str]]:
+    """The standing plan a ``plan`` player sets with their placement ``action`` (Stone
+    Age), a whole round of placements: ``action`` itself (passed over this round, where
+    the seat stands already, and the first step of the next rounds), then where the
+    heuristic bot would put the rest of the seat's people this round if the table stayed
+    as it is after ``action`` (each step the bot's choice on that table, the seat's turn
+    again at once, the others not placing), PLAN_STEPS steps at most; with ``fallback``
+    (``--plan-fallback``), the last step "the rest on the Hunting grounds" when the list
+    does not name them (a plan that then seldom drops, and so seldom changes). The player
+    chooses it: the engine plays only what it names, and drops it when it cannot be
+    followed."""
+    from engine.stoneage import rules
+
+    bot, rng = get_game("stoneage").BOTS["heuristic"], random.Random(key)
+    steps = [(action.get("at"), str(action.get("count")))]
+    table, _ = rules.apply(state, seat, action)
+    while (table.phase == "place" and table.round == state.round
+           and rules.at_home(table, seat) > 0 and len(steps) < rules.PLAN_STEPS):
+        table = table._replace(turn=seat)
+        if not rules.legal_actions(table, seat):
+            break
+        step = bot(table, seat, rng)
+        steps.append((step.get("at"), str(step.get("count"))))
+        table, _ = rules.apply(table, seat, step)
+    if fallback and all(at != "hunt" for at, _ in steps):
+        steps = [*steps[:rules.PLAN_STEPS - 1], ("hunt", "rest")]
+    return steps
 
 
 # --------------------------------------------------------------------------- report
@@ -542,6 +606,11 @@ def report(title: str, mode: str, seeds: list[int], games: list[GameCount],
         kinds.update(g.kinds)
     print("  decision kinds          " + ", ".join(
         f"{k} {c / decisions:.1%} ({c / n_games:.1f}/game)" for k, c in kinds.most_common()))
+    if any(g.plan_placements or g.plans_dropped for g in games):
+        print(f"  placements played by a plan      "
+              f"{sum(g.plan_placements for g in games) / n_games:9.1f}   per game (no "
+              f"decision, no email); plans dropped "
+              f"{sum(g.plans_dropped for g in games) / n_games:.1f} per game")
     stale = sum(g.how["stale"] for g in games)
     if stale:
         print(f"  emails asking for a decision already closed when read: {stale}")
@@ -590,7 +659,10 @@ def main() -> int:
     parser.add_argument("--configs", default=",".join(f"{g}:{n}" for g, n in CONFIGS),
                         help="comma-separated game:players (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES),
-                        help="comma-separated: emails, page, live (default: all three)")
+                        help="comma-separated: emails, page, live, plan (default: all four)")
+    parser.add_argument("--plan-fallback", action="store_true",
+                        help="plan mode: each plan ends with the rest on the Hunting "
+                             "grounds (unless it names them)")
     parser.add_argument("--quick", action="store_true",
                         help="the smoke test's run: one game of Stone Age 2 players and "
                              "of Cavemen 4 players (unless --configs), both modes")
@@ -601,7 +673,7 @@ def main() -> int:
             args.configs = "stoneage:2,cavemen:4"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or set(modes) - set(MODES):
-        parser.error("--modes takes emails, page and/or live")
+        parser.error("--modes takes emails, page, live and/or plan")
     configs = parse_configs(args.configs)
     seeds = list(range(args.seed, args.seed + args.games))
     print(f"inbox: {args.games} game(s) per configuration and mode, seeds "
@@ -618,12 +690,12 @@ def main() -> int:
                       "MAIL_FROM": "pbem bench <pbem@bench.invalid>",
                       "SECRET_KEY": "bench-secret", "BASE_URL": BASE_URL,
                       "MAILBOX_DIR": str(Path(tmp) / "mail"), **NO_CAPS}
-            if mode == "emails":
+            if mode in ("emails", "plan"):
                 config["FOLLOW_UP_MINUTES"] = 0  # the held email goes out at once
             app = create_app(config)
             app.instance_path = tmp
             with app.app_context():
-                bench = Bench(app, mode)
+                bench = Bench(app, mode, args.plan_fallback)
                 for engine_name, n in configs:
                     t0 = time.perf_counter()
                     games = [bench.play(engine_name, n, seed) for seed in seeds]

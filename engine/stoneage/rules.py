@@ -55,6 +55,19 @@ Readings of the rules (marked "Reading" where they are applied):
 - A placement that cannot be resolved (a card or building the seat cannot pay) is
   resolved automatically as declined, and narrated.
 
+Standing plans (the ``Plans`` hook: ``plan_form``, ``set_plan``; docs/games/stoneage.md):
+a seat may leave a list of up to PLAN_STEPS placements (``forest 2, hut, hunt rest``;
+``rest``: every person still at home, on a resource place), kept in ``State.plans``.
+On each of its placement turns (``_next_placer``, inside the move before) the engine
+places the first step from ``Plan.next`` on that can be followed now, exactly as named
+(``_follow_plan``; event ``people_placed`` with ``plan``), passing the steps before it
+for the round; a step cannot be followed when the place is not open to the seat, does
+not take that number now, or is a card or building the seat cannot pay for now. When
+no step left can be followed, the plan is dropped (``plan_dropped``, visible to the seat
+only, with each step tried and why) and the ``place`` decision opens. The plan stands
+until changed, cleared or dropped; each round its list starts again (``next`` = 0).
+Setting or clearing one plays nothing and opens no decision.
+
 Ruling (placement where it brings nothing): a seat may put people on the Hut with 10
 people, on the Field at agriculture 10 and on the Tool maker with three tools of 4. The
 manual's placement rules ("Für das Einsetzen der Personen gelten folgende Regeln") limit
