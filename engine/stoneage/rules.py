@@ -66,6 +66,8 @@ not take that number now, or is a card or building the seat cannot pay for now. 
 no step left can be followed, the plan is dropped (``plan_dropped``, visible to the seat
 only, with each step tried and why) and the ``place`` decision opens. The plan stands
 until changed, cleared or dropped; each round its list starts again (``next`` = 0).
+Ruling: when a whole round goes by inside one move with nobody asked anything, every
+plan is dropped as the next round begins (``_drop_plans``): a game never plays itself.
 Setting or clearing one plays nothing and opens no decision.
 
 Ruling (placement where it brings nothing): a seat may put people on the Hut with 10
@@ -1303,6 +1305,8 @@ def _end_round(state: State, events: list[Event]) -> State:
     state = state._replace(boards=boards, start=start, round=state.round + 1,
                            phase="place", home=(), feeding=(), plans=plans)
     events.append(Event(ROUND_EVENT, None, {"round": state.round, "start": start}))
+    if any(e.kind == ROUND_EVENT for e in events[:-1]):
+        state = _drop_plans(state, events)  # a whole round went by in this move
     return _next_placer(state, start, events)
 
 
@@ -1673,6 +1677,20 @@ def _follow_plan(state: State, seat: int, events: list[Event]) -> tuple[State, b
                                              "steps": tried, "home": home},
                         visible_to=(seat,)))
     return _with_plan(state, seat, None), False
+
+
+def _drop_plans(state: State, events: list[Event]) -> State:
+    """Ruling: a whole round went by inside one move without anyone being asked anything
+    (the standing plans placed everyone and the rest was automatic): every plan is
+    dropped (``plan_dropped``, ``why`` ``idle``) as the next round begins, so that a
+    game never plays on by itself (and ``apply`` always ends)."""
+    for seat in range(state.n):
+        if plan_of(state, seat) is not None:
+            events.append(Event(PLAN_DROPPED, seat, {"why": "idle", "steps": [],
+                                                     "home": at_home(state, seat)},
+                                visible_to=(seat,)))
+            state = _with_plan(state, seat, None)
+    return state
 
 
 def _step_blocked(state: State, seat: int, legal: list[Action], at: str,

@@ -380,7 +380,8 @@ class Story:
                            .order_by(Seat.position)).all()
             addr = next(x.email for x in seats if x.id not in deciding and not x.bot)
         self.follow("game_started", addr, "/g/")
-        self.press("#plan", {"plan.at": "forest", "plan.count": "2"})
+        self.page.click("#plan summary")
+        self.press("#plan-change", {"plan.at": "forest", "plan.count": "2"})
 
     def spectator(self) -> None:
         with self.app.app_context(), session_scope() as s:

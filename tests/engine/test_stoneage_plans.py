@@ -136,6 +136,20 @@ def test_the_list_starts_again_each_round():
     assert plan_of(state, 0).next == 1
 
 
+def test_a_whole_round_without_a_decision_drops_every_plan():
+    """Two seats hunting by plan, nothing else to decide: the game does not play on by
+    itself (``apply`` ends): the plans drop as the round after the automatic one begins."""
+    state = build(board(people=5, food=40), board(people=5, food=40), start=0, turn=0)
+    state, _ = set_plan(state, 0, "hunt rest")
+    state, _ = set_plan(state, 1, "hunt rest")
+    state, events = apply(state, 0, place("hunt", 5))
+    rounds = [e.data["round"] for e in events if e.kind == "round_started"]
+    assert rounds == [3, 4]  # round 3 played by the plans alone; round 4 asks
+    assert [(e.actor, e.data["why"]) for e in events if e.kind == PLAN_DROPPED] == [
+        (0, "idle"), (1, "idle")]
+    assert [(d.seat, d.kind) for d in pending(state)] == [(0, "place")]  # round 4's start
+
+
 def test_a_plan_set_while_the_decision_is_open_leaves_it_open():
     state = two_players()
     before = pending(state)

@@ -167,3 +167,16 @@ def test_the_plan_form_reads_in_german(make_app):
     status, html = post_plan(game, 1 - bob, {"how": "set", **plan_rows(("forest", "2"))})
     assert status == 200
     assert text_of(html, "plan-now") == "Dein Plan: Wald: 2 Personen."
+
+
+def test_a_game_without_plans_refuses_a_plan_form_and_shows_none(app, client, inbox):
+    created = start_game(app)  # Cavemen: no Plans hook
+    page = Position(app, client, inbox, created.game_id).pages[0]
+    html = client.get(page).get_data(as_text=True)
+    assert 'id="plan"' not in html and 'name="plan.at"' not in html
+    before = snapshot(app)
+    resp = client.post(page + "/plan", data={
+        "sig": form_signature(SECRET, page.rsplit("/", 1)[1]), "how": "set",
+        **plan_rows(("hunt", "rest"))})
+    assert resp.status_code == 400
+    assert snapshot(app) == before
