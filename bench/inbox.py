@@ -149,6 +149,7 @@ from pbem.models import Decision, EventLog, Game, Move, Outbox, Seat  # noqa: E4
 from pbem.tokens import lookup  # noqa: E402
 
 BASE_URL = "http://bench.invalid"
+MAX_EMAILS_READ = 20_000  # a game whose players read more never ends (see the plan mode)
 LINK_RE = re.compile(re.escape(BASE_URL) + r"(/[^\s<>\"']+)")
 NO_CAPS = {"CREATE_LIMIT_PER_HOUR": 100_000, "NOTICE_LIMIT_PER_ADDRESS": 100_000,
            "NOTICE_LIMIT_PER_GAME": 100_000, "INVITE_LIMIT_PER_ADDRESS": 100_000}
@@ -273,8 +274,8 @@ class GameCount:
 
 
 class Bench:
-    def __init__(self, app, mode: str, fallback: bool = False) -> None:
-        self.app, self.mode, self.fallback = app, mode, fallback
+    def __init__(self, app, mode: str) -> None:
+        self.app, self.mode = app, mode
         self.client = app.test_client()
         self.box = mail.backend(app)
 
@@ -403,7 +404,7 @@ class Bench:
             raise RuntimeError(f"the game page does not show decision {decision.id}")
         if 'name="plan.at"' not in html:
             raise RuntimeError("the placement form has no plan rows")
-        steps = bot_plan(state, decision.position, action, decision.id, self.fallback)
+        steps = bot_plan(state, decision.position, action, decision.id)
         data = form_data(action, decision.kind, form)
         data["plan.at"] = [at for at, _ in steps]
         data["plan.count"] = [count for _, count in steps]
@@ -470,6 +471,7 @@ class Bench:
         how: Counter = Counter()
         inbox: deque[Received] = deque()
         pages: dict[str, str] = {}  # live mode: address -> its open game page
+        answered = 0
         while True:
             for got in self.deliver():
                 emails[got.to][got.kind] += 1
@@ -486,6 +488,9 @@ class Bench:
                 continue
             if not inbox:
                 break
+            answered += 1
+            if answered > MAX_EMAILS_READ:
+                raise RuntimeError(f"game {created.game_id} does not end: {answered} emails")
             got = inbox.popleft()
             if got.kind == "host_confirm":
                 self.click(got.first("/host/confirm/"))
@@ -519,18 +524,14 @@ class Bench:
                          sum(1 for k, _ in planned if k == "plan_dropped"))
 
 
-def bot_plan(state: Any, seat: int, action: Action, key: int,
-             fallback: bool = False) -> list[tuple[str, str]]:
+def bot_plan(state: Any, seat: int, action: Action, key: int) -> list[tuple[str, str]]:
     """The standing plan a ``plan`` player sets with their placement ``action`` (Stone
     Age), a whole round of placements: ``action`` itself (passed over this round, where
     the seat stands already, and the first step of the next rounds), then where the
     heuristic bot would put the rest of the seat's people this round if the table stayed
     as it is after ``action`` (each step the bot's choice on that table, the seat's turn
-    again at once, the others not placing), PLAN_STEPS steps at most; with ``fallback``
-    (``--plan-fallback``), the last step "the rest on the Hunting grounds" when the list
-    does not name them (a plan that then seldom drops, and so seldom changes). The player
-    chooses it: the engine plays only what it names, and drops it when it cannot be
-    followed."""
+    again at once, the others not placing), PLAN_STEPS steps at most. The player chooses
+    it: the engine plays only what it names, and drops it when it cannot be followed."""
     from engine.stoneage import rules
 
     bot, rng = get_game("stoneage").BOTS["heuristic"], random.Random(key)
@@ -544,8 +545,6 @@ def bot_plan(state: Any, seat: int, action: Action, key: int,
         step = bot(table, seat, rng)
         steps.append((step.get("at"), str(step.get("count"))))
         table, _ = rules.apply(table, seat, step)
-    if fallback and all(at != "hunt" for at, _ in steps):
-        steps = [*steps[:rules.PLAN_STEPS - 1], ("hunt", "rest")]
     return steps
 
 
@@ -660,9 +659,6 @@ def main() -> int:
                         help="comma-separated game:players (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated: emails, page, live, plan (default: all four)")
-    parser.add_argument("--plan-fallback", action="store_true",
-                        help="plan mode: each plan ends with the rest on the Hunting "
-                             "grounds (unless it names them)")
     parser.add_argument("--quick", action="store_true",
                         help="the smoke test's run: one game of Stone Age 2 players and "
                              "of Cavemen 4 players (unless --configs), both modes")
@@ -695,7 +691,7 @@ def main() -> int:
             app = create_app(config)
             app.instance_path = tmp
             with app.app_context():
-                bench = Bench(app, mode, args.plan_fallback)
+                bench = Bench(app, mode)
                 for engine_name, n in configs:
                     t0 = time.perf_counter()
                     games = [bench.play(engine_name, n, seed) for seed in seeds]
