@@ -274,8 +274,9 @@ class GameCount:
 
 
 class Bench:
-    def __init__(self, app, mode: str) -> None:
-        self.app, self.mode = app, mode
+    def __init__(self, app, mode: str, plan_rounds: int | None = None) -> None:
+        self.app, self.mode, self.plan_rounds = app, mode, plan_rounds
+        self.plan_since: dict[tuple[str, int], int] = {}  # (game, seat) -> round set
         self.client = app.test_client()
         self.box = mail.backend(app)
 
@@ -345,6 +346,7 @@ class Bench:
         """Make the bot's choice for ``decision`` through a link of its email (in ``plan``
         mode, a placement with a standing plan on the game page: ``answer_with_plan``)."""
         mod, state, action = self.bot_action(decision, rng)
+        self.revise_plan(mail_, decision, state)
         if self.mode == "plan" and decision.kind == "place" and hasattr(mod, "set_plan"):
             return self.answer_with_plan(mail_, decision, state, action, how)
         wanted = action.to_json()
@@ -390,6 +392,24 @@ class Bench:
         how[f"page:{decision.kind}"] += 1
         self.after(self.post_form(form, decision, action), rng, how)
 
+    def revise_plan(self, mail_: Received, decision: Decision, state: Any) -> None:
+        """``plan`` mode with ``--plan-rounds R``: a player whose plan has stood for R
+        rounds clears it on the game page of the email they are answering (their next
+        placement is then asked, and they set a new plan with it)."""
+        key = (decision.game_id, decision.position)
+        since = self.plan_since.get(key)
+        if self.plan_rounds is None or since is None or state.round - since < self.plan_rounds:
+            return
+        del self.plan_since[key]
+        page_link = mail_.first("/g/")
+        box = next((f for f in forms_of(self.client.get(page_link).get_data(as_text=True))
+                    if f.attrs.get("id") == "plan"), None)
+        if box is None:  # the plan was dropped meanwhile: nothing to clear
+            return
+        resp = self.client.post(box.action, data={"sig": box.hidden["sig"], "how": "clear"})
+        if resp.status_code != 200:
+            raise RuntimeError(f"clearing a plan: {resp.status_code}")
+
     def answer_with_plan(self, mail_: Received, decision: Decision, state: Any,
                          action: Action, how: Counter) -> None:
         """``plan`` mode: the placement ``action`` on the game page of the email, with a
@@ -404,7 +424,9 @@ class Bench:
             raise RuntimeError(f"the game page does not show decision {decision.id}")
         if 'name="plan.at"' not in html:
             raise RuntimeError("the placement form has no plan rows")
-        steps = bot_plan(state, decision.position, action, decision.id)
+        steps = bot_plan(state, decision.position, action, decision.id,
+                         fallback=self.plan_rounds is not None)
+        self.plan_since[(decision.game_id, decision.position)] = state.round
         data = form_data(action, decision.kind, form)
         data["plan.at"] = [at for at, _ in steps]
         data["plan.count"] = [count for _, count in steps]
@@ -524,14 +546,17 @@ class Bench:
                          sum(1 for k, _ in planned if k == "plan_dropped"))
 
 
-def bot_plan(state: Any, seat: int, action: Action, key: int) -> list[tuple[str, str]]:
+def bot_plan(state: Any, seat: int, action: Action, key: int,
+             fallback: bool = False) -> list[tuple[str, str]]:
     """The standing plan a ``plan`` player sets with their placement ``action`` (Stone
     Age), a whole round of placements: ``action`` itself (passed over this round, where
     the seat stands already, and the first step of the next rounds), then where the
     heuristic bot would put the rest of the seat's people this round if the table stayed
     as it is after ``action`` (each step the bot's choice on that table, the seat's turn
-    again at once, the others not placing), PLAN_STEPS steps at most. The player chooses
-    it: the engine plays only what it names, and drops it when it cannot be followed."""
+    again at once, the others not placing), PLAN_STEPS steps at most; with ``fallback``,
+    the last step "the rest on the Hunting grounds" unless the list names them. The player
+    chooses it: the engine plays only what it names, and drops it when it cannot be
+    followed."""
     from engine.stoneage import rules
 
     bot, rng = get_game("stoneage").BOTS["heuristic"], random.Random(key)
@@ -545,6 +570,8 @@ def bot_plan(state: Any, seat: int, action: Action, key: int) -> list[tuple[str,
         step = bot(table, seat, rng)
         steps.append((step.get("at"), str(step.get("count"))))
         table, _ = rules.apply(table, seat, step)
+    if fallback and all(at != "hunt" for at, _ in steps):
+        steps = [*steps[:rules.PLAN_STEPS - 1], ("hunt", "rest")]
     return steps
 
 
@@ -659,6 +686,10 @@ def main() -> int:
                         help="comma-separated game:players (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated: emails, page, live, plan (default: all four)")
+    parser.add_argument("--plan-rounds", type=int, default=None, metavar="R",
+                        help="plan mode: each plan ends with the rest on the Hunting "
+                             "grounds (unless it names them), and a player clears a plan "
+                             "that has stood R rounds (default: plans stand until dropped)")
     parser.add_argument("--quick", action="store_true",
                         help="the smoke test's run: one game of Stone Age 2 players and "
                              "of Cavemen 4 players (unless --configs), both modes")
@@ -691,7 +722,7 @@ def main() -> int:
             app = create_app(config)
             app.instance_path = tmp
             with app.app_context():
-                bench = Bench(app, mode)
+                bench = Bench(app, mode, args.plan_rounds)
                 for engine_name, n in configs:
                     t0 = time.perf_counter()
                     games = [bench.play(engine_name, n, seed) for seed in seeds]
