@@ -127,7 +127,7 @@ The Stone Age games differ from the before (the bots play the order decision), s
 (bench/stoneage_decisions.py).
 
 Standing plans (issue 20, 1c and the goal of point 6: "at most half today's emails per
-player"), at 4f0 on branch plans, load 13-16 on the shared machine (times vary, counts
+player"), at 936a13d on branch plans, load 13-16 on the shared machine (times vary, counts
 do not), seeds 1 to 5:
 
     .venv/bin/python bench/inbox.py --modes emails,plan --configs stoneage:2,stoneage:4 --games 5
