@@ -18,6 +18,8 @@ from engine.core import (
     HasRounds,
     OffersVariants,
     Plans,
+    Ranks,
+    Reveals,
     Stats,
     Translates,
     TranslatesViews,
@@ -30,6 +32,8 @@ _cavemen_catalog: HasCatalog[cavemen.State] = cavemen
 _cavemen_names: Translates[cavemen.State] = cavemen
 _cavemen_views: TranslatesViews = cavemen
 _cavemen_rounds: HasRounds = cavemen
+_cavemen_places: Ranks[cavemen.State] = cavemen
+_cavemen_reveals: Reveals[cavemen.State] = cavemen
 
 STONEAGE: Game[stoneage.State] = stoneage
 _stoneage_stats: Stats[stoneage.State] = stoneage.stats
@@ -40,3 +44,5 @@ _stoneage_catalog: HasCatalog[stoneage.State] = stoneage
 _stoneage_names: Translates[stoneage.State] = stoneage
 _stoneage_rounds: HasRounds = stoneage
 _stoneage_plans: Plans[stoneage.State] = stoneage
+_stoneage_places: Ranks[stoneage.State] = stoneage
+_stoneage_reveals: Reveals[stoneage.State] = stoneage

@@ -504,6 +504,17 @@ class Explains(Protocol[S_contra]):
         ``seat`` now, as data for the refusal's words."""
 
 
+class Ranks(Protocol[S_contra]):
+    """``places``: where each player finished, for the first line of the result email
+    ("you came second"). Without it the email names the winners only
+    (``pbem/mail/compose.py``)."""
+
+    def places(self, state: S_contra) -> list[int]:
+        """The place of each seat at the end, by seat: 1 for a winner, tied seats share a
+        place and the places after them move down (1, 2, 2, 4); empty before the end
+        and for a game that ended without a winner."""
+
+
 class OffersVariants(Protocol[S_contra]):
     """``choice_variants``: a one-click link whose confirmation page lets the player
     change a number. Without it the page confirms the link's action as it is
@@ -589,6 +600,17 @@ class Plans(Protocol[S]):
         clear it), replacing any plan it had; the new state and what happened (events
         visible to that seat only). ``state`` is unchanged. Raises InvalidPlan (with
         ``why``) for words that name no plan, PlanClosed when ``plan_form`` gives None."""
+
+
+class Reveals(Protocol[S_contra]):
+    """``revealed``: whether a move showed anything hidden. The server lets a player take
+    back their last move only while nothing it (or the bots' moves after it) revealed
+    (``pbem/services/takeback.py``); without this hook, no move can be taken back."""
+
+    def revealed(self, before: S_contra, after: S_contra) -> bool:
+        """Whether going from ``before`` to ``after`` (one or more moves) showed a seat
+        something that was hidden from it: a die rolled, a card drawn or turned up, a
+        card shown. Deterministic, pure."""
 
 
 class HasRounds(Protocol):

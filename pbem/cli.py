@@ -18,6 +18,7 @@ from pbem import clock as clock_mod
 from pbem import mail, services
 from pbem.errors import ServiceError
 from pbem.kinds import SeatBot
+from pbem.policy import ABSENT_BOTS
 
 pbem_cli = AppGroup("pbem", help="pbem: games by email.")
 
@@ -65,25 +66,49 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
                    "(default: half time and 2 hours before).")
 @click.option("--absent-after", default=2, show_default=True,
               help="Timeouts in a row after which a bot plays the seat.")
-@click.option("--absent-bot", type=click.Choice([str(b) for b in SeatBot]),
+@click.option("--bot", "bots", multiple=True,
+              help="A bot at this level in the next seat after the players ('easy', or "
+                   "'strong' where the game has one); repeatable.")
+@click.option("--absent-bot", type=click.Choice([str(b) for b in ABSENT_BOTS]),
               default=SeatBot.HEURISTIC.value, show_default=True)
 @click.option("--vacation-days", default=7.0, show_default=True)
 @click.option("--pause-quiet", is_flag=True,
               help="Each player's clock stands still during their quiet hours.")
 @click.option("--pause-weekends", is_flag=True,
               help="Each player's clock stands still at weekends (in their zone).")
+@click.option("--no-take-backs", is_flag=True,
+              help="Players may not take back a move (by default they may, until another "
+                   "person acts or the move showed anything hidden).")
+@click.option("--bank", "bank_days", default=None, metavar="DAYS",
+              help="A time bank instead of fixed hours per decision: the days on each "
+                   "player's clock at the start (e.g. 3).")
+@click.option("--increment", "increment_hours", default=None, metavar="HOURS",
+              help="With --bank: the hours added to a clock after each move "
+                   "(default 24).")
+@click.option("--cap", "cap_days", default=None, metavar="DAYS",
+              help="With --bank: the most days a clock holds (default 7).")
 @sends_mail
-def new_game(game: str, players: tuple[str, ...], hours_per_decision: float,
+def new_game(game: str, players: tuple[str, ...], bots: tuple[str, ...],
+             hours_per_decision: float,
              seed: int | None, title: str, start: bool, reminders: str | None,
              absent_after: int, absent_bot: str, vacation_days: float, pause_quiet: bool,
-             pause_weekends: bool) -> None:
+             pause_weekends: bool, no_take_backs: bool, bank_days: str | None,
+             increment_hours: str | None, cap_days: str | None) -> None:
     """Create a game; prints its id and the host's admin link."""
     try:
+        if bank_days is None and (increment_hours is not None or cap_days is not None):
+            raise click.UsageError("--increment and --cap go with --bank DAYS")
         parsed = [services.parse_player(p) for p in players]
+        parsed += [services.PlayerIn("", "", parsed[0].language if parsed else "en",
+                                     bot=level) for level in bots]
         policy = {"hours_per_decision": hours_per_decision, "reminder_hours": reminders,
                   "absent_after": absent_after, "absent_bot": absent_bot,
                   "vacation_days": vacation_days, "pause_quiet": pause_quiet,
-                  "pause_weekends": pause_weekends}
+                  "pause_weekends": pause_weekends, "take_backs": not no_take_backs}
+        if bank_days is not None:
+            policy |= {"time_control": "bank", "bank_days": bank_days,
+                       **({"increment_hours": increment_hours} if increment_hours else {}),
+                       **({"cap_days": cap_days} if cap_days else {})}
         created = services.create_game(game, parsed, policy, seed=seed,
                                        title=title, confirm_by_email=False, start=start)
     except ServiceError as exc:

@@ -90,12 +90,14 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     """One idempotent pass over what is due; returns what it did.
 
     A failure on one decision is logged and does not stop the others or the mail."""
-    counts = {"reminders": 0, "timeouts": 0, "expired": 0, "busy": 0, "errors": 0}
+    counts = {"reminders": 0, "timeouts": 0, "bots": 0, "expired": 0, "busy": 0,
+              "errors": 0}
     with app.app_context(), background_writes(), sweep_guard(app) as mine:
         if mine:
             now = now or utcnow()
             _play_due(services.due_reminders, services.remind_due, now, counts, "reminders")
             _play_due(services.due_timeouts, services.time_out_due, now, counts, "timeouts")
+            _play_due(services.due_bot_moves, services.play_bots_due, now, counts, "bots")
             for game_id in services.expired_unconfirmed(now):
                 counts["expired"] += _guarded(services.expire_unconfirmed, game_id, now,
                                               counts)

@@ -2,7 +2,8 @@
 time zone, when the host chose so (``GamePolicy.pause_quiet``, ``pause_weekends``).
 
 Pure time arithmetic, no database: ``advance`` is the time at which a clock started at
-``start`` has run ``seconds``; ``running_between`` how long it ran between two times.
+``start`` has run ``seconds``; ``running_between`` how long it ran between two times;
+``running_spans`` when it runs between them (for a page whose clock runs on its own).
 Both walk from boundary to boundary (local midnight, the start and the end of the quiet
 hours) in the player's zone, so that a change to or from summer time moves the stops
 with the local clock: quiet hours from 22:00 stay from 22:00 by the wall clock.
@@ -112,5 +113,30 @@ def running_between(start: datetime, end: datetime, stops: Stops) -> float:
         edge = min(stops.next_boundary(now), end)
         if not stops.stopped(now):
             ran += (edge - now).total_seconds()
+        now = edge
+    raise RuntimeError(f"a clock from {start} to {end} took too many steps")
+
+
+def running_spans(start: datetime, end: datetime, stops: Stops,
+                  limit: int = 64) -> list[tuple[datetime, datetime]]:
+    """The spans from ``start`` to ``end`` in which a clock runs, in order, those that
+    touch merged (at most ``limit``: the first ones); [] if ``end`` is not later."""
+    if end <= start:
+        return []
+    if stops.never:
+        return [(start, end)]
+    spans: list[tuple[datetime, datetime]] = []
+    now = start
+    for _ in range(MAX_STEPS):
+        if now >= end:
+            return spans
+        edge = min(stops.next_boundary(now), end)
+        if not stops.stopped(now):
+            if spans and spans[-1][1] == now:
+                spans[-1] = (spans[-1][0], edge)
+            elif len(spans) < limit:
+                spans.append((now, edge))
+            else:
+                return spans
         now = edge
     raise RuntimeError(f"a clock from {start} to {end} took too many steps")

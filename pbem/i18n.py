@@ -19,8 +19,9 @@ from zoneinfo import ZoneInfo
 
 from babel.dates import format_datetime, format_timedelta
 from babel.numbers import format_decimal
+from babel.units import format_unit
 from flask import Flask, g, has_request_context, request
-from flask_babel import Babel, get_locale, get_translations, gettext
+from flask_babel import Babel, get_locale, get_translations, gettext, ngettext
 from jinja2 import pass_context
 from markupsafe import Markup
 
@@ -153,6 +154,72 @@ def time_until(when: datetime | str, now: datetime | None = None) -> str:
     return format_timedelta(delta, add_direction=True, locale=language())
 
 
+def clock_text(seconds: float) -> str:
+    """The time on a player's clock in words, rounded down: days and hours from a day on
+    ("2 days 4 hours"), hours and minutes from an hour on, else minutes ("0 minutes").
+    The units are CLDR's, as a browser's ``Intl.NumberFormat`` writes them
+    (static/clock.js writes the same words as the clock runs)."""
+    minutes = int(max(0.0, seconds) // 60)
+    days, rest = divmod(minutes, 1440)
+    hours, mins = divmod(rest, 60)
+    parts = ((days, "day"), (hours, "hour")) if days else (
+        ((hours, "hour"), (mins, "minute")) if hours else ((mins, "minute"),))
+    lang = language()
+    return " ".join(_unit(value, unit, lang) for i, (value, unit) in enumerate(parts)
+                    if value or i == 0)
+
+
+@functools.lru_cache(maxsize=1024)
+def _unit(value: int, unit: str, lang: str) -> str:
+    """``value`` days, hours or minutes in words, kept (Babel's unit formatting is slow,
+    and a page writes a few clocks at every view)."""
+    return format_unit(value, f"duration-{unit}", length="long", locale=lang)
+
+
+def time_left(when: datetime | str, now: datetime | None = None) -> str:
+    """How long until ``when``, in words, for a reminder ("45 minutes", "2 hours", "1 day
+    3 hours"); an empty string once it has passed. The time that really passes (a change
+    of daylight saving time in between makes a day 23 or 25 hours), rounded to the
+    nearest unit that keeps the words short: minutes under an hour, five minutes under
+    three hours, hours under a day, days and hours under a week, then days."""
+    when = datetime.fromisoformat(when) if isinstance(when, str) else when
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if seconds <= 0:
+        return ""
+    minutes = max(1, round(seconds / 60))
+    if minutes < 60:
+        return _minutes(minutes)
+    if minutes < 175:  # under three hours once rounded to five minutes
+        hours, rest = divmod(5 * round(minutes / 5), 60)
+        return _joined(_hours(hours), _minutes(rest)) if rest else _hours(hours)
+    hours = round(seconds / 3600)
+    if hours < 24:
+        return _hours(hours)
+    if hours < 7 * 24:
+        days, rest = divmod(hours, 24)
+        return _joined(_days(days), _hours(rest)) if rest else _days(days)
+    return _days(round(seconds / 86400))
+
+
+def _minutes(n: int) -> str:
+    return ngettext("%(num)s minute", "%(num)s minutes", n)
+
+
+def _hours(n: int) -> str:
+    return ngettext("%(num)s hour", "%(num)s hours", n)
+
+
+def _days(n: int) -> str:
+    return ngettext("%(num)s day", "%(num)s days", n)
+
+
+def _joined(big: str, small: str) -> str:
+    # TRANSLATORS: a time in two units, as "1 day 3 hours" or "1 hour 25 minutes"
+    return gettext("%(big)s %(small)s", big=big, small=small)
+
+
 def mark(text: str) -> str:
     """Mark a string for the catalogs that is translated where it is shown, not where it
     is made (a reason stored with an email, shown on the host page)."""
@@ -180,7 +247,7 @@ def init_app(app: Flask) -> None:
     app.jinja_env.globals.update(format_deadline=format_deadline, languages=LANGUAGES,
                                  current_language=language, short_time=short_time,
                                  short_times=short_times,
-                                 time_until=time_until)
+                                 time_until=time_until, clock_text=clock_text)
     app.jinja_env.filters["num"] = number
     app.jinja_env.filters["sentence"] = sentence
     app.jinja_env.filters["translated"] = translated

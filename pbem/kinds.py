@@ -45,6 +45,14 @@ class SeatBot(StrEnum):
 
     HEURISTIC = "heuristic"  # the game's heuristic bot
     DEFAULT = "default"  # the timeout default, move after move
+    # Levels of a bot that holds a seat from the game's creation (``Seat.robot``):
+    EASY = "easy"  # the game's heuristic
+    STRONG = "strong"  # the game's search bot (its ``BOTS["strong"]``)
+
+
+# The bot levels a host may seat at a new game, weakest first; a game offers a level when
+# its ``BOTS`` has it (``easy``: the heuristic, which every game has).
+BOT_LEVELS = (SeatBot.EASY, SeatBot.STRONG)
 
 
 class MoveSource(StrEnum):
@@ -53,6 +61,13 @@ class MoveSource(StrEnum):
     PLAYER = "player"
     BOT = "bot"  # a seat on a bot (the host's choice, or standing in for an absent player)
     TIMEOUT = "timeout"  # the default action, at the deadline
+
+
+class TimeControl(StrEnum):
+    """How a game times its decisions (``GamePolicy.time_control``)."""
+
+    FIXED = "fixed"  # the same hours for every decision (``hours_per_decision``)
+    BANK = "bank"  # a time bank per player: a reserve, more after each move, capped
 
 
 class ClosedBy(StrEnum):

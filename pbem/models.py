@@ -84,6 +84,9 @@ class Game(SQLModel, table=True):
     options: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     seed: int
     state: str | None = Field(default=None, sa_column=Column(Text))
+    # The state before the last move a player made, while only bots moved after it: what a
+    # take-back restores (services.takeback); None once anything else moved.
+    undo_state: str | None = Field(default=None, sa_column=Column(Text))
     version: int = 0
     status: GameStatus = Field(default=GameStatus.AWAITING_HOST, index=True,
                                sa_type=EnumText(GameStatus, 20))
@@ -123,11 +126,18 @@ class Seat(SQLModel, table=True):
     is_host: bool = False
     invite: Invite = Field(default=Invite.INVITED, sa_type=EnumText(Invite, 12))
     bot: SeatBot | None = Field(default=None, sa_type=EnumText(SeatBot, 16))  # None: a person
+    # A bot from the game's creation (the host seated it; ``bot`` is its level): never a
+    # person, no address, never mailed; its moves are played by the clock.
+    robot: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
     seen_event_seq: int = 0  # events up to here were narrated to this seat
     # The last time the seat's game page said it was open and in view (static/live.js):
     # a decision opened meanwhile shows up there, and its email waits (FOLLOW_UP_MINUTES).
     page_seen_at: datetime | None = None
     timeouts_in_row: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    # A time bank game (``GamePolicy.banked``): the seconds left on the seat's clock as
+    # its last decision closed (None: the whole reserve, never used). While a decision of
+    # the seat is open, its deadline is the clock's end (``services.playing``).
+    bank_left: float | None = None
     vacation_used_hours: float = Field(default=0.0, sa_column_kwargs={"server_default": "0"})
     vacation_until: datetime | None = None
     # Notification settings: only turn emails (and the result); or the player left the
@@ -194,6 +204,11 @@ class Move(SQLModel, table=True):
     action: dict = Field(sa_column=Column(JSON, nullable=False))
     source: MoveSource = Field(sa_type=EnumText(MoveSource, 16))
     created_at: datetime = Field(default_factory=utcnow)
+    # The game's version and its last event before the move (None: recorded before
+    # take-backs), and whether the move showed anything hidden (``engine.core.Reveals``).
+    version: int | None = None
+    event_seq: int | None = None
+    revealed: bool | None = None
 
 
 class EventLog(SQLModel, table=True):

@@ -18,14 +18,16 @@ from flask_babel import gettext
 from sqlalchemy import JSON
 from sqlalchemy.types import TypeDecorator
 
+from pbem.clocks import Stops
 from pbem.errors import InvalidInput, Problems
 from pbem.forms import parse_int
-from pbem.kinds import SeatBot
+from pbem.kinds import SeatBot, TimeControl
 
 MAX_HOURS = 24 * 30  # a turn lasts at most 30 days
 MIN_HOURS = 0.0005  # and at least a few seconds (tests and demos)
 MAX_REMINDERS = 10
 MAX_VACATION_DAYS = 60.0
+MAX_BANK_DAYS = 60.0  # a time bank's reserve and its cap hold at most 60 days
 
 
 # Who plays the seat of a player who missed ``absent_after`` deadlines in a row.
@@ -47,7 +49,15 @@ class GamePolicy:
     comes back. ``vacation_days``: the vacation each seat may take per game.
     ``pause_quiet`` and ``pause_weekends``: a player's clock stands still during their
     quiet hours (their address's settings) and at weekends, in their zone
-    (``pbem.clocks``).
+    (``pbem.clocks``). ``take_backs``: a player may take back their last move while no
+    other person has acted and nothing hidden was shown (``services.takeback``).
+
+    ``time_control``: ``fixed``, the same ``hours_per_decision`` for every decision; or
+    ``bank``, a time bank per player, as correspondence chess has: each starts with
+    ``bank_days`` on their clock, which runs while a decision of theirs is open; after
+    each of their moves ``increment_hours`` are added, up to ``cap_days`` (the bank's
+    rules: ``services.playing.settle_clock``). The bank fields are kept (as entered,
+    or their defaults) but unused in a game of fixed hours.
     """
 
     hours_per_decision: float = 48.0
@@ -57,13 +67,39 @@ class GamePolicy:
     vacation_days: float = 7.0
     pause_quiet: bool = False
     pause_weekends: bool = False
+    take_backs: bool = True
+    time_control: TimeControl = TimeControl.FIXED
+    bank_days: float = 3.0
+    increment_hours: float = 24.0
+    cap_days: float = 7.0
+
+    @property
+    def banked(self) -> bool:
+        """Whether each player has a time bank (else fixed hours per decision)."""
+        return self.time_control == TimeControl.BANK
+
+    def running(self, stops: Stops) -> Stops:
+        """The stops of a player's clock (``stops``: their quiet hours and zone) as far
+        as this policy stops it: in quiet hours if ``pause_quiet``, at weekends if
+        ``pause_weekends``."""
+        return Stops(stops.zone, stops.quiet if self.pause_quiet else None,
+                     self.pause_weekends)
+
+    @property
+    def stops_clocks(self) -> bool:
+        """Whether a clock ever stands still in this game (else no player's quiet hours
+        or zone matter to it)."""
+        return self.pause_quiet or self.pause_weekends
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> GamePolicy:
         """A policy from what a host entered (text or numbers; a missing setting takes its
         default; no ``reminder_hours`` means half time and 2 hours before). Every problem
         is refused at once: FormInvalid names each setting's field on the home page
-        (``hours``, ``reminders``, ``absent_after``, ``absent_bot``, ``vacation_days``)."""
+        (``hours``, ``reminders``, ``absent_after``, ``absent_bot``, ``vacation_days``,
+        ``time_control``, ``bank_days``, ``increment_hours``, ``cap_days``). The bank's
+        fields are checked only for a time bank; in a game of fixed hours they keep their
+        defaults."""
         problems = Problems()
         policy = cls.parse_into(raw, problems)
         problems.raise_any()
@@ -76,10 +112,20 @@ class GamePolicy:
         base = cls()
         hours = problems.check("hours", _hours, raw.get("hours_per_decision",
                                                         base.hours_per_decision))
+        control = problems.check("time_control", _time_control, raw.get("time_control"))
+        bank: dict[str, Any] = {"bank_days": base.bank_days,
+                                "increment_hours": base.increment_hours,
+                                "cap_days": base.cap_days}
+        if control == TimeControl.BANK:
+            bank = _bank(raw, problems, base)
+        # a reminder falls within a turn: with a bank, within the most a clock holds
+        window, first = hours, hours
+        if control == TimeControl.BANK:
+            window, first = _in_hours(bank["cap_days"]), _in_hours(bank["bank_days"])
         values = {
             "hours_per_decision": hours,
             "reminder_hours": problems.check("reminders", _reminders,
-                                             raw.get("reminder_hours"), hours),
+                                             raw.get("reminder_hours"), window, first),
             "absent_after": problems.check("absent_after", _absent_after,
                                            raw.get("absent_after", base.absent_after)),
             "absent_bot": problems.check("absent_bot", _absent_bot,
@@ -89,6 +135,9 @@ class GamePolicy:
             "pause_quiet": problems.check("pause_quiet", _switch, raw.get("pause_quiet")),
             "pause_weekends": problems.check("pause_weekends", _switch,
                                              raw.get("pause_weekends")),
+            "take_backs": problems.check("take_backs", _switch,
+                                         raw.get("take_backs", base.take_backs)),
+            "time_control": control, **bank,
         }
         if any(v is None for v in values.values()):
             return None
@@ -102,6 +151,7 @@ class GamePolicy:
         data = asdict(self)
         data["reminder_hours"] = list(self.reminder_hours)
         data["absent_bot"] = str(self.absent_bot)
+        data["time_control"] = str(self.time_control)
         return data
 
     @classmethod
@@ -114,9 +164,12 @@ class GamePolicy:
             values["reminder_hours"] = tuple(float(h) for h in values["reminder_hours"])
         if "absent_bot" in values:
             values["absent_bot"] = AbsentBot(values["absent_bot"])
+        if "time_control" in values:
+            values["time_control"] = TimeControl(values["time_control"])
         for name, kind in (("hours_per_decision", float), ("absent_after", int),
                            ("vacation_days", float), ("pause_quiet", bool),
-                           ("pause_weekends", bool)):
+                           ("pause_weekends", bool), ("bank_days", float),
+                           ("increment_hours", float), ("cap_days", float)):
             if name in values:
                 values[name] = kind(values[name])
         return cls(**values)
@@ -152,10 +205,14 @@ def _hours(value: Any) -> float:
     return hours
 
 
-def _reminders(reminders: Any, hours: float | None) -> tuple[float, ...] | None:
-    """The reminder offsets, latest first (None: the hours are wrong, so is the default)."""
+def _reminders(reminders: Any, hours: float | None,
+               first: float | None = None) -> tuple[float, ...] | None:
+    """The reminder offsets, latest first, each within ``hours`` (the longest a turn
+    lasts); by default half of ``first`` (a first turn's time, else ``hours``) and 2 hours
+    before (None: the hours are wrong, so is the default)."""
     if reminders is None:
-        return default_reminders(hours) if hours is not None else None
+        first = hours if first is None else first
+        return default_reminders(first) if hours is not None and first is not None else None
     if isinstance(reminders, str):
         reminders = [r for r in reminders.replace(";", ",").split(",") if r.strip()]
     try:
@@ -170,13 +227,67 @@ def _reminders(reminders: Any, hours: float | None) -> tuple[float, ...] | None:
     return offsets
 
 
+def _time_control(value: Any) -> TimeControl:
+    """Fixed hours per decision (absent or empty: the default) or a time bank."""
+    if value is None or value == "":
+        return TimeControl.FIXED
+    try:
+        return TimeControl(str(value).strip().lower())
+    except ValueError:
+        raise InvalidInput(gettext("the time control is fixed hours per decision or a time "
+                                   "bank")) from None
+
+
+def _bank(raw: Mapping[str, Any], problems: Problems, base: GamePolicy) -> dict[str, Any]:
+    """A time bank's reserve, increment and cap as entered, each checked (None where
+    refused); the cap holds at least the reserve."""
+    reserve = problems.check("bank_days", _amount, raw.get("bank_days", base.bank_days),
+                             MIN_HOURS / 24, MAX_BANK_DAYS,
+                             gettext("the time bank is more than 0 and at most 60 days"))
+    increment = problems.check(
+        "increment_hours", _amount, raw.get("increment_hours", base.increment_hours),
+        MIN_HOURS, MAX_HOURS,
+        gettext("the time added after each move is more than 0 hours and at most 30 days"))
+    cap = problems.check("cap_days", _amount, raw.get("cap_days", base.cap_days),
+                         MIN_HOURS / 24, MAX_BANK_DAYS,
+                         gettext("the most a clock holds is more than 0 and at most 60 days"))
+    if reserve is not None and cap is not None and cap < reserve:
+        problems.add("cap_days", gettext("the most a clock holds cannot be less than the "
+                                         "time bank it starts with"))
+        cap = None
+    return {"bank_days": reserve, "increment_hours": increment, "cap_days": cap}
+
+
+def _in_hours(days: float | None) -> float | None:
+    return None if days is None else days * 24
+
+
+def _amount(value: Any, low: float, high: float, refusal: str) -> float:
+    """A number between ``low`` and ``high`` (text as a person writes it: a decimal comma
+    is read as a point), else InvalidInput(``refusal``); never NaN or infinite."""
+    if isinstance(value, str):
+        value = value.strip().replace(",", ".")
+    try:
+        amount = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(refusal) from None
+    if not low <= amount <= high:  # NaN compares false: refused too
+        raise InvalidInput(refusal)
+    return amount
+
+
 def _absent_after(value: Any) -> int:
     return parse_int(value, 1, 100,
                      gettext("a bot takes over after 1 to 100 missed deadlines in a row"))
 
 
+ABSENT_BOTS = (AbsentBot.HEURISTIC, AbsentBot.DEFAULT)  # the stand-ins a host may choose
+
+
 def _absent_bot(value: Any) -> AbsentBot:
     try:
+        if AbsentBot(value) not in ABSENT_BOTS:  # the levels of seated bots are not
+            raise ValueError(value)
         return AbsentBot(value)
     except ValueError:
         raise InvalidInput(gettext("the stand-in for an absent player is 'heuristic' or "

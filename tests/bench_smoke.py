@@ -43,6 +43,7 @@ BENCHES: dict[str, tuple[list[str], str | list[str]]] = {
                        r"postgresql +10 due timeouts in [\d.]+ s; confirm POST during: p50"),
     "inbox.py": (["--quick"], r"Cavemen 4p +page +1 "),  # run by test_bench_inbox_smoke
     "stoneage_decisions.py": (["--games", "2"], r"order +[\d.]+ a game +[\d.]+ %"),
+    "digest_week.py": (["--quick"], r"digest\+news +[\d.]+ +1 +[\d.]+ +1 +\d+ +0"),
     "deadline_run.py": (["--hours-per-decision", "0.0005", "--idle-rounds", "1",
                          "--kill-after", "2", "--down", "2.5", "--interval", "0.2",
                          "--lease", "3", "--timeout", "120"], r"invariant HELD"),

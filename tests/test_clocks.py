@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pbem.clocks import Stops, advance, running_between
+from pbem.clocks import Stops, advance, running_between, running_spans
 
 BERLIN, LA = ZoneInfo("Europe/Berlin"), ZoneInfo("America/Los_Angeles")
 HOUR = 3600.0
@@ -77,3 +77,37 @@ def test_advance_and_running_between_agree(zone, quiet, weekends, start, seconds
     assert advance(start, seconds + more, stops) >= end  # more time never ends sooner
     if stops.never:
         assert end == start + timedelta(seconds=seconds)
+
+
+@settings(max_examples=200, deadline=None)
+@given(zone=ZONES, quiet=QUIET, weekends=st.booleans(), start=STARTS,
+       seconds=st.floats(0, 20 * 24 * HOUR), limit=st.integers(1, 40))
+def test_the_spans_of_a_running_clock_add_up_to_its_running_time(zone, quiet, weekends,
+                                                                 start, seconds, limit):
+    """(What a page's script counts down: ``running_spans``.) In order, apart, each
+    running all along; as many as ``limit`` allows, and then all of its running time."""
+    stops = Stops(ZoneInfo(zone), quiet, weekends)
+    end = start + timedelta(seconds=seconds)
+    spans = running_spans(start, end, stops, limit)
+    assert len(spans) <= limit
+    for i, (a, b) in enumerate(spans):
+        assert start <= a < b <= end
+        assert not stops.stopped(a) and not stops.stopped(a + (b - a) / 2)
+        if i + 1 < len(spans):
+            assert b < spans[i + 1][0]
+    total = sum((b - a).total_seconds() for a, b in spans)
+    if len(spans) < limit:
+        assert total == pytest.approx(running_between(start, end, stops), abs=1e-3)
+    else:
+        assert total + running_between(spans[-1][1], end, stops) == pytest.approx(
+            running_between(start, end, stops), abs=1e-3)
+
+
+def test_the_spans_of_a_clock_in_berlin_over_the_autumn_change_and_a_weekend():
+    stops = Stops(BERLIN, (22, 7), True)  # Friday 25 October 2030, 20:00 (summer time)
+    spans = running_spans(local(BERLIN, 2030, 10, 25, 20), local(BERLIN, 2030, 10, 29, 12),
+                          stops)
+    assert spans == [(local(BERLIN, 2030, 10, 25, 20), local(BERLIN, 2030, 10, 25, 22)),
+                     (local(BERLIN, 2030, 10, 28, 7), local(BERLIN, 2030, 10, 28, 22)),
+                     (local(BERLIN, 2030, 10, 29, 7), local(BERLIN, 2030, 10, 29, 12))]
+    assert spans[1][0].utcoffset() == timedelta(hours=1)  # winter time by Monday

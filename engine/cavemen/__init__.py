@@ -27,6 +27,7 @@ from engine.cavemen.rules import (
     from_json,
     legal_actions,
     pending,
+    places,
     result,
     scores,
     setup,
@@ -43,7 +44,7 @@ __all__ = [
     "apply", "card_info", "catalog", "check_invariants", "choice_effect", "default_action",
     "email_choices",
     "from_json", "legal_actions", "Translation", "load_deck", "load_translation",
-    "parse_deck", "pending", "result", "scores", "setup", "setup_with_events", "to_json",
+    "parse_deck", "pending", "places", "result", "scores", "setup", "setup_with_events", "to_json",
     "translated_view", "translation", "view",
 ]
 
@@ -51,3 +52,6 @@ from engine.cavemen import stats  # noqa: E402  (the simulator's figures)
 from engine.cavemen.bots import BOTS  # noqa: E402  (after the rules: the bots use them)
 
 __all__ += ["BOTS", "stats"]
+from engine.cavemen.reveals import revealed  # noqa: E402  (a hook: engine.core.Reveals)
+
+__all__ += ["revealed"]

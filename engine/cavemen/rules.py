@@ -257,6 +257,16 @@ def result(state: State) -> Result | None:
     return Result(winners, state.end or "over")
 
 
+def places(state: State) -> list[int]:
+    """The place of each seat at the end: the one who invented Fire first, the others by
+    their Inventing score (as the result email's standings list them); tied seats share a
+    place."""
+    if state.phase != "over" or state.winner is None:
+        return []
+    keys = [(seat == state.winner, scores(state, seat).inventing) for seat in range(state.n)]
+    return [1 + sum(other > key for other in keys) for key in keys]
+
+
 def abandon(state: State) -> tuple[State, list[Event]]:
     """End the game with no winner (a host's decision, not a player's action)."""
     if state.phase == "over":

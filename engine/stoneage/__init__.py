@@ -28,6 +28,7 @@ from engine.stoneage.rules import (
     from_json,
     legal_actions,
     pending,
+    places,
     plan_form,
     result,
     set_plan,
@@ -44,11 +45,14 @@ __all__ = [
     "Spot", "State", "Step", "abandon", "apply", "card_info", "catalog", "check_invariants",
     "choice_effect", "choice_variants", "data", "default_action", "email_choices", "explain",
     "feeding_forecast", "final_scores", "from_json", "legal_actions", "load_data",
-    "parse_data", "pending", "plan_form", "result", "set_plan", "setup", "setup_with_events",
-    "to_json", "translation", "view",
+    "parse_data", "pending", "places", "plan_form", "result", "set_plan", "setup",
+    "setup_with_events", "to_json", "translation", "view",
 ]
 
 from engine.stoneage import stats  # noqa: E402  (the simulator's figures)
 from engine.stoneage.bots import BOTS  # noqa: E402  (after the rules: the bots use them)
 
 __all__ += ["BOTS", "stats"]
+from engine.stoneage.reveals import revealed  # noqa: E402  (a hook: engine.core.Reveals)
+
+__all__ += ["revealed"]

@@ -691,6 +691,16 @@ def result(state: State) -> Result | None:
     return Result(state.winners, state.end or "")
 
 
+def places(state: State) -> list[int]:
+    """The place of each seat at the end: by points, then the tie-break figure (as the
+    winners were found); tied seats share a place."""
+    if state.phase != "over" or not state.winners:
+        return []
+    keys = [(f["total"], f["tiebreak"]) for f in (final_scores(state, s)
+                                                  for s in range(state.n))]
+    return [1 + sum(other > key for other in keys) for key in keys]
+
+
 def abandon(state: State) -> tuple[State, list[Event]]:
     """End the game without a winner (the host abandons it)."""
     if state.phase == "over":

@@ -38,6 +38,7 @@ from pbem.mail.backends import (
     require,
 )
 from pbem.mail.compose import (
+    EXTRA_CONTEXT,
     LINK_PATHS,
     build_message,
     default_title,
@@ -62,7 +63,7 @@ from pbem.mail.recipients import (
 )
 
 __all__ = [
-    "INVITE_TEMPLATES", "LINK_PATHS", "MAX_BACKOFF", "MUTABLE_TEMPLATES",
+    "EXTRA_CONTEXT", "INVITE_TEMPLATES", "LINK_PATHS", "MAX_BACKOFF", "MUTABLE_TEMPLATES",
     "PREPARE_AT_SENDING", "RENDER_ATTEMPTS", "TURN_TEMPLATES", "WIRE", "ConfigError",
     "DevMailbox", "MailError", "MemoryBackend", "Outgoing", "SMTPBackend", "Unconfigured",
     "backend", "build_message", "configure", "default_title", "deliver_due", "game_name",

@@ -25,8 +25,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import bindparam, select
+from sqlalchemy.engine import Connection
 from sqlmodel import Session
 
+from pbem.clocks import Stops
 from pbem.i18n import mark
 from pbem.kinds import Delivery, EmailTemplate, News
 from pbem.models import Address, Decision, Outbox, Seat, table_of
@@ -84,6 +86,29 @@ def zone(name: str | None, seat: Seat | None) -> tzinfo:
             except (ValueError, KeyError):  # edited by hand: the next one
                 continue
     return ZoneInfo("UTC")
+
+
+_QUIET = select(_ADDRESS.c.address, _ADDRESS.c.quiet_from, _ADDRESS.c.quiet_to,
+                _ADDRESS.c.timezone).where(
+    _ADDRESS.c.address.in_(bindparam("rcpts", expanding=True)))
+
+
+def clock_stops(conn: Connection, seats: list[Any], weekends: bool) -> list[Stops]:
+    """When each of ``seats``' clocks may stand still (in one query): the quiet hours of
+    its address (None: none) in the address's zone, else the seat's (``zone``), and the
+    weekends if ``weekends``. Whether the quiet hours stop a clock is the game's policy's
+    to say (``GamePolicy.running``); reminders keep out of them either way."""
+    rcpts = sorted({seat.email.lower() for seat in seats})
+    rows = {row.address: row for row in conn.execute(_QUIET, {"rcpts": rcpts})} \
+        if rcpts else {}
+    out = []
+    for seat in seats:
+        row = rows.get(seat.email.lower())
+        quiet = ((row.quiet_from, row.quiet_to) if row is not None
+                 and row.quiet_from is not None and row.quiet_to is not None else None)
+        out.append(Stops(zone(row.timezone if row is not None else None, seat), quiet,
+                         weekends))
+    return out
 
 
 def quiet_until(start: int | None, end: int | None, tz: tzinfo,

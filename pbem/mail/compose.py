@@ -6,8 +6,10 @@ events since the reader's last email, open deadlines), and both put in one messa
 headers ``pbem.mail.headers`` writes.
 
 Every email of a game to one address carries the same Subject (the game's name,
-``game_name``) and starts with one line that says what is asked (mail clients show it as
-the preview).
+``game_name``) and starts with one line that says what is asked and by when (mail
+clients show it as the preview): the text part's first line, which the HTML part
+repeats as a hidden preheader and as its heading. An email about no one game (a digest,
+the list of one's games) has a Subject of its kind, the same every time.
 """
 
 from __future__ import annotations
@@ -18,23 +20,28 @@ import random
 import re
 import sys
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from email.message import Message
 from email.policy import compat32
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from flask import current_app, render_template
-from flask_babel import force_locale
+from flask_babel import force_locale, gettext
 from sqlalchemy import bindparam
 from sqlalchemy import select as core_select
+from sqlalchemy.engine import Connection
 from sqlmodel import Session, col, select
 
 from engine.registry import get_game
 from pbem import localize
-from pbem.i18n import format_deadline, language
+from pbem.clocks import Stops, running_between
+from pbem.i18n import clock_text, format_deadline, language, mark, short_time, time_left
 from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
+from pbem.mail.addresses import clock_stops
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of
+from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of, utcnow
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
 from pbem.ui import ui_inline
@@ -53,7 +60,7 @@ _ROW = (select(Outbox, Game, Seat).outerjoin(Game, col(Game.id) == Outbox.game_i
         .outerjoin(Seat, col(Seat.id) == Outbox.seat_id).where(Outbox.id == bindparam("id")))
 _SEATS = (select(*table_of(Seat).c).where(Seat.game_id == bindparam("game_id"))
           .order_by(col(Seat.position)))
-_EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
+EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
                  .where(EventLog.game_id == bindparam("game_id"),
                         EventLog.seq > bindparam("since"))
                  .order_by(col(EventLog.seq)))  # rows: objects cost several times more
@@ -67,6 +74,11 @@ _DEADLINE = select(Decision.deadline_at).where(Decision.id == bindparam("id"))
 _HELD = select(id_column(Outbox.id)).where(Outbox.seat_id == bindparam("seat_id"),
                                 Outbox.rcpt == bindparam("rcpt"),
                                 Outbox.status == OutboxStatus.HELD)
+
+
+# What an email about several games (a digest) adds to its template's names at rendering,
+# in the reader's language (``force_locale`` is on): its services module registers it.
+EXTRA_CONTEXT: dict[EmailTemplate, Callable[[Session, Outbox], dict[str, Any]]] = {}
 
 
 def load_row(s: Session, row_id: int) -> tuple[Outbox, Game | None, Seat | None, bool]:
@@ -100,6 +112,7 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
                            "unsubscribe": unsubscribe, "seats": []}
     seen = None
     conn = s.connection()
+    now = datetime.now(UTC)  # "2 hours left" and "by Thu 18:00" are as of sending
     if game is not None:  # the players, also before the game starts (confirm, invitation)
         ctx["seats"] = conn.execute(_SEATS, {"game_id": game.id}).all()
     ctx["names"] = [x.name for x in ctx["seats"]]  # by position
@@ -114,10 +127,12 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["view"] = localize.view(mod, mod.view(state, position), tr)
         ctx["card"] = localize.lookup(mod, state, tr)
         since = seat.seen_event_seq if seat else 0
-        events = conn.execute(_EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
+        events = conn.execute(EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
         seen = game.event_seq
+        if row.template == EmailTemplate.RESULT:
+            ctx["standing"] = standing(mod, state, position, ctx["names"])
     tz = seat.timezone if seat is not None and to_player else "UTC"
     if game is not None and game.status == GameStatus.ACTIVE and game.paused_at is None:
         ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
@@ -126,13 +141,34 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         at = (conn.execute(_DEADLINE, {"id": decision_id}).scalar()
               if decision_id is not None else None)
         when = at.isoformat() if at is not None else row.context["deadline"]
-        ctx["deadline"] = format_deadline(when, tz)
+        ctx["deadline"] = dict(format_deadline(when, tz), short=short_time(when, tz, now),
+                               left=time_left(when, now))
+        if (at is not None and seat is not None and to_player and "deadlines" in ctx
+                and game is not None and game.policy.banked):
+            ctx["clock_left"] = clock_text(clock_seconds_left(conn, game, seat, at, utcnow()))
+    if row.template == EmailTemplate.DIGEST:
+        ctx["due"] = due_summary(row.context.get("games") or [], now)
     merged: list[int] = []
     if row.template == EmailTemplate.DECISION and row.seat_id is not None:
         merged = list(conn.execute(_HELD, {"seat_id": row.seat_id, "rcpt": row.rcpt})
                       .scalars())
     ctx["held"] = len(merged)
+    extra = EXTRA_CONTEXT.get(row.template)
+    if extra is not None:
+        ctx.update(extra(s, row))
     return build_message(row, game, ctx, thread_of(s, row)), seen, merged
+
+
+def clock_seconds_left(conn: Connection, game: Any, seat: Any, deadline: datetime,
+                       now: datetime) -> float:
+    """The running time on the seat's clock from ``now`` until ``deadline``: from the
+    end of its vacation, standing still where the game's policy stops it (its quiet
+    hours, the weekends: the address's settings are read only then)."""
+    policy = game.policy
+    stops = (policy.running(clock_stops(conn, [seat], policy.pause_weekends)[0])
+             if policy.stops_clocks else Stops(UTC))
+    start = max(now, seat.vacation_until) if seat.vacation_until else now
+    return running_between(start, deadline, stops)
 
 
 def open_deadlines(s: Session, game: Game, seats: Sequence[Any],
@@ -144,6 +180,36 @@ def open_deadlines(s: Session, game: Game, seats: Sequence[Any],
              "host_reminded_at": d.host_reminded_at,
              **format_deadline(d.deadline_at.isoformat(), tz)}
             for d in rows if d.deadline_at is not None]
+
+
+def standing(mod: Any, state: Any, position: int | None,
+               names: list[str]) -> dict[str, Any] | None:
+    """Where the reader finished, for the first line of the result email: their
+    ``place`` and the names of those who share it (``with``); None for a game that does
+    not rank its players (``engine.core.Ranks``) or that ended without a winner."""
+    ranks = getattr(mod, "places", None)
+    found: list[int] = ranks(state) if ranks is not None and position is not None else []
+    if position is None or position >= len(found):
+        return None
+    place = found[position]
+    return {"place": place, "with": [names[i] for i, p in enumerate(found)
+                                     if p == place and i != position]}
+
+
+def due_summary(games: list[dict[str, Any]], now: datetime) -> dict[str, Any]:
+    """For the first line of a digest: how many of its turns fall due before midnight in
+    the reader's zone (``today``) and the first deadline, written short (``next``)."""
+    today, first = 0, None
+    for g in games:
+        for turn in g["turns"]:
+            if not turn.get("deadline"):
+                continue
+            at = datetime.fromisoformat(turn["deadline"])
+            zone = ZoneInfo(g["tz"])
+            today += at.astimezone(zone).date() == now.astimezone(zone).date()
+            if first is None or at < first[0]:
+                first = (at, g["tz"])
+    return {"today": today, "next": short_time(first[0], first[1], now) if first else ""}
 
 
 def mint_links(s: Session, specs: list[dict[str, Any]], row: Outbox) -> list[str]:
@@ -181,6 +247,11 @@ def default_title(game: Any, names: list[str]) -> str:
     return title if len(title) <= 100 else title[:99].rsplit(" ", 1)[0] + "…"
 
 
+# The Subject of each kind of email about no one game (translated when it is written).
+SUBJECTS = {EmailTemplate.MY_GAMES: mark("Your games on pbem"),
+            EmailTemplate.DIGEST: mark("Your daily digest")}
+
+
 def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
                   thread: list[str] | None = None) -> Outgoing:
     """Render the .txt and .html twins of ``row.template`` (in the language of the
@@ -200,8 +271,10 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     html = render_template(f"emails/{row.template}.html", headline=headline,
                            ctx_language=lang, inline_css=True, ui=ui_inline, **parts[1],
                            **ctx)
-    # an email about no one game is called by its first line ("Your games")
-    subject = game_name(game, ctx.get("seats") or []) if game is not None else headline
+    # an email about no one game is called by its kind, the same every time (one thread)
+    subject = (game_name(game, ctx.get("seats") or []) if game is not None
+               else gettext(SUBJECTS[row.template]) if row.template in SUBJECTS
+               else headline)
     data, names = wire_message(
         lambda msg: write_headers(msg, row, game, subject, ctx["unsubscribe"], thread, lang),
         text, html)

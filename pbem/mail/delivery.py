@@ -98,14 +98,14 @@ def _deliver_one(row_id: int) -> str:
         return "failed"
     if rendered is None:
         return "skipped"
-    out, seat_id, seen, merged = rendered
+    out, seat_id, seen, merged, told = rendered
     try:
         backend().send(out)
     except MailError as exc:
         _record_failure(row_id, str(exc), permanent=exc.permanent)
         return "down" if exc.server else "failed"
     try:
-        _mark_sent(row_id, seat_id, seen, merged)
+        _mark_sent(row_id, seat_id, seen, merged, told)
     except SQLAlchemyError:  # sent, but not recorded: the lease runs out and it is resent
         log.exception("outbox row %s was sent but could not be marked sent", row_id)
     return "sent"
@@ -126,12 +126,15 @@ _MERGED = (update(_OUTBOX).where(_OUTBOX.c.id.in_(bindparam("merged", expanding=
            .values(status=OutboxStatus.MERGED))
 
 
-def _mark_sent(row_id: int, seat_id: int | None, seen: int | None, merged: list[int]) -> None:
+def _mark_sent(row_id: int, seat_id: int | None, seen: int | None, merged: list[int],
+               told: list[list[int]]) -> None:
     with session_scope() as s:
         conn = s.connection()
         conn.execute(_MARK_SENT, {"row_id": row_id, "now": utcnow()})
         if seat_id is not None and seen is not None:
             conn.execute(_SEEN, {"seat_id": seat_id, "seen": seen})
+        if told:  # an email about several games (a digest): what it told each seat
+            conn.execute(_SEEN, [{"seat_id": i, "seen": n} for i, n in told])
         if merged:
             conn.execute(_MERGED, {"merged": merged})
 
@@ -164,7 +167,7 @@ _GIVE_UP = (update(_OUTBOX).where(*_DUE_ROW, _OUTBOX.c.attempts >= bindparam("li
 
 
 def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
-                                          list[int]] | None:
+                                          list[int], list[list[int]]] | None:
     """Mint the claimed row's links and render it (None: it must not be sent now).
 
     The rendering reads a snapshot that waits for nobody and holds up no one (it takes a
@@ -191,7 +194,8 @@ def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
         else:
             out, seen, merged = render_row(s, row, game, seat, to_player)
             # what the seat has been told moves on only when the email went to its player
-            rendered = out, row.seat_id if to_player else None, seen, merged
+            rendered = (out, row.seat_id if to_player else None, seen, merged,
+                        row.context.get("seen_seats") or [])
         changes = {attr.key: attr.value for attr in inspect(row).attrs
                    if attr.history.has_changes()}
     with session_scope() as s:

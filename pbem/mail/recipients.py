@@ -63,7 +63,10 @@ def suppressed(s: Session, rcpt: str, template: EmailTemplate | None = None) -> 
 
 def may_mail(game: Game, seat: Seat, template: EmailTemplate) -> bool:
     """Before a person has accepted, only their invitation (or the host's confirmation
-    link) may reach them. Checked when queueing and again when sending."""
+    link) may reach them; a bot seated at creation (``Seat.robot``) gets nothing. Checked
+    when queueing and again when sending."""
+    if seat.robot:
+        return False
     if game.status == GameStatus.AWAITING_HOST:
         return template == EmailTemplate.HOST_CONFIRM and seat.is_host
     if seat.invite != Invite.ACCEPTED:

@@ -24,6 +24,8 @@ One module per area; each imports only the ones listed above it:
   in when sent).
 - ``calendar``: a player's deadlines in their calendar: the private feed of an address's
   open decisions (made, replaced and stopped from a game page), one deadline as a file.
+- ``takeback``: a player takes back their last move (while nobody else acted and it
+  showed nothing hidden).
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
   back, notifications, unsubscribing, leaving, language, abandon, vacation.
 
@@ -68,8 +70,11 @@ from pbem.services.controls import (
 )
 from pbem.services.deadlines import (
     Due,
+    due_bot_moves,
     due_reminders,
     due_timeouts,
+    play_bot,
+    play_bots_due,
     remind_due,
     send_reminder,
     time_out,
@@ -80,6 +85,7 @@ from pbem.services.games import (
     Created,
     PlayerIn,
     answer_invitation,
+    bot_levels,
     check_name,
     check_title,
     confirm_host,
@@ -115,6 +121,7 @@ from pbem.services.reading import (
     page_stamp,
     spectator_stamp,
 )
+from pbem.services.takeback import take_back, take_back_offer_for
 
 __all__ = [
     # plumbing and the policy
@@ -123,14 +130,16 @@ __all__ = [
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
     "log_round_for_page", "log_round_for_spectator", "PageStamp", "page_stamp",
     "spectator_stamp",
+    # take-backs
+    "take_back", "take_back_offer_for",
     # playing
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
     "describe_token", "set_plan",
     # deadlines
-    "Due", "due_reminders", "due_timeouts", "remind_due", "send_reminder", "time_out",
-    "time_out_due",
+    "Due", "due_bot_moves", "due_reminders", "due_timeouts", "play_bot", "play_bots_due",
+    "remind_due", "send_reminder", "time_out", "time_out_due",
     # games
-    "Created", "PlayerIn", "answer_invitation", "check_name", "check_title",
+    "Created", "PlayerIn", "bot_levels", "answer_invitation", "check_name", "check_title",
     "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",
     "expire_unconfirmed", "expired_unconfirmed",
     "parse_player", "play_again", "replace_player", "validate_players",

@@ -45,6 +45,7 @@ from pbem.services.plumbing import (
     LANGUAGES,
     PAGE_LINK,
     admin_game,
+    deadline_for,
     live_seat_page,
     live_token,
     load_state,
@@ -260,14 +261,20 @@ def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:
         new.name, new.email, new.language, new.timezone)
     seat.timeouts_in_row, seat.bot, seat.left_at, seat.mute_notices = 0, None, None, False
     seat.seen_event_seq = 0
+    was_robot, seat.robot = seat.robot, False  # a bot's seat given to a person
     log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
                                                             "new": new.name})
     queue_email(s, game, seat, EmailTemplate.WELCOME, {"old": old_name}, links=PAGE_LINK,
                 key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
     mod = get_game(game.engine)
     state = load_state(mod, game)
+    now = utcnow()
     for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
                                            col(Decision.closed_at).is_(None))):
+        if was_robot:  # the bot's short pause becomes a person's time to decide
+            stops = stops_of(s, game, seat)
+            d.deadline_at = deadline_for(game, seat, now, stops)
+            d.next_reminder_at = next_reminder(game, d.deadline_at, now, stops)
         queue_decision(s, game, mod, state, seat, d,
                         key=f"handover:{d.id}:{seat.id}:{secrets.token_hex(4)}")
     for other in seats_of(s, game.id):
@@ -283,12 +290,17 @@ def set_bot(admin_raw: str, position: Any, bot: str | None) -> None:
     """The host puts a seat on a bot (``heuristic`` or ``default``) or takes it off."""
     try:
         chosen = None if bot is None else SeatBot(bot)
+        if chosen not in (None, SeatBot.HEURISTIC, SeatBot.DEFAULT):
+            raise ValueError(bot)
     except ValueError:
         raise InvalidInput(gettext("the bot is 'heuristic' or 'default'")) from None
     with session_scope() as s:
         game = admin_game(s, admin_raw)
         _require_active(game)
         seat = _seat_at(s, game, position)
+        if seat.robot:
+            raise WrongState(gettext("a bot has held this seat from the start; to give it "
+                                     "to a person, hand it over"))
         _switch_bot(s, game, seat, chosen, by="host")
 
 

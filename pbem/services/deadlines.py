@@ -20,7 +20,7 @@ from pbem.db import get_row, read_scope, saved_id, session_scope
 from pbem.errors import NotFound
 from pbem.kinds import EmailTemplate, GameStatus, MoveSource, SeatBot
 from pbem.models import Decision, Game, Seat, id_column, table_of
-from pbem.services.playing import open_decisions, play_move, queue_decision
+from pbem.services.playing import bot_choice, open_decisions, play_move, queue_decision
 from pbem.services.plumbing import (
     PAGE_LINK,
     load_state,
@@ -54,21 +54,29 @@ def due_reminders(now: datetime, limit: int = 500) -> list[Due]:
 
 
 def due_timeouts(now: datetime, limit: int = 500) -> list[Due]:
-    """Open decisions of running games whose deadline has passed."""
-    return _due(Decision.deadline_at, now, limit)
+    """Open decisions of people in running games whose deadline has passed."""
+    return _due(Decision.deadline_at, now, limit, robots=False)
 
 
-def _due(column: Any, now: datetime, limit: int) -> list[Due]:
+def due_bot_moves(now: datetime, limit: int = 500) -> list[Due]:
+    """Open decisions of bots seated at creation whose pause is over (``bot_due``)."""
+    return _due(Decision.deadline_at, now, limit, robots=True)
+
+
+def _due(column: Any, now: datetime, limit: int, robots: bool | None = None) -> list[Due]:
     """Open decisions of running, unpaused games whose ``column`` time has come,
     earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at));
-    a read that takes no lock: each decision is re-checked in its own transaction."""
+    a read that takes no lock: each decision is re-checked in its own transaction.
+    ``robots``: only the decisions of bots seated at creation (True) or of the others."""
+    query = (select(id_column(Decision.id), Decision.game_id)
+             .join(Game, col(Game.id) == Decision.game_id)
+             .where(col(Decision.closed_at).is_(None), column <= now,
+                    Game.status == GameStatus.ACTIVE, col(Game.paused_at).is_(None)))
+    if robots is not None:
+        query = query.join(Seat, col(Seat.id) == Decision.seat_id).where(
+            col(Seat.robot).is_(robots))
     with read_scope() as s:
-        return [Due(*row) for row in s.exec(
-            select(id_column(Decision.id), Decision.game_id)
-            .join(Game, col(Game.id) == Decision.game_id)
-            .where(col(Decision.closed_at).is_(None), column <= now,
-                   Game.status == GameStatus.ACTIVE, col(Game.paused_at).is_(None))
-            .order_by(column).limit(limit))]
+        return [Due(*row) for row in s.exec(query.order_by(column).limit(limit))]
 
 
 _GAME_OF_DECISION = select(Decision.game_id).where(Decision.id == bindparam("id"))
@@ -157,6 +165,50 @@ def _alone(step: Step, item: Due, now: datetime) -> StepResult:
         return exc
 
 
+def play_bots_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]:
+    """``play_bot`` for each of ``due``, one at a time (a bot may think for a while: it
+    does so in a read, holding no lock, and only its move takes the game's lock)."""
+    out: list[tuple[Due, StepResult]] = []
+    for item in due:
+        try:
+            out.append((item, play_bot(item.decision_id, now, item.game_id)))
+        except Exception as exc:  # noqa: BLE001 - handed back: the clock logs it
+            out.append((item, exc))
+    return out
+
+
+def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
+    """Play the move of a bot seated at creation whose pause is over, exactly once: its
+    choice worked out on the game as read (no lock held while it thinks), then recorded
+    under the game's lock if the game has not moved meanwhile (else it is found due
+    again at the next sweep, and thinks again)."""
+    with read_scope() as s:
+        found = s.exec(select(Decision, Seat, Game)
+                       .join(Seat, col(Seat.id) == Decision.seat_id)
+                       .join(Game, col(Game.id) == Decision.game_id)
+                       .where(Decision.id == decision_id)).first()
+        if found is None:
+            return False
+        decision, seat, game = found
+        if (decision.closed_at is not None or not seat.robot
+                or game.status != GameStatus.ACTIVE or game.paused_at is not None):
+            return False
+        version = game.version
+        mod = get_game(game.engine)
+        state = load_state(mod, game)
+        action = bot_choice(game, mod, state, seat)
+    with session_scope() as s:
+        running = _running_decision(s, decision_id, game_id)
+        if running is None or running[1].version != version:
+            return False
+        decision, game, open_rows = running
+        seats = seats_of(s, game.id)
+        seat = next(x for x in seats if x.id == decision.seat_id)
+        play_move(s, game, seat, decision, action, MoveSource.BOT, state, seats, [],
+                  open_rows)
+        return True
+
+
 def send_reminder(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
     """Queue the reminder that is due for a decision; False if nothing was due (any more).
     (``game_id``: the decision's game, if known.)"""
@@ -229,8 +281,11 @@ def _time_out(s: Session, decision_id: int, now: datetime, game_id: str | None =
     timeouts = seat.timeouts_in_row + 1
     to_bot = seat.bot is None and timeouts >= game.policy.absent_after
     _count_timeout(s, seat, timeouts, game.policy.absent_bot if to_bot else seat.bot)
-    notices = [Event("decision_timed_out", seat.position,
-                     {"kind": decision.kind, "action": action.to_json()})]
+    timed_out: dict[str, Any] = {"kind": decision.kind, "action": action.to_json()}
+    if game.policy.banked:  # the seat's clock ran out: it restarts with the increment
+        timed_out["clock_hours"] = min(game.policy.increment_hours,
+                                       game.policy.cap_days * 24)
+    notices = [Event("decision_timed_out", seat.position, timed_out)]
     if to_bot:
         notices.append(Event("seat_on_bot", seat.position,
                              {"bot": seat.bot, "timeouts": seat.timeouts_in_row,

@@ -1,8 +1,11 @@
 """The daily digest of an address that chose one (``Address.delivery``) instead of an
 email per turn: once a day at its hour (in its zone), one email listing every game
-waiting for it, each open decision with its deadline and the link of its game page;
-nothing on a day when no game waits. Its turn emails are skipped when due
-(``pbem.mail.addresses``); reminders still go, so that no deadline passes unseen.
+waiting for it, each open decision with its deadline and its one-click choices (the
+decision email's, ``email_choices``), what happened in the game since the seat's last
+email (as a turn email tells it: so news "in the next turn email" comes in the digest),
+and the link of its game page; nothing on a day when no game waits. Its turn emails are
+skipped when due (``pbem.mail.addresses``); reminders still go, so that no deadline
+passes unseen.
 
 The clock's sweep queues a digest (``queue_digests``): a request row, at most one per
 address and local day (its idempotency key names both), marked on the address
@@ -18,13 +21,17 @@ from typing import Any
 from sqlalchemy import func, insert
 from sqlmodel import Session, col, select
 
+from engine.registry import get_game
 from pbem.db import read_scope, session_scope
+from pbem.i18n import language
 from pbem.kinds import Delivery, EmailTemplate, GameStatus, Invite, OutboxStatus, TokenKind
-from pbem.mail import PREPARE_AT_SENDING, game_name
+from pbem.mail import EXTRA_CONTEXT, PREPARE_AT_SENDING, game_name
 from pbem.mail.addresses import zone
+from pbem.mail.compose import EVENTS_SINCE
 from pbem.mail.headers import message_id
 from pbem.models import Address, Decision, Game, Outbox, Seat, utcnow
-from pbem.services.plumbing import seats_of, wake_deliverer
+from pbem.services.plumbing import load_state, seats_of, wake_deliverer
+from pbem.services.reading import card_lookup, variants_of
 from pbem.tokens import hash_token
 
 NOTHING_WAITS = "not sent: no game waits for this address"
@@ -94,22 +101,68 @@ def prepare_digest(s: Session, row: Outbox) -> str | None:
         return NOTHING_WAITS
     games: dict[str, dict[str, Any]] = {}
     links: dict[str, Any] = {}
+    states: dict[str, tuple[Any, Any]] = {}
+    seen: list[list[int]] = []  # what each seat is told by the digest: its games' events
     for decision, seat, game in found:
         entry = games.get(game.id)
         if entry is None:
             entry = games[game.id] = {
-                "title": game_name(game, seats_of(s, game.id)), "engine": game.engine,
-                "tz": seat.timezone, "paused": game.paused_at is not None, "turns": [],
-                "link": f"page{seat.id}"}
+                "id": game.id, "title": game_name(game, seats_of(s, game.id)),
+                "engine": game.engine, "tz": seat.timezone, "position": seat.position,
+                "since": seat.seen_event_seq,
+                "paused": game.paused_at is not None, "turns": [], "link": f"page{seat.id}"}
             links[f"page{seat.id}"] = {"kind": TokenKind.PAGE, "game_id": game.id,
                                        "seat_id": seat.id}
-        entry["turns"].append({"kind": decision.kind, "deadline": (
-            decision.deadline_at.isoformat() if decision.deadline_at else None)})
+            mod = get_game(game.engine)
+            states[game.id] = mod, load_state(mod, game)
+            if seat.id is not None:
+                seen.append([seat.id, game.event_seq])
+        turn: dict[str, Any] = {"kind": decision.kind, "choices": [], "more": True,
+                                "deadline": (decision.deadline_at.isoformat()
+                                             if decision.deadline_at else None)}
+        entry["turns"].append(turn)
+        if entry["paused"] or len(entry["turns"]) > 1:
+            continue  # one-click choices for a seat's first open decision of a game
+        mod, state = states[game.id]
+        legal = mod.legal_actions(state, seat.position)
+        for i, action in enumerate(mod.email_choices(state, seat.position)):
+            name = f"d{decision.id}c{i}"
+            links[name] = {"kind": TokenKind.ACTION, "game_id": game.id, "seat_id": seat.id,
+                           "decision_id": decision.id, "action": action.to_json()}
+            turn["choices"].append({
+                "link": name, "action": action.to_json(),
+                "effect": mod.choice_effect(state, seat.position, action),
+                "variants": variants_of(mod, state, seat.position, action)})
+        turn["more"] = len(legal) > len(turn["choices"])
     newest = max((seat for _, seat, _ in found), key=lambda x: x.id or 0)
     row.to_addr, row.to_name, row.language = newest.email, newest.name, newest.language
     row.context = {"links": links, "token_game": newest.game_id, "name": newest.name,
-                   "games": list(games.values())}
+                   "games": list(games.values()), "seen_seats": seen}
     return None
 
 
+def digest_context(s: Session, row: Outbox) -> dict[str, Any]:
+    """At rendering, in the reader's language: each listed game's cards by id, for the
+    words of its choices (``cards[game_id]``), and what happened in it since the seat's
+    last email (``news[game_id]``: the events it may see, the players' names, the seat),
+    as a turn email tells it (the digest moves what the seats were told: ``seen_seats``,
+    ``pbem.mail.delivery``)."""
+    cards: dict[str, Any] = {}
+    news: dict[str, Any] = {}
+    conn = s.connection()
+    for entry in row.context.get("games", ()):
+        game = s.get(Game, entry["id"])
+        if game is None or not game.state:
+            continue
+        cards[game.id] = card_lookup(game, language())
+        me = entry.get("position")
+        events = conn.execute(EVENTS_SINCE, {"game_id": game.id,
+                                             "since": entry.get("since", 0)}).all()
+        news[game.id] = {"me": me, "names": [x.name for x in seats_of(s, game.id)],
+                         "events": [e for e in events
+                                    if e.visible_to is None or me in (e.visible_to or [])]}
+    return {"cards": cards, "news": news}
+
+
 PREPARE_AT_SENDING[EmailTemplate.DIGEST] = prepare_digest
+EXTRA_CONTEXT[EmailTemplate.DIGEST] = digest_context

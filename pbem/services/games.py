@@ -28,7 +28,7 @@ from pbem.errors import (
     RateLimited,
     WrongState,
 )
-from pbem.kinds import ENDED, EmailTemplate, GameStatus, Invite, TokenKind
+from pbem.kinds import BOT_LEVELS, ENDED, EmailTemplate, GameStatus, Invite, SeatBot, TokenKind
 from pbem.mail import INVITE_TEMPLATES, default_title, suppressed
 from pbem.mail.headers import BadAddress, address_problem, bad_characters, parse_address
 from pbem.models import Game, Outbox, RateLimit, Seat, Token, utcnow
@@ -55,15 +55,26 @@ def offered_games() -> list[dict[str, Any]]:
     """The games a host may start, in the registry's order, with their player counts and
     bot levels (the home page, the CLI)."""
     return [{"name": name, "min": entry.min_players, "max": entry.max_players,
-             "bots": entry.bots} for name, entry in listings().items()]
+             "bots": bot_levels(entry.game)} for name, entry in listings().items()]
+
+
+def bot_levels(mod: EngineGame) -> list[str]:
+    """The levels of bot a host may seat at a game of ``mod``, weakest first: ``easy``
+    (the game's heuristic) always, ``strong`` where the game has a search bot."""
+    return [str(level) for level in BOT_LEVELS
+            if level == SeatBot.EASY or str(level) in mod.BOTS]
 
 
 @dataclass(frozen=True)
 class PlayerIn:
+    """A player of a new game as the host entered them; ``bot``: a bot's level (a seat a
+    bot holds from the start: no address, the name is the bot's)."""
+
     name: str
     email: str
     language: str = "en"
     timezone: str = "UTC"
+    bot: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +110,10 @@ def validate_players(players: Sequence[PlayerIn | None], game: EngineGame | None
     out: list[PlayerIn] = []
     seen: set[str] = set()
     for i, p in rows:
-        player = _check_player(p, i, seen, problems)
+        if p.bot is not None:
+            player = _check_bot(p, i, game, problems)
+        else:
+            player = _check_player(p, i, seen, problems)
         if player is not None:
             out.append(player)
     if own:
@@ -145,6 +159,37 @@ def _check_player(p: PlayerIn, i: int, seen: set[str], problems: Problems) -> Pl
     if name is None or email is None or language is None or timezone is None:
         return None
     return PlayerIn(name, email, language, timezone)
+
+
+def _check_bot(p: PlayerIn, i: int, game: EngineGame | None,
+               problems: Problems) -> PlayerIn | None:
+    """A bot's row: not the host's, a level the game offers, no address; its name as
+    typed (or "Bot 2"), said to be a bot's wherever players read it."""
+    n = i + 1
+    level = str(p.bot)
+    ok = True
+    if i == 0:
+        problems.add(f"bot{i}", gettext("player 1 is you, the host: a person, not a bot"))
+        ok = False
+    elif game is not None and level not in bot_levels(game):
+        problems.add(f"bot{i}", gettext(
+            "player %(i)s: this game offers bots at the levels %(levels)s", i=n,
+            levels=", ".join(bot_levels(game))))
+        ok = False
+    if p.email.strip():
+        problems.add(f"email{i}", gettext(
+            "player %(i)s: a bot has no email address; leave it empty, or choose a person",
+            i=n))
+        ok = False
+    typed = (p.name or "").strip()
+    name = problems.check(f"name{i}", check_name, typed or gettext("Bot %(n)s", n=n),
+                          gettext("player %(i)s", i=n))
+    if name is None or not ok:
+        return None
+    if "bot" not in name.lower():
+        name = gettext("%(name)s (bot)", name=name)[:60]
+    return PlayerIn(name, "", p.language if p.language in LANGUAGES else "en", "UTC",
+                    level)
 
 
 def _check_email(text: str | None, n: int) -> str:
@@ -257,7 +302,8 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], policy: GameP
     if confirm_by_email or not start:
         problems = Problems()
         for row, p in zip(rows or range(len(players)), players, strict=True):
-            problems.check(f"email{row}", check_may_invite, s, p.email)
+            if p.bot is None:
+                problems.check(f"email{row}", check_may_invite, s, p.email)
         problems.raise_any()
     gid = secrets.token_hex(5)
     game = Game(id=gid, engine=engine_name, title=title, seed=new_seed(seed),
@@ -269,10 +315,13 @@ def _create(s: Session, engine_name: str, players: list[PlayerIn], policy: GameP
     s.flush()
     seats = []
     for pos, p in enumerate(players):
-        joined = start or (pos == 0 if host is None else p.email.lower() == host)
+        joined = start or p.bot is not None or (
+            pos == 0 if host is None else p.email.lower() == host)
         seat = Seat(game_id=gid, position=pos, name=p.name, email=p.email,
                     language=p.language, timezone=p.timezone, is_host=pos == 0,
-                    invite=Invite.ACCEPTED if joined else Invite.INVITED)
+                    invite=Invite.ACCEPTED if joined else Invite.INVITED,
+                    bot=SeatBot(p.bot) if p.bot is not None else None,
+                    robot=p.bot is not None)
         s.add(seat)
         seats.append(seat)
     s.flush()
@@ -316,8 +365,7 @@ def play_again(admin_raw: str, client: str | None = None) -> tuple[Created, bool
             raise WrongState(gettext("too few of the players are still in (this game needs "
                                      "at least %(n)s); start a new game from the home page",
                                      n=mod.MIN_PLAYERS))
-        players = validate_players([PlayerIn(x.name, x.email, x.language, x.timezone)
-                                    for x in seats], mod)
+        players = validate_players([as_player(x) for x in seats], mod)
         created = _create(s, old.engine, players, old.policy,
                           next_title(old.title or default_title(mod, [p.name for p in players])),
                           None, confirm_by_email=False, start=False, client=client, host=asker)
@@ -516,11 +564,16 @@ def _start(s: Session, game: Game, seats: list[Seat]) -> None:
             queue_email(s, game, seat, EmailTemplate.GAME_STARTED, {}, links=PAGE_LINK)
 
 
+def as_player(seat: Seat) -> PlayerIn:
+    """A seat as the player a host would enter for it (a bot's: its level)."""
+    return PlayerIn(seat.name, seat.email, seat.language, seat.timezone,
+                    str(seat.bot) if seat.robot and seat.bot else None)
+
+
 def validate_newcomer(s: Session, game: Game, seat: Seat, player: PlayerIn) -> PlayerIn:
     """``player`` checked for ``seat`` against the other players; a problem names the
     seat's number, as the host page shows it ("player 2: ...")."""
-    players = [player if x.id == seat.id else PlayerIn(x.name, x.email, x.language, x.timezone)
-               for x in seats_of(s, game.id)]
+    players = [player if x.id == seat.id else as_player(x) for x in seats_of(s, game.id)]
     return validate_players(players, get_game(game.engine))[seat.position]
 
 

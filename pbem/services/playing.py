@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, case, insert, null, update
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
@@ -20,6 +20,7 @@ from engine.core import Action, EngineError, Event, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
+from pbem.clocks import Stops, advance, running_between
 from pbem.db import get_row, one_read, read_then_write, saved_id, session_scope
 from pbem.errors import (
     AlreadyRecorded,
@@ -35,6 +36,7 @@ from pbem.kinds import ClosedBy, EmailTemplate, GameStatus, MoveSource, SeatBot,
 from pbem.models import Decision, Game, Move, Seat, page_version_moved, table_of, utcnow
 from pbem.services.plumbing import (
     PAGE_LINK,
+    clock_start,
     confirm_link,
     deadline_for,
     dump_json,
@@ -241,8 +243,9 @@ def set_plan(page_raw: str, plan: str) -> bool:
     """The plan form of a seat's game page: set (or, for blank ``plan``, clear) the seat's
     standing plan, in one transaction like a move (the game's lock, the state's version
     checked and moved, the page's version moved, the game's events logged), at any
-    time while the game runs; no decision opens or closes and nothing is played. False
-    when nothing changed (no plan to clear). IllegalMove (kind ``plan``) with the game's
+    time while the game runs; no decision opens or closes and nothing is played (the
+    take-back of the move before ends, as after any other change). False when nothing
+    changed (no plan to clear). IllegalMove (kind ``plan``) with the game's
     reason for a plan it refuses; WrongState for a game not running or paused."""
     with session_scope() as s:
         token = live_token(s, page_raw, TokenKind.PAGE)
@@ -353,6 +356,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     mod = get_game(game.engine)
     if state is None:
         state = load_state(mod, game)
+    before = state
     if applied is not None:
         state, events = applied
     else:
@@ -360,27 +364,35 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
             state, events = mod.apply(state, seat.position, action)
         except EngineError as exc:
             raise IllegalMove(exc.code, decision.kind) from None
-    _insert_move(s, game.id, saved_id(decision), seat.position, action, source)
+    _insert_move(s, game, saved_id(decision), seat.position, action, source,
+                 showed_hidden(mod, before, state))
     _close(s, decision, ClosedBy(source))
-    played = source == MoveSource.PLAYER or (source == MoveSource.BOT
+    settle_clock(s, game, seat, decision, moved=True)
+    played = source == MoveSource.PLAYER or (source == MoveSource.BOT and not seat.robot
                                              and not _stands_in(game, seat))
     if seats is None:
         seats = seats_of(s, game.id)
-    _commit_state(s, game, mod, state, events, seats, played, notices or [])
+    _commit_state(s, game, mod, state, events, seats, played, notices or [],
+                  undo=UNDO_OF.get(source, "clear"))
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == MoveSource.PLAYER else None
     opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows)
     for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
-        bot_row = next((d for d in opened if seats[d.position].bot), None)
+        bot_row = next((d for d in opened  # a bot seated at creation waits for the clock
+                        if seats[d.position].bot and not seats[d.position].robot), None)
         if bot_row is None or game.status != GameStatus.ACTIVE:
             break
         bot_seat = seats[bot_row.position]
         choice = bot_choice(game, mod, state, bot_seat)
+        before = state
         state, events = mod.apply(state, bot_seat.position, choice)
-        _insert_move(s, game.id, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT)
+        _insert_move(s, game, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT,
+                     showed_hidden(mod, before, state))
         _close(s, bot_row, ClosedBy.BOT)
-        _commit_state(s, game, mod, state, events, seats, not _stands_in(game, bot_seat))
+        settle_clock(s, game, bot_seat, bot_row, moved=True)
+        _commit_state(s, game, mod, state, events, seats, not _stands_in(game, bot_seat),
+                      undo="keep")
         state = _end_if_idle(s, game, mod, state, seats)
         opened = [d for d in opened if d.closed_at is None]
         opened += sync_decisions(s, game, mod, state, seats, follow_up)
@@ -394,6 +406,10 @@ _GAME_TABLE = table_of(Game)
 _UPDATE_STATE = (update(_GAME_TABLE).where(_GAME_TABLE.c.id == bindparam("game_id"),
                                            _GAME_TABLE.c.version == bindparam("old_version"))
                  .values(version=bindparam("new_version"), state=bindparam("new_state"),
+                         undo_state=case(  # the state before a player's move (take-backs)
+                             (bindparam("undo") == "take", _GAME_TABLE.c.state),
+                             (bindparam("undo") == "keep", _GAME_TABLE.c.undo_state),
+                             else_=null()),
                          event_seq=bindparam("new_event_seq"),
                          idle_rounds=bindparam("new_idle_rounds"),
                          page_version=_GAME_TABLE.c.page_version + 1))
@@ -404,11 +420,20 @@ _OPEN_DECISIONS = select(Decision).where(Decision.game_id == bindparam("game_id"
                                          col(Decision.closed_at).is_(None))
 
 
-def _insert_move(s: Session, game_id: str, decision_id: int, position: int, action: Action,
-                 source: MoveSource) -> None:
-    s.connection().execute(_INSERT_MOVE, [{"game_id": game_id, "decision_id": decision_id,
+def _insert_move(s: Session, game: Game, decision_id: int, position: int, action: Action,
+                 source: MoveSource, revealed: bool) -> None:
+    s.connection().execute(_INSERT_MOVE, [{"game_id": game.id, "decision_id": decision_id,
                               "position": position, "action": action.to_json(),
-                              "source": source, "created_at": utcnow()}])
+                              "source": source, "created_at": utcnow(),
+                              "version": game.version, "event_seq": game.event_seq,
+                              "revealed": revealed}])
+
+
+def showed_hidden(mod: EngineGame, before: Any, after: Any) -> bool:
+    """Whether a move showed anything hidden (the game's ``revealed``; a game without it
+    is taken as showing something: none of its moves can be taken back)."""
+    revealed = getattr(mod, "revealed", None)
+    return True if revealed is None else bool(revealed(before, after))
 
 
 def open_decisions(s: Session, game_id: str) -> list[Decision]:
@@ -426,12 +451,62 @@ def _close(s: Session, decision: Decision, by: ClosedBy) -> None:
     set_committed_value(decision, "closed_by", by)
 
 
+# ----------------------------------------------------------------------------- time banks
+
+
+_SEAT_TABLE = table_of(Seat)
+_SET_BANK = (update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id"))
+             .values(bank_left=bindparam("bank_left")))
+_SEAT_OPEN = select(Decision).where(Decision.seat_id == bindparam("seat_id"),
+                                    col(Decision.closed_at).is_(None))
+
+
+def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
+                 moved: bool) -> None:
+    """In a time bank game, the seat's clock once ``decision`` has closed (now): it ran
+    while the decision was open, so it holds what was left until the decision's deadline
+    (on the running clock: from the end of a vacation, standing still where the policy
+    stops it; a pause or the host's extension moved the deadline, so neither costs the
+    player), plus the increment if the seat ``moved`` (its own move, a bot's, or the
+    default played at the timeout; not a decision the game stopped asking), at most the
+    cap. A clock that ran out (a timeout) holds the increment afterwards: the player's
+    next decision has that long.
+
+    A seat has one clock however many decisions it has open: each opens on the deadline
+    of the others (``sync_decisions``), and when one closes the others' deadlines move
+    to the clock's new end, so time when several are open is charged once. A Core
+    update of the seat (the transaction is a move's: it moves the game's
+    ``page_version`` itself)."""
+    policy = game.policy
+    if not policy.banked or seat.robot or decision.deadline_at is None:
+        return  # (a bot seated at creation plays on its own short pause, no clock)
+    now = utcnow()
+    others = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
+    # the seat's address is read only if its clock may stop, or for others' reminders
+    stops = stops_of(s, game, seat) if policy.stops_clocks or others else Stops(UTC)
+    running = policy.running(stops)
+    start = clock_start(seat, now)
+    left = running_between(start, decision.deadline_at, running)
+    bank = min(policy.cap_days * 86400,
+               left + (policy.increment_hours * 3600 if moved else 0.0))
+    s.connection().execute(_SET_BANK, {"seat_id": saved_id(seat), "bank_left": bank})
+    set_committed_value(seat, "bank_left", bank)
+    if others:
+        end = advance(start, bank, running)
+        for row in others:
+            row.deadline_at = end
+            row.next_reminder_at = next_reminder(game, end, now, stops)
+
+
 def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
-    """What a bot plays for an absent seat: the game's heuristic bot, or the default."""
-    if seat.bot == SeatBot.HEURISTIC:
-        rng = random.Random(f"{game.id}:{game.version}")
-        return mod.BOTS[SeatBot.HEURISTIC](state, seat.position, rng)
-    return mod.default_action(state, seat.position)
+    """What a bot plays for its seat: for an absent player the game's heuristic bot, or
+    the default; for a bot seated at creation, the game's bot of its level (``easy``:
+    the heuristic, where the game has no bot of that name)."""
+    if seat.bot == SeatBot.DEFAULT or seat.bot is None:
+        return mod.default_action(state, seat.position)
+    rng = random.Random(f"{game.id}:{game.version}")
+    bot = mod.BOTS.get(str(seat.bot)) or mod.BOTS[SeatBot.HEURISTIC]
+    return bot(state, seat.position, rng)
 
 
 def _closed_reason(decision: Decision) -> str:
@@ -442,9 +517,14 @@ def _closed_reason(decision: Decision) -> str:
     return decision.closed_by or "closed"
 
 
+# What a move does to the state a take-back restores (``Game.undo_state``): a player's
+# move keeps the state before it, a bot's moves after it keep that, anything else ends it.
+UNDO_OF = {MoveSource.PLAYER: "take", MoveSource.BOT: "keep"}
+
+
 def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
                   events: list[Event], seats: list[Seat], played: bool = False,
-                  notices: list[Event] | None = None) -> None:
+                  notices: list[Event] | None = None, undo: str = "clear") -> None:
     """Store the new state with an optimistic version check (the row is also locked),
     and count the rounds nobody played (``played``: see ``idle_after``); the move's
     events go to the log after ``notices`` (server events of the same step), in one
@@ -458,6 +538,7 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
     done = s.connection().execute(_UPDATE_STATE, {
         "game_id": game.id, "old_version": game.version, "new_version": new_version,
         "new_state": dump_json(mod.to_json(state)), "new_event_seq": first_seq + len(logged),
+        "undo": undo,
         "new_idle_rounds": idle})
     if done.rowcount != 1:
         raise Conflict(gettext("the game changed at the same moment; please try again"))
@@ -466,7 +547,7 @@ def _commit_state(s: Session, game: Game, mod: EngineGame, state: Any,
     set_committed_value(game, "event_seq", first_seq + len(logged))
     set_committed_value(game, "idle_rounds", idle)
     set_committed_value(game, "state", None)
-    s.expire(game, ["state", "page_version"])  # read back only if someone needs it
+    s.expire(game, ["state", "page_version", "undo_state"])  # read back only if needed
     result = mod.result(state)
     insert_events(s, game.id, first_seq, logged)
     if result is not None and game.status == GameStatus.ACTIVE:
@@ -551,17 +632,31 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     open_rows = ([row for row in known if row.closed_at is None] if known is not None
                  else s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all())
     have: set[tuple[int, str]] = set()
+    kept = []
     for row in open_rows:
         if (row.position, row.kind) in wanted:
             have.add((row.position, row.kind))
+            kept.append(row)
         else:
             _close(s, row, ClosedBy.SUPERSEDED)
+            settle_clock(s, game, seats[row.position], row, moved=False)
+    # a time bank: a seat's decisions share its one clock (``settle_clock``)
+    clock_end = {row.seat_id: row.deadline_at for row in kept
+                 if game.policy.banked and row.deadline_at is not None}
     opened = []
     now = utcnow()
     for position, kind in sorted(wanted - have):
         seat = seats[position]
+        if seat.robot:  # the clock plays it after a short pause (``play_bot``)
+            row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
+                           seq=game.version, kind=kind, deadline_at=bot_due(game, now))
+            _insert_decision(s, row)
+            opened.append(row)
+            continue
         stops = stops_of(s, game, seat)
-        deadline = deadline_for(game, seat, now, stops)
+        deadline = clock_end.get(saved_id(seat)) or deadline_for(game, seat, now, stops)
+        if game.policy.banked:
+            clock_end[saved_id(seat)] = deadline
         row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
                        seq=game.version, kind=kind, deadline_at=deadline,
                        next_reminder_at=next_reminder(game, deadline, now, stops))
@@ -573,6 +668,15 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                 delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
             queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
+
+
+def bot_due(game: Game, now: datetime) -> datetime:
+    """When the clock plays the move of a bot seated at creation: after a short pause
+    that varies a little from move to move (BOT_PAUSE_SECONDS, half to one and a half of
+    it), as a person at the table would."""
+    pause = float(current_app.config["BOT_PAUSE_SECONDS"])
+    return now + timedelta(seconds=pause * (0.5 + random.Random(
+        f"{game.id}:{game.version}:pause").random()))
 
 
 def is_present(seat: Seat, now: datetime) -> bool:

@@ -17,6 +17,7 @@ from flask_babel import gettext
 from sqlalchemy import Select, bindparam, event, func, insert, literal, or_, text
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from engine.core import Event
@@ -28,10 +29,9 @@ from pbem.errors import NotFound, WrongState
 from pbem.i18n import mark
 from pbem.kinds import EmailTemplate, OutboxStatus, TokenKind
 from pbem.mail import INVITE_TEMPLATES, TURN_TEMPLATES, may_mail
-from pbem.mail.addresses import zone as address_zone
+from pbem.mail.addresses import clock_stops
 from pbem.mail.headers import message_id
 from pbem.models import (
-    Address,
     Decision,
     EventLog,
     Game,
@@ -203,7 +203,9 @@ def lock_game_row(s: Session, game_id: str) -> None:
         s.execute(_LOCK_GAME_ROW, {"game_id": game_id})
 
 
-_GAME = select(Game).where(Game.id == bindparam("game_id"))
+# the state a take-back restores is read only by one (services.takeback)
+_GAME = select(Game).where(Game.id == bindparam("game_id")).options(
+    defer(Game.undo_state))  # type: ignore[arg-type]
 _GAME_FOR_UPDATE = _GAME.with_for_update()
 
 
@@ -247,33 +249,39 @@ def seats_of(s: Session, game_id: str) -> list[Seat]:
 
 
 REMIND_BEFORE_QUIET = timedelta(hours=1)  # a reminder due in quiet hours goes this early
-_QUIET = sa_select(table_of(Address).c.quiet_from, table_of(Address).c.quiet_to,
-                   table_of(Address).c.timezone).where(
-    table_of(Address).c.address == bindparam("rcpt"))
 
 
 def stops_of(s: Session, game: Game, seat: Seat) -> Stops:
     """When the seat's clock stands still: its address's quiet hours and the weekends
     (in the address's zone, else the seat's), as far as the game's policy stops clocks
     for them; the quiet hours themselves in ``quiet`` either way, for the reminders."""
-    row = s.connection().execute(_QUIET, {"rcpt": seat.email.lower()}).first()
-    zone = address_zone(row.timezone if row is not None else None, seat)
-    quiet = ((row.quiet_from, row.quiet_to) if row is not None and row.quiet_from is not None
-             and row.quiet_to is not None else None)
-    return Stops(zone, quiet, game.policy.pause_weekends)
+    return clock_stops(s.connection(), [seat], game.policy.pause_weekends)[0]
+
+
+def clock_start(seat: Seat, now: datetime) -> datetime:
+    """When the seat's clock starts again from ``now``: at the end of its vacation."""
+    return max(now, seat.vacation_until) if seat.vacation_until else now
 
 
 def deadline_for(game: Game, seat: Seat, now: datetime, stops: Stops | None = None) -> datetime:
-    """Now plus the time per decision, counted from the end of the seat's vacation, on a
-    clock that stands still in the seat's quiet hours and at weekends where the game's
-    policy says so (``stops``: ``stops_of`` the seat)."""
-    start = max(now, seat.vacation_until) if seat.vacation_until else now
-    seconds = game.policy.hours_per_decision * 3600
+    """Now plus the time the seat has for a decision (the time per decision, or in a time
+    bank game what its clock has left: ``bank_of``), counted from the end of the seat's
+    vacation, on a clock that stands still in the seat's quiet hours and at weekends
+    where the game's policy says so (``stops``: ``stops_of`` the seat)."""
+    start = clock_start(seat, now)
+    seconds = bank_of(game, seat) if game.policy.banked \
+        else game.policy.hours_per_decision * 3600
     if stops is None:
         return start + timedelta(seconds=seconds)
-    running = Stops(stops.zone, stops.quiet if game.policy.pause_quiet else None,
-                    game.policy.pause_weekends)
-    return advance(start, seconds, running)
+    return advance(start, seconds, game.policy.running(stops))
+
+
+def bank_of(game: Game, seat: Seat) -> float:
+    """The seconds on the seat's clock in a time bank game as its last decision closed
+    (the whole reserve before its first)."""
+    if seat.bank_left is None:
+        return game.policy.bank_days * 86400
+    return max(0.0, seat.bank_left)
 
 
 def next_reminder(game: Game, deadline: datetime, now: datetime,

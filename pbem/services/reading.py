@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -19,14 +20,18 @@ from sqlmodel import Session, col, select
 from engine.core import Action, Effect, format_action
 from engine.registry import get_game
 from pbem import localize
+from pbem.clocks import Stops, running_between, running_spans
 from pbem.db import read_connection, read_scope
-from pbem.errors import NotFound
+from pbem.errors import NotFound, WrongState
 from pbem.i18n import language
-from pbem.kinds import GameStatus, Invite, TokenKind
+from pbem.kinds import GameStatus, Invite, MoveSource, TokenKind
 from pbem.mail import open_deadlines, suppressed
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, Token, table_of
+from pbem.mail.addresses import clock_stops
+from pbem.models import Decision, EventLog, Game, Move, Outbox, Seat, Token, table_of, utcnow
 from pbem.services.plumbing import (
     admin_game,
+    bank_of,
+    clock_start,
     host_address,
     live_seat_page,
     live_token,
@@ -38,6 +43,56 @@ from pbem.tokens import hash_token, well_formed
 PAGE_KINDS = (TokenKind.PAGE, TokenKind.ACTION)  # the links that open a seat's game page
 
 
+# --------------------------------------------------------------------------- take-backs
+
+LOOK_BACK = 200  # the moves looked at, newest first: a player's move and the bots' after it
+
+
+@dataclass(frozen=True)
+class Undoable:
+    """A seat's last move, which it may take back now (``services.takeback``), and the
+    bots' moves after it (newest first)."""
+
+    move: Move
+    bots: list[Move]
+
+
+def undoable(s: Session, game: Game, seat: Seat) -> Undoable:
+    """The seat's last move if it may take it back now; WrongState says why not."""
+    if not game.policy.take_backs:
+        raise WrongState(gettext("the host does not allow taking back moves in this game"))
+    if game.status != GameStatus.ACTIVE:
+        raise WrongState(gettext("the game is over"))
+    if game.paused_at is not None:
+        raise WrongState(gettext("the game is paused"))
+    moves = s.exec(select(Move).where(Move.game_id == game.id)
+                   .order_by(col(Move.id).desc()).limit(LOOK_BACK)).all()
+    bots = []
+    for move in moves:
+        if move.source != MoveSource.BOT:
+            break
+        bots.append(move)
+    else:
+        raise WrongState(gettext("you have no move to take back"))
+    if move.source != MoveSource.PLAYER or move.position != seat.position:
+        raise WrongState(gettext("someone else has acted since your last move: it stands"))
+    if any(m.revealed is not False for m in [move, *bots]) or move.version is None \
+            or move.event_seq is None or game.undo_state is None:
+        raise WrongState(gettext("your last move showed something hidden (a die, a card): "
+                                 "it stands"))
+    return Undoable(move, bots)
+
+
+def take_back_offer(s: Session, game: Game, seat: Seat | None) -> dict[str, Any] | None:
+    """For a seat's page: the move it may take back now (``action``), or None."""
+    if seat is None or not game.policy.take_backs or game.status != GameStatus.ACTIVE:
+        return None
+    try:
+        return {"action": undoable(s, game, seat).move.action}
+    except WrongState:
+        return None
+
+
 def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
     """Everything a seat's game page shows, from that seat's view. A one-click (action)
     link opens the page read-only: only a game-page link offers the decision form."""
@@ -45,6 +100,8 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
         token, game, seat = live_seat_page(s, raw, *PAGE_KINDS)
         data = _page_data(s, game, seat, with_log)
         data["readonly"] = token.kind != TokenKind.PAGE
+        data["take_back"] = (None if data["readonly"]
+                             else take_back_offer(s, game, seat))
         data["stamp"] = PageStamp.of(f"{token.kind}:{token.seat_id}", game)
         return data
 
@@ -162,11 +219,13 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
         return mod.choice_effect(state, position, action) if position is not None else {}
 
     log = _log(s, game, mod, seat) if with_log else []
+    clocks = seat_clocks(s, game, seats, decisions)
     tr = localize.translation_for(mod, state, seat.language if seat else language())
     return {
         "game": game, "seat": seat, "seats": seats, "card": localize.lookup(mod, state, tr),
         "view": localize.view(mod, mod.view(state, position), tr) if state is not None else None,
         "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
+        "clocks": clocks, "my_clock": clocks.get(position) if position is not None else None,
         "choices": choices, "log_zone": str(_zone(seat)), "effect": effect,
         # the page follows the game (static/live.js) while what players do may change it
         "live": game.status in (GameStatus.ACTIVE, GameStatus.INVITING),
@@ -176,6 +235,85 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
                       and state is not None and position is not None
                       and game.status == GameStatus.ACTIVE else None),
     }
+
+
+RUNS_SHOWN = 128  # the spans of a running clock a page's script is given at most
+
+
+@dataclass(frozen=True)
+class Clock:
+    """A player's clock as a page shows it, now: ``left`` seconds; ``deciding``: a
+    decision of theirs is open, so it runs (else a time bank waits for their turn);
+    ``running``: it runs at this moment (not in a stop the policy makes, a vacation or a
+    pause); ``runs``: the spans (Unix seconds) in which it runs from its start (the
+    decision's opening, or the end of a vacation) until it runs out (the first
+    RUNS_SHOWN; ``rest``: the seconds after them), from which the page's script
+    (static/clock.js) tells the time left as time passes, with no request. The spans
+    do not move with the clock, and the page is the same page all along (its ETag does
+    not move with the clock; only the words written at rendering do, which the script
+    puts right)."""
+
+    position: int
+    left: float
+    deciding: bool
+    running: bool
+    runs: tuple[tuple[int, int], ...] = ()
+    rest: float = 0.0
+
+    @property
+    def runs_attr(self) -> str:
+        return " ".join(f"{a}-{b}" for a, b in self.runs)
+
+
+def seat_clocks(s: Session, game: Game, seats: list[Seat],
+                decisions: Sequence[Any]) -> dict[int, Clock]:
+    """Each player's clock in a running game, by seat position: in a time bank game
+    every seat's (its bank, or while a decision of theirs is open the running time
+    until its deadline); with fixed hours, that of each seat with a decision open; none
+    for a bot seated at creation. A
+    paused game's clocks stand where the pause found them. The quiet hours and zones
+    are read (one query) only in a game whose policy stops clocks."""
+    policy = game.policy
+    if game.status != GameStatus.ACTIVE:
+        return {}
+    now = utcnow()
+    at = game.paused_at or now
+    ends: dict[int, datetime] = {}
+    opened: dict[int, datetime] = {}
+    for d in decisions:
+        if d.deadline_at is not None:
+            ends[d.position] = min(ends.get(d.position, d.deadline_at), d.deadline_at)
+            opened[d.position] = min(opened.get(d.position, d.opened_at), d.opened_at)
+    if not ends and not policy.banked:
+        return {}
+    stops = (clock_stops(s.connection(), seats, policy.pause_weekends)
+             if policy.stops_clocks else [Stops(UTC)] * len(seats))
+    out: dict[int, Clock] = {}
+    for seat, seat_stops in zip(seats, stops, strict=True):
+        if seat.robot:  # a bot seated at creation plays after a short pause: no clock
+            continue
+        end = ends.get(seat.position)
+        if end is None:
+            if policy.banked:
+                out[seat.position] = Clock(seat.position, bank_of(game, seat), False, False)
+            continue
+        running = policy.running(seat_stops)
+        runs: list[tuple[datetime, datetime]] = []
+        rest = 0.0
+        if game.paused_at:
+            left = running_between(clock_start(seat, at), end, running)
+        else:  # one walk over the clock's stops: the time left is what remains of it
+            start = clock_start(seat, opened[seat.position])
+            runs = running_spans(start, end, running, RUNS_SHOWN)
+            if len(runs) == RUNS_SHOWN:  # more than the page is given
+                rest = running_between(runs[-1][1], end, running)
+            left = rest + sum((b - max(a, now)).total_seconds() for a, b in runs if b > now)
+        out[seat.position] = Clock(
+            seat.position, left, True,
+            running=any(a <= now < b for a, b in runs),
+            runs=tuple((int(a.timestamp()), int(b.timestamp())) for a, b in runs),
+            rest=max(0.0, rest))
+    return out
 
 
 def variants_of(mod: Any, state: Any, position: int | None,

@@ -43,7 +43,7 @@ from pbem.web.common import (
 bp = Blueprint("host", __name__)
 
 
-PLAYER_FIELD_RE = re.compile(r"^(?:name|email)(\d{1,4})$")
+PLAYER_FIELD_RE = re.compile(r"^(?:name|email|bot)(\d{1,4})$")
 
 
 def home_page(form, errors: Sequence[tuple[str, str]] = (), error: ServiceError | None = None,
@@ -70,7 +70,12 @@ def new_game():
                   "absent_bot": form.get("absent_bot", SeatBot.HEURISTIC),
                   "vacation_days": form.get("vacation_days", 7),
                   "pause_quiet": form.get("pause_quiet"),
-                  "pause_weekends": form.get("pause_weekends")}
+                  "pause_weekends": form.get("pause_weekends"),
+                  "take_backs": form.get("take_backs", ""),  # unticked: sent as nothing
+                  "time_control": form.get("time_control"),
+                  "bank_days": form.get("bank_days", 3),
+                  "increment_hours": form.get("increment_hours", 24),
+                  "cap_days": form.get("cap_days", 7)}
         created = services.create_game(
             form.get("game") or services.offered_games()[0]["name"], rows, policy,
             title=form.get("title", ""), client=request.remote_addr or "unknown")
@@ -95,9 +100,11 @@ def _players_from_form(form) -> list[services.PlayerIn | None]:
     players: list[services.PlayerIn | None] = []
     for i in range(rows):
         name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()
-        players.append(services.PlayerIn(name, addr, form.get(f"lang{i}", "en"),
-                                         form.get(f"tz{i}", "UTC") or "UTC")
-                       if name or addr else None)
+        level = form.get(f"bot{i}", "").strip() or None  # "": a person
+        players.append(services.PlayerIn(name, "" if level else addr,
+                                         form.get(f"lang{i}", "en"),
+                                         form.get(f"tz{i}", "UTC") or "UTC", bot=level)
+                       if name or addr or level else None)
     return players
 
 

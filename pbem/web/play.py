@@ -22,6 +22,7 @@ from pbem.errors import (
     InvalidInput,
     NotFound,
     TurnOver,
+    WrongState,
 )
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.kinds import GameStatus
@@ -103,8 +104,10 @@ def _after_move(outcome: services.Outcome):
     once if it has one (no board or log: the game page has those)."""
     data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
     speak(outcome.language)
+    take_back = (data["take_back"] if data is not None
+                 else services.take_back_offer_for(outcome.page_token))
     return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
-                           outcome=outcome)
+                           outcome=outcome, take_back=take_back)
 
 
 @bp.get("/g/<raw>")
@@ -302,6 +305,19 @@ def here(raw: str):
     require_sig(raw)
     services.note_presence(raw)
     return "", 204
+
+
+@bp.post("/g/<raw>/takeback")
+def take_back(raw: str):
+    """Take back the seat's last move (a button on the game page and on the page that
+    says a move was recorded)."""
+    require_sig(raw)
+    try:
+        services.take_back(raw)
+    except WrongState as exc:  # it stands: the game page says why
+        return show_game_page(raw, status=exc.status, error=exc.message)
+    return show_game_page(raw, notice=lazy_gettext(
+        "Taken back: decide again. Everyone sees in the log that you took the move back."))
 
 
 @bp.post("/g/<raw>/back")

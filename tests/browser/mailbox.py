@@ -67,7 +67,7 @@ class Mailbox:
 
 
 def is_result(mail: Mail) -> bool:
-    return " wins the game." in mail.preview or "has ended" in mail.preview
+    return mail.preview.startswith("Game over: ")
 
 
 def delivered(app: Flask, seconds: float = 10) -> None:

@@ -231,6 +231,8 @@ class Story:
         if same_address_twice:
             fields["email1"] = self.addr(0)
         self.page.check(f'input[name=game][value="{self.game}"]')
+        if self.game == "stoneage":  # one story with each time control: a time bank here
+            self.page.check("#f-time_bank")
         self.press("#new-game", fields)
         if not same_address_twice:
             with self.app.app_context(), session_scope() as s:

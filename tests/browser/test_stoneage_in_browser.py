@@ -49,13 +49,12 @@ def test_a_stone_age_game_is_played_to_its_end_in_the_browser(live_server, page:
     page.get_by_role("button", name="Create the game").click()
     expect(page.locator("h1")).to_have_text("Check your email")
     (host,) = box.wait(lambda ms: ms, "for the host")
-    assert host.preview == ("Please confirm your new game of Stone Age: nothing has been "
-                            "sent to the players yet.")
+    assert host.preview == "Confirm your new game of Stone Age to send the invitations"
     box.open(host)
     follow(page, text_link(page, "/host/confirm/"), "**/host/confirm/**")
     page.get_by_role("button", name="Send invitations").click()
     invitation = box.wait(lambda ms: len(ms) == 2, "of the invitation")[0]
-    assert invitation.preview.startswith("Ann invites you to play Stone Age by email")
+    assert invitation.preview == "Ann invites you to play Stone Age: accept or decline"
     box.open(invitation)
     follow(page, html_link(page, "Accept the invitation"), "**/invite/**")
     page.get_by_role("button", name="Accept the invitation").click()
@@ -101,8 +100,9 @@ def test_a_stone_age_game_is_played_to_its_end_in_the_browser(live_server, page:
             on_page += 1
 
     assert sorted(m.to for m in result) == sorted(f"{n} <{a}>" for n, a in PLAYERS)
-    assert "wins the game" in result[0].preview or "share the win" in result[0].preview
+    assert result[0].preview.startswith("Game over: you "), result[0].preview
     text = box.open(result[0])
+    assert "wins the game" in text or "share the win" in text
     ranking = text.split("The final board", 1)[0]  # the ranking first, broken down
     assert ranking.count("points during the game") == 2 and "  1. " in ranking
     assert on_page > 0 and by_mail > 0

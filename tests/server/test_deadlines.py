@@ -99,7 +99,8 @@ def test_policy_chosen_per_game_at_creation(app, frozen):
     assert game_a.policy.to_json() == {  # stored as JSON, the same names and values
         "hours_per_decision": 10.0, "reminder_hours": [6.0, 1.0], "absent_after": 3,
         "absent_bot": "default", "vacation_days": 3.0, "pause_quiet": False,
-        "pause_weekends": False}
+        "pause_weekends": False, "time_control": "fixed", "bank_days": 3.0,
+        "increment_hours": 24.0, "cap_days": 7.0}
     (da,) = open_decisions(app, a.game_id)
     assert da.deadline_at == T0 + timedelta(hours=10)
     assert da.next_reminder_at == T0 + timedelta(hours=4)
@@ -139,16 +140,15 @@ def test_reminders_at_half_time_and_two_hours_before_once_each(app, frozen):
              (46, 0), (47 + 59 / 60, 0)]
     for hours, expected in steps:
         assert sweep_at(app, frozen, hours)["reminders"] == expected, hours
-    reminder = "Reminder: Your turn: bid for the conch"
+    # each says the time left when it is sent
     assert [(m.to_addr, subject(m), m.template) for m in inbox.all()] == [
-        (CY.email, reminder, "reminder"), (CY.email, reminder, "reminder")]
+        (CY.email, "Reminder: 1 day left to bid for the conch", "reminder"),
+        (CY.email, "Reminder: 2 hours left to bid for the conch", "reminder")]
     first, second = inbox.all()
     assert first.message_id != second.message_id
-    for m in (first, second):
-        assert "Reminder: Your turn: bid for the conch" \
-            in m.text
+    for m, left in ((first, "1 day"), (second, "2 hours")):
         assert ("Decide by Wednesday 16 January 2030, 18:00 (Asia/Tokyo) / "
-                "2030-01-16 09:00 UTC") in m.text
+                f"2030-01-16 09:00 UTC ({left} left).") in m.text
         assert len(m.action_links()) == 5  # pass and bids 1..4, as in the first email
     row = load(app, Decision, d.id)
     assert (row.reminders_sent, row.reminded_at, row.next_reminder_at) == (
@@ -162,7 +162,8 @@ def test_custom_reminder_offsets(app, frozen):
     inbox.clear()
     for hours, expected in [(3.99, 0), (4, 1), (8.99, 0), (9, 1), (9.5, 0)]:
         assert sweep_at(app, frozen, hours)["reminders"] == expected, hours
-    assert subjects(inbox) == ["Reminder: Your turn: bid for the conch"] * 2
+    assert subjects(inbox) == ["Reminder: 6 hours left to bid for the conch",
+                               "Reminder: 1 hour left to bid for the conch"]
     assert sweep_at(app, frozen, 10)["timeouts"] == 1
 
 
@@ -180,7 +181,7 @@ def test_no_reminder_after_the_player_acted(app, client, frozen):
     assert sweep_at(app, frozen, 24)["reminders"] == 0  # Cy's reminder time: nothing
     assert sweep_at(app, frozen, 25)["reminders"] == 1
     assert [(m.to_addr, subject(m)) for m in inbox.all()] == [
-        (ANN.email, "Reminder: Your turn: bid for the conch")]
+        (ANN.email, "Reminder: 1 day left to bid for the conch")]
     assert load(app, Decision, cy_bid.id).reminders_sent == 0
 
 
@@ -190,7 +191,7 @@ def test_a_sweep_late_for_both_reminders_sends_only_one(app, frozen):
     inbox.clear()
     assert sweep_at(app, frozen, 47)["reminders"] == 1
     assert sweep_at(app, frozen, 47.5)["reminders"] == 0
-    assert subjects(inbox) == ["Reminder: Your turn: bid for the conch"]
+    assert subjects(inbox) == ["Reminder: 1 hour left to bid for the conch"]
 
 
 # --------------------------------------------------------------------------- deadlines in emails
@@ -224,7 +225,8 @@ def test_decision_email_shows_the_deadline_in_the_recipients_zone_and_utc(
         assert (f"Waiting for:\n  - Cy: bid for the conch, deadline {their_local} / "
                 "2030-03-31 12:00 UTC") in started.text
         assert f"<b>{their_local}</b> / 2030-03-31 12:00 UTC" in started.html
-    assert subjects(inbox, ANN.email) == ["The game has started"]
+    assert subjects(inbox, ANN.email) == [
+        "The game has started: nothing to do until your turn"]
 
 
 def test_deadline_is_computed_when_the_email_is_sent(app, client, frozen):
@@ -275,12 +277,14 @@ def test_expired_decision_is_auto_played_once_and_everyone_is_told(app, frozen):
         (ANN.email, "decision"), (BOB.email, "notice"), (CY.email, "notice")]
     for m in inbox.all():  # Cy reads it as "you"
         assert (told_cy if m.to_addr == CY.email else told) in m.text
-    for addr in (BOB.email, CY.email):
+    for addr in (BOB.email, CY.email):  # the first line in short
         (notice,) = inbox.to(addr)
-        assert subject(notice) == (told_cy if addr == CY.email else told)
+        assert subject(notice) == ("You missed a deadline; the server played for you"
+                                   if addr == CY.email else
+                                   "Cy missed a deadline; the server played for them")
         assert notice.link("/g/")
     (ann_mail,) = inbox.to(ANN.email)
-    assert subject(ann_mail) == "Your turn: bid for the conch"
+    assert subject(ann_mail) == "Your turn: bid for the conch, by Fri 10:00"
     assert ("Decide by Friday 18 January 2030, 10:00 (Europe/Berlin) / "
             "2030-01-18 09:00 UTC") in ann_mail.text
     (ann_bid,) = open_decisions(app, g.game_id)

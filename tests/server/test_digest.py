@@ -6,6 +6,8 @@ Both databases."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from sqlmodel import select
 
 from engine.core import Action
@@ -13,9 +15,9 @@ from pbem.db import session_scope
 from pbem.kinds import OutboxStatus
 from pbem.models import Outbox
 from pbem.services.digest import NOTHING_WAITS
-from tests.server.helpers import Inbox, Table, path_of
+from tests.server.helpers import Inbox, Table, forms, only_form, path_of, token_of, token_row
 from tests.server.test_address_settings import save, unsubscribe_link
-from tests.server.timekit import ANN, BOB, CY, at, new_game, tick
+from tests.server.timekit import ANN, BOB, CY, at, moves, new_game, tick
 
 
 def digests(app, email: str) -> list[Outbox]:
@@ -63,7 +65,8 @@ def test_a_digest_at_eight_in_berlin_and_at_eight_in_los_angeles(app, client, fr
     at(frozen, 22.05)  # Tuesday 08:03 in Berlin
     tick(app)
     (mail,) = sent_digests(app, ANN.email)
-    assert mail.text.startswith("Your daily digest: 1 game waits for you")
+    assert mail.subject == "Your daily digest"
+    assert mail.headline == "1 game waits for you: next deadline Wed 10:00"
     assert "Your turn: bid for the conch, until" in mail.text
     page = client.get(path_of(mail.link("/g/")))
     assert page.status_code == 200 and 'id="decision"' in page.get_data(as_text=True)
@@ -77,6 +80,61 @@ def test_a_digest_at_eight_in_berlin_and_at_eight_in_los_angeles(app, client, fr
     first_bob, second_bob = sent_digests(app, BOB.email)
     assert "Your turn: bid for the conch" in second_bob.text
     assert len(sent_digests(app, ANN.email)) == 1
+
+
+def test_the_digest_offers_one_click_choices_that_play_exactly_the_one_clicked(
+        app, client, frozen):
+    created = new_game(app)  # Cy bids first, then Ann
+    save(client, unsubscribe_link(app, created.game_id, ANN.email), delivery="digest",
+         digest_hour="8", timezone="Europe/Berlin")
+    first_player_passes(app, client, created)
+    at(frozen, 22.05)  # Tuesday 08:03 in Berlin
+    tick(app)
+    (mail,) = sent_digests(app, ANN.email)
+    bound = {url: Action.from_json(token_row(app, token_of(url)).action)
+             for url in mail.action_links()}
+    assert len(bound) >= 2 and Action.of("pass") in bound.values()
+    assert "More choices, and the whole board:" in mail.text
+    assert all(url in mail.html_links() for url in bound)  # the HTML part has them too
+    url, action = next((u, a) for u, a in bound.items() if a.kind == "bid")
+    form = only_form(client.get(path_of(url)).get_data(as_text=True))
+    assert client.post(path_of(url), data=form.data()).status_code == 200
+    (move,) = [m for m in moves(app, created.game_id) if m.position == 0]
+    assert Action.from_json(move.action) == action
+    other = next(u for u, a in bound.items() if a != action)  # the decision is taken
+    assert forms(client.get(path_of(other)).get_data(as_text=True)) == []
+    client.post(path_of(other), data=form.data())  # the sig of an earlier form
+    assert len([m for m in moves(app, created.game_id) if m.position == 0]) == 1
+
+
+def test_the_digest_tells_what_happened_since_the_last_email_once(app, client, frozen):
+    created = new_game(app)  # Cy bids first, then Ann
+    save(client, unsubscribe_link(app, created.game_id, ANN.email), delivery="digest",
+         digest_hour="8", timezone="Europe/Berlin", news="turn")
+    first_player_passes(app, client, created)
+    at(frozen, 22.05)  # Tuesday 08:03 in Berlin
+    tick(app)
+    (mail,) = sent_digests(app, ANN.email)
+    told = mail.text.split("Since your last email:")[1]
+    assert "Cy" in told.splitlines()[1] and "pass" in told.splitlines()[1].lower()
+    assert "Since your last email" in mail.html
+    at(frozen, 22.05 + 24)  # nothing happened meanwhile: the next digest tells nothing
+    tick(app)
+    first, second = sent_digests(app, ANN.email)
+    assert "Since your last email" not in second.text and "Since your last email" not in second.html
+
+
+def test_the_digest_in_german(app, client, frozen):
+    anna = dataclasses.replace(ANN, language="de")
+    created = new_game(app, players=[anna, BOB, CY])
+    save(client, unsubscribe_link(app, created.game_id, ANN.email), delivery="digest",
+         digest_hour="8", timezone="Europe/Berlin")
+    first_player_passes(app, client, created)
+    at(frozen, 22.05)
+    tick(app)
+    (mail,) = sent_digests(app, ANN.email)
+    assert "Weitere Möglichkeiten" in mail.text and "Passen" in mail.text, mail.text
+    assert len(mail.action_links()) >= 2
 
 
 def test_no_digest_on_a_day_when_nothing_waits(app, client, frozen):

@@ -157,7 +157,11 @@ def test_a_whole_game_by_email(live):
     winner = game_state(app, game.id)[1].winner
     assert sorted(m.to_addr for m in results) == sorted(emails)
     for m in results:
-        assert m.headline == f"{PLAYERS[winner].name} invented Fire and wins the game."
+        if m.to_addr == PLAYERS[winner].email:
+            assert m.headline == "Game over: you won"
+        else:
+            assert m.headline.startswith("Game over: you came "), m.headline
+        assert f"{PLAYERS[winner].name} invented Fire and wins the game." in m.text
 
     # Every decision was asked by exactly one email to its player, and played by them.
     with app.app_context(), session_scope() as s:

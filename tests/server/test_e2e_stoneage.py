@@ -97,8 +97,10 @@ def test_a_whole_stone_age_game_by_email(live, players: int, monkeypatch) -> Non
     state = game_state(app, game.id)[1]
     winners = [people[w].name for w in state.winners]
     for m in results:
-        head = m.headline
-        assert all(w in head for w in winners), head
+        head = m.headline  # the reader's place, then who won
+        won = m.to_addr in [people[w].email for w in state.winners]
+        assert head.startswith("Game over: you won" if won else "Game over: you "), head
+        assert all(w in m.text.split("\n")[1] for w in winners), m.text[:200]
         # the ranking comes first, everyone's final scoring broken down (the reader as
         # "You"), before the final board
         ranking = m.text.split("The final board")[0]

@@ -18,7 +18,7 @@ BUTTON_RE = re.compile(r'<a href="([^"]+)" style="([^"]*)">')
 def test_the_decision_comes_first_with_buttons_at_least_44_px_tall(table: Table):
     m = table.mail(table.open())
     lines = m.text.splitlines()
-    assert lines[0] == "Your turn: bid for the conch"
+    assert lines[0].startswith("Your turn: bid for the conch, by ")
     assert lines[1].startswith("Decide by ") and "If you do not, the server plays" in lines[1]
     # in HTML: the headline, the deadline, then the choices as buttons, before the news
     html = m.html
@@ -81,7 +81,9 @@ def test_the_result_email_starts_with_the_winner_and_the_ranking(table: Table):
     results = table.inbox.of("result")
     assert len(results) == len(PLAYERS)
     for m in results:
-        assert "wins the game" in m.headline or "without a winner" in m.headline, m.headline
+        assert m.headline.startswith("Game over: "), m.headline
+        second = m.text.split("\n")[1]
+        assert "wins the game" in second or "without a winner" in second, second
         ranking = m.text.split("The final board", 1)[0]
         rows = re.findall(r"^  (\d)\. (\S+)", ranking, re.M)
         assert [int(i) for i, _ in rows] == list(range(1, len(PLAYERS) + 1)), ranking

@@ -234,8 +234,7 @@ def test_hand_over_asks_first_then_kills_the_old_links_and_welcomes_the_new_play
     # Dee is asked first, and only asked; nothing changes until Dee accepts.
     mails = new_mails(inbox, before)
     assert [(m.to_addr, m.template) for m in mails] == [(addr, "handover_invite")]
-    assert subject(mails[0]) == ("Ann asks you to take over a seat in a game of Cavemen by "
-                                 "email: accept or decline below.")
+    assert subject(mails[0]) == "Ann asks you to take over the seat of Cy in Cavemen"
     assert "take over the seat of Cy" in mails[0].text
     assert client.get(old_page).status_code == 200
     assert seat(app, game.game_id, 2).email == CY.email
@@ -267,7 +266,7 @@ def test_hand_over_asks_first_then_kills_the_old_links_and_welcomes_the_new_play
     assert waiting_line("Dee", "Wednesday 16 January 2030, 01:00 (America/Los_Angeles)",
                         "2030-01-16 09:00 UTC") in welcome.text
     (turn,) = inbox.to(addr, "handover")
-    assert subject(turn) == "Your turn: bid for the conch"
+    assert subject(turn) == "Your turn: bid for the conch, by Wed 01:00"  # in Dee's zone
     assert ("Decide by Wednesday 16 January 2030, 01:00 (America/Los_Angeles) / "
             "2030-01-16 09:00 UTC") in turn.text
     for m in inbox.to(ANN.email)[-1:] + inbox.to(BOB.email)[-1:]:
@@ -437,7 +436,7 @@ def test_vacation_moves_my_deadline_and_tells_the_others(app, client, frozen, ga
     assert sorted(m.to_addr for m in inbox.all()) == sorted(p.email for p in PLAYERS)
     for m in inbox.all():
         assert told in m.text
-        assert subject(m) == told
+        assert subject(m) == "Cy is on vacation for 2 days; deadlines move accordingly"
     (to_ann,) = inbox.to(ANN.email)
     assert waiting_line("Cy", "Friday 18 January 2030, 10:00 (Europe/Berlin)",
                         "2030-01-18 09:00 UTC") in to_ann.text

@@ -95,7 +95,7 @@ def test_a_title_arrives_as_typed_and_adds_no_header(app, client, inbox, title):
     create_on_web(client, app, title=title)
     (raw,) = inbox.raw()
     check_message(raw, title, "Ann", "ann@example.com",
-                  "Please confirm your new game of Cavemen")
+                  "Confirm your new game of Cavemen to send the invitations")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -108,7 +108,7 @@ def test_a_player_name_arrives_as_typed_in_the_to_header(app, inbox, name):
     to_eve = [r for r in raws.values() if b"eve@example.com>" in r.split(b"\r\n\r\n")[0]]
     assert len(to_eve) == 1
     check_message(to_eve[0], "Friday game — Höhle", name, "eve@example.com",
-                  "Ann invites you to play Cavemen by email")
+                  "Ann invites you to play Cavemen: accept or decline")
 
 
 def test_a_hostile_name_and_title_together_still_give_the_expected_headers(app, inbox):
@@ -117,7 +117,7 @@ def test_a_hostile_name_and_title_together_still_give_the_expected_headers(app, 
     with app.app_context():
         services.create_game("cavemen", players, seed=7, title=title)
     (raw,) = [r for r in inbox.raw() if b"host@example.com>" in r.split(b"\r\n\r\n")[0]]
-    check_message(raw, title, name, "host@example.com", "Please confirm your new game")
+    check_message(raw, title, name, "host@example.com", "Confirm your new game")
 
 
 @pytest.mark.parametrize("text", ["Line\r\nBreak", "Line\nBreak", "Line\rBreak", "Nul\x00",
@@ -238,10 +238,11 @@ def test_every_email_offers_one_click_unsubscribe(app, table):
 
 def test_every_email_of_a_game_says_what_is_asked_in_its_first_line(table):
     firsts = {m.template: m.headline for m in table.inbox.all()}
-    assert firsts == {"decision": "Your turn: bid for the conch",
-                      "game_started": "The game has started"}
+    assert firsts["decision"].startswith("Your turn: bid for the conch, by ")
+    assert firsts["game_started"] == "The game has started: nothing to do until your turn"
     for m in table.inbox.all():
         assert text_of(m.html, "headline") == m.headline  # the HTML part starts with it
+        assert text_of(m.html, "preheader").startswith(m.headline)  # and its preview
 
 
 def test_the_game_name_is_the_subject_and_never_a_bare_id(app, table):

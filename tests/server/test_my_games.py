@@ -99,7 +99,8 @@ def test_a_known_address_gets_exactly_one_email_with_a_working_link(app, client,
     assert resp.status_code == 200
     (mail,) = inbox.all()
     assert (mail.to_addr, mail.template) == (BOB.email, "my_games")
-    assert mail.subject == mail.headline == "Your games on pbem"
+    assert mail.subject == "Your games on pbem"
+    assert mail.headline == "Your games on pbem: nothing waits for you"  # Cy's turn
     assert "In-Reply-To" not in mail.msg  # no game's thread
     assert "Friday: waiting for Cy" in mail.text
     page = client.get(list_path(inbox, BOB.email))

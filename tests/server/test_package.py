@@ -167,7 +167,8 @@ def test_the_wheels_german_catalog_is_compiled_from_the_repositorys(wheel):
     with zipfile.ZipFile(wheel) as whl:
         mo = whl.read("pbem/translations/de/LC_MESSAGES/messages.mo")
     translations = Translations(BytesIO(mo))
-    for msgid in ("Confirm your move", "The game has started", "Take vacation"):
+    for msgid in ("Confirm your move", "The game has started: nothing to do until your turn",
+                  "Take vacation"):
         assert translations.gettext(msgid) == german(msgid)
 
 
@@ -196,7 +197,7 @@ GAMES = {
 
 # A line that each email of the test has, to check its language.
 A_LINE_OF = {"decision": "Choose with one click (you confirm on the page that opens):",
-             "game_started": "The game has started"}
+             "game_started": "The game has started: nothing to do until your turn"}
 
 
 def address(game: str, who: str) -> str:

@@ -118,9 +118,15 @@ def test_pebbles_by_email_from_the_home_page_to_the_result(live):  # noqa: F811
     state = game_state(live.app, game.id)[1]
     assert game.status == "finished" and state.pile == 0 and taken == 10
     winner = PLAYERS[state.winner].name
-    headlines = {m.to_addr: m.headline for m in results}
-    assert headlines == {ann.email: f"{winner} takes the last pebble and wins.",
-                         bob.email: f"{winner} nimmt den letzten Kiesel und gewinnt."}
+    # first the outcome for the reader (a game without places names the winner), then
+    # the game's own words
+    said = {m.to_addr: m.text.split("\n")[:2] for m in results}
+    assert said == {
+        ann.email: ["Game over: you won" if winner == ann.name else f"Game over: {winner} won",
+                    f"{winner} takes the last pebble and wins."],
+        bob.email: ["Spiel vorbei: Du hast gewonnen" if winner == bob.name
+                    else f"Spiel vorbei: {winner} hat gewonnen",
+                    f"{winner} nimmt den letzten Kiesel und gewinnt."]}
     assert set(via) == {"one-click", "page"}
 
 
