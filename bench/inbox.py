@@ -43,6 +43,17 @@ Two player behaviours (``--modes``):
   page (its form), as the live page shows it. Their decision emails are held
   ``FOLLOW_UP_MINUTES`` (10) and so never sent. A decision of a player whose page is not
   open yet is answered from its email, as in ``emails``.
+* ``plan`` (issue 20, 1c): as ``emails``, but a player asked to place (Stone Age) opens
+  the email's game page and makes the placement there with a standing plan in the
+  decision form's plan rows (``bot_plan``): the placement itself first (passed this
+  round, where the seat stands already; the first step of the rounds after), then where
+  the heuristic bot would put the rest of the seat's people on the table as it stands,
+  then the rest on the Hunting grounds unless the list names them. The engine plays the
+  plan on the seat's placement turns (no decision, no email) until it cannot be
+  followed; a player also clears a plan that has stood ``--plan-rounds`` rounds (default
+  PLAN_ROUNDS, 2), on the game page of the email they are answering, and sets a new one
+  when next asked to place. Cavemen has no plans: there ``plan`` is ``emails``. A game
+  whose players read more than MAX_EMAILS_READ emails is left unfinished (see below).
 
 No clock runs and time is not simulated (no freezegun): players act at once, so no
 deadline passes (checked: every move is a player's; no timeouts, no bots) and no
@@ -56,7 +67,7 @@ simultaneous decisions such as Stone Age's feeding are made in the order their e
 arrived); and how each decision was made. Addresses are new for each game, so an
 address's emails are one player's emails in one game.
 
-    .venv/bin/python bench/inbox.py                 # both modes, all three configurations
+    .venv/bin/python bench/inbox.py                 # every mode, all three configurations
     .venv/bin/python bench/inbox.py --modes page --configs stoneage:4 --games 5
     .venv/bin/python bench/inbox.py --quick         # the smoke test's run
 
@@ -114,6 +125,34 @@ the default run:
 The Stone Age games differ from the before (the bots play the order decision), so seeds
 1 and 2 play other games; compare per turn, or over many games
 (bench/stoneage_decisions.py).
+
+Standing plans (issue 20, 1c and the goal of point 6: "at most half today's emails per
+player"), at 936a13d on branch plans, load 13-16 on the shared machine (times vary, counts
+do not), seeds 1 to 5:
+
+    .venv/bin/python bench/inbox.py --modes emails,plan --configs stoneage:2,stoneage:4 --games 5
+    configuration mode   games decisions  turns  rounds  emails/player  e/p/round
+    Stone Age 2p  emails     5     120.4   90.0    13.6   62.7 (43-96)       4.61
+    Stone Age 4p  emails     5     234.0  179.4    12.0   61.2 (40-83)       5.10
+    Stone Age 2p  plan       5      73.6   20.6    18.0   39.3 (14-79)       2.18
+    Stone Age 4p  plan       5     189.0   93.2    20.4   50.0 (13-85)       2.45
+
+Emails per player per game with plans: 0.63 of the emails mode's with 2 players, 0.82
+with 4: the goal (0.5) is not met per game. Per round it is (0.47, 0.48): the plans
+place 103 (2p) and 198 (4p) people a game with no decision and no email, and drop 6.6
+and 5.0 times a game; the placement decisions left (14 and 29 a game) are the first
+placement after a plan is cleared or dropped. The games are longer (18 and 20 rounds
+against 14 and 12): these players replay a stale plan (its first steps from an earlier
+round, then hunters), build less, and so end later; a real player would change a plan
+that no longer fits. The decision count per game goes down (74 and 189 against 120 and
+234). Players who keep a plan until it drops, with no end on the Hunting grounds
+(``--plan-rounds 0``), or who clear it one round later (``--plan-rounds 1``), met a game
+that never ends in seeds 1 to 5 (round 754, 933 and counting): a plan of hunters only,
+for a player with nothing else to decide, asks them nothing, so they never see a reason
+to change it, while the others never end the game; each move stays bounded (a round
+gone by with nobody asked drops every plan). 2 games of the same, seeds 1 and 2, before
+that default (no end on the Hunting grounds, plans kept until dropped): 2p 53.2 (4-108)
+against 73.5, 4p 54.2 (17-90) against 60.8.
 """
 
 from __future__ import annotations
@@ -149,15 +188,17 @@ from pbem.models import Decision, EventLog, Game, Move, Outbox, Seat  # noqa: E4
 from pbem.tokens import lookup  # noqa: E402
 
 BASE_URL = "http://bench.invalid"
+PLAN_ROUNDS = 2  # plan mode: a player clears a plan that has stood this many rounds
+MAX_EMAILS_READ = 5_000  # a game whose players read more never ends (see the plan mode)
 LINK_RE = re.compile(re.escape(BASE_URL) + r"(/[^\s<>\"']+)")
 NO_CAPS = {"CREATE_LIMIT_PER_HOUR": 100_000, "NOTICE_LIMIT_PER_ADDRESS": 100_000,
            "NOTICE_LIMIT_PER_GAME": 100_000, "INVITE_LIMIT_PER_ADDRESS": 100_000}
 CONFIGS = (("stoneage", 2), ("stoneage", 4), ("cavemen", 4))
-MODES = ("emails", "page", "live")
+MODES = ("emails", "page", "live", "plan")
 TITLES = {"stoneage": "Stone Age", "cavemen": "Cavemen"}
 # how a decision was made: the link or form used
 HOW = ("one-click link", "one-click variant", "game page form", "answer page (follow-up)",
-       "live page")
+       "live page", "game page form with a plan")
 # the kinds of email, in the order printed (others are added after them)
 KINDS = ("decision", "decision (follow-up)", "reminder", "notice", "game_started",
          "result", "host_confirm", "invitation")
@@ -268,11 +309,14 @@ class GameCount:
     not_players: int  # moves not made by a player (timeouts, bots): must be 0
     held: int  # decision emails held and never sent (answered on the page)
     finished: bool
+    plan_placements: int = 0  # placements the engine played by a standing plan
+    plans_dropped: int = 0  # plans dropped because they could not be followed
 
 
 class Bench:
-    def __init__(self, app, mode: str) -> None:
-        self.app, self.mode = app, mode
+    def __init__(self, app, mode: str, plan_rounds: int = 0) -> None:
+        self.app, self.mode, self.plan_rounds = app, mode, plan_rounds
+        self.plan_since: dict[tuple[str, int], int] = {}  # (game, seat) -> round set
         self.client = app.test_client()
         self.box = mail.backend(app)
 
@@ -339,8 +383,12 @@ class Bench:
 
     def answer(self, mail_: Received, decision: Decision, rng: random.Random,
                how: Counter) -> None:
-        """Make the bot's choice for ``decision`` through a link of its email."""
+        """Make the bot's choice for ``decision`` through a link of its email (in ``plan``
+        mode, a placement with a standing plan on the game page: ``answer_with_plan``)."""
         mod, state, action = self.bot_action(decision, rng)
+        self.revise_plan(mail_, decision, state)
+        if self.mode == "plan" and decision.kind == "place" and hasattr(mod, "set_plan"):
+            return self.answer_with_plan(mail_, decision, state, action, how)
         wanted = action.to_json()
         links = [p for p in mail_.links if p.startswith("/a/")]
         bound: list[tuple[str, Action]] = []
@@ -383,6 +431,50 @@ class Bench:
         how["game page form"] += 1
         how[f"page:{decision.kind}"] += 1
         self.after(self.post_form(form, decision, action), rng, how)
+
+    def revise_plan(self, mail_: Received, decision: Decision, state: Any) -> None:
+        """``plan`` mode: a player whose plan has stood for ``--plan-rounds`` rounds clears
+        it on the game page of the email they are answering (their next placement is then
+        asked, and they set a new plan with it)."""
+        key = (decision.game_id, decision.position)
+        since = self.plan_since.get(key)
+        if not self.plan_rounds or since is None or state.round - since < self.plan_rounds:
+            return
+        del self.plan_since[key]
+        page_link = mail_.first("/g/")
+        box = next((f for f in forms_of(self.client.get(page_link).get_data(as_text=True))
+                    if f.attrs.get("id") == "plan"), None)
+        if box is None:  # the plan was dropped meanwhile: nothing to clear
+            return
+        resp = self.client.post(box.action, data={"sig": box.hidden["sig"], "how": "clear"})
+        if resp.status_code != 200:
+            raise RuntimeError(f"clearing a plan: {resp.status_code}")
+
+    def answer_with_plan(self, mail_: Received, decision: Decision, state: Any,
+                         action: Action, how: Counter) -> None:
+        """``plan`` mode: the placement ``action`` on the game page of the email, with a
+        standing plan for the next placements in the decision form's plan rows
+        (``bot_plan``)."""
+        page_link = mail_.first("/g/")
+        if page_link is None:
+            raise RuntimeError("a place email without a game page link")
+        html = self.client.get(page_link).get_data(as_text=True)
+        form = decision_form(html)
+        if form is None or form.hidden.get("decision_id") != str(decision.id):
+            raise RuntimeError(f"the game page does not show decision {decision.id}")
+        if 'name="plan.at"' not in html:
+            raise RuntimeError("the placement form has no plan rows")
+        steps = bot_plan(state, decision.position, action, decision.id,
+                         fallback=self.plan_rounds > 0)
+        self.plan_since[(decision.game_id, decision.position)] = state.round
+        data = form_data(action, decision.kind, form)
+        data["plan.at"] = [at for at, _ in steps]
+        data["plan.count"] = [count for _, count in steps]
+        resp = self.client.post(form.action, data=data)
+        if resp.status_code != 200:
+            raise RuntimeError(f"placement with plan {steps}: {resp.status_code}: "
+                               f"{resp.get_data(as_text=True)[:500]}")
+        how["game page form with a plan"] += 1
 
     def after(self, resp, rng: random.Random, how: Counter) -> None:
         """The answer page: in ``page`` mode, go on with each follow-up decision it shows."""
@@ -441,6 +533,7 @@ class Bench:
         how: Counter = Counter()
         inbox: deque[Received] = deque()
         pages: dict[str, str] = {}  # live mode: address -> its open game page
+        answered = 0
         while True:
             for got in self.deliver():
                 emails[got.to][got.kind] += 1
@@ -456,6 +549,9 @@ class Bench:
                 inbox = deque(g for g in inbox if g.decision_id is None)
                 continue
             if not inbox:
+                break
+            answered += 1
+            if answered > MAX_EMAILS_READ:  # left unfinished: reported as such
                 break
             got = inbox.popleft()
             if got.kind == "host_confirm":
@@ -479,10 +575,44 @@ class Bench:
                                                           EventLog.kind == kind)).all())
             held = sum(1 for r in s.exec(select(Outbox).where(Outbox.game_id == game_id))
                        if r.template == "decision" and r.status != "sent")
+            planned = s.exec(select(EventLog.kind, EventLog.data).where(
+                EventLog.game_id == game_id,
+                EventLog.kind.in_(("people_placed", "plan_dropped")))).all()
         turns = sum(1 for i, m in enumerate(moves) if i == 0 or moves[i - 1][0] != m[0])
         return GameCount(emails, len(moves), turns, rounds, Counter(k for _, _, k in moves), how,
                          sum(1 for _, source, _ in moves if source != "player"), held,
-                         game.status == "finished")
+                         game.status == "finished",
+                         sum(1 for k, d in planned if k == "people_placed" and d.get("plan")),
+                         sum(1 for k, _ in planned if k == "plan_dropped"))
+
+
+def bot_plan(state: Any, seat: int, action: Action, key: int,
+             fallback: bool = False) -> list[tuple[str, str]]:
+    """The standing plan a ``plan`` player sets with their placement ``action`` (Stone
+    Age), a whole round of placements: ``action`` itself (passed over this round, where
+    the seat stands already, and the first step of the next rounds), then where the
+    heuristic bot would put the rest of the seat's people this round if the table stayed
+    as it is after ``action`` (each step the bot's choice on that table, the seat's turn
+    again at once, the others not placing), PLAN_STEPS steps at most; with ``fallback``,
+    the last step "the rest on the Hunting grounds" unless the list names them. The player
+    chooses it: the engine plays only what it names, and drops it when it cannot be
+    followed."""
+    from engine.stoneage import rules
+
+    bot, rng = get_game("stoneage").BOTS["heuristic"], random.Random(key)
+    steps = [(action.get("at"), str(action.get("count")))]
+    table, _ = rules.apply(state, seat, action)
+    while (table.phase == "place" and table.round == state.round
+           and rules.at_home(table, seat) > 0 and len(steps) < rules.PLAN_STEPS):
+        table = table._replace(turn=seat)
+        if not rules.legal_actions(table, seat):
+            break
+        step = bot(table, seat, rng)
+        steps.append((step.get("at"), str(step.get("count"))))
+        table, _ = rules.apply(table, seat, step)
+    if fallback and all(at != "hunt" for at, _ in steps):
+        steps = [*steps[:rules.PLAN_STEPS - 1], ("hunt", "rest")]
+    return steps
 
 
 # --------------------------------------------------------------------------- report
@@ -542,6 +672,11 @@ def report(title: str, mode: str, seeds: list[int], games: list[GameCount],
         kinds.update(g.kinds)
     print("  decision kinds          " + ", ".join(
         f"{k} {c / decisions:.1%} ({c / n_games:.1f}/game)" for k, c in kinds.most_common()))
+    if any(g.plan_placements or g.plans_dropped for g in games):
+        print(f"  placements played by a plan      "
+              f"{sum(g.plan_placements for g in games) / n_games:9.1f}   per game (no "
+              f"decision, no email); plans dropped "
+              f"{sum(g.plans_dropped for g in games) / n_games:.1f} per game")
     stale = sum(g.how["stale"] for g in games)
     if stale:
         print(f"  emails asking for a decision already closed when read: {stale}")
@@ -590,7 +725,12 @@ def main() -> int:
     parser.add_argument("--configs", default=",".join(f"{g}:{n}" for g, n in CONFIGS),
                         help="comma-separated game:players (default: %(default)s)")
     parser.add_argument("--modes", default=",".join(MODES),
-                        help="comma-separated: emails, page, live (default: all three)")
+                        help="comma-separated: emails, page, live, plan (default: all four)")
+    parser.add_argument("--plan-rounds", type=int, default=PLAN_ROUNDS, metavar="R",
+                        help="plan mode: each plan ends with the rest on the Hunting "
+                             "grounds (unless it names them), and a player clears a plan "
+                             "that has stood R rounds; 0: plans without that end, which "
+                             "stand until dropped (default: %(default)s)")
     parser.add_argument("--quick", action="store_true",
                         help="the smoke test's run: one game of Stone Age 2 players and "
                              "of Cavemen 4 players (unless --configs), both modes")
@@ -601,7 +741,7 @@ def main() -> int:
             args.configs = "stoneage:2,cavemen:4"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or set(modes) - set(MODES):
-        parser.error("--modes takes emails, page and/or live")
+        parser.error("--modes takes emails, page, live and/or plan")
     configs = parse_configs(args.configs)
     seeds = list(range(args.seed, args.seed + args.games))
     print(f"inbox: {args.games} game(s) per configuration and mode, seeds "
@@ -618,12 +758,12 @@ def main() -> int:
                       "MAIL_FROM": "pbem bench <pbem@bench.invalid>",
                       "SECRET_KEY": "bench-secret", "BASE_URL": BASE_URL,
                       "MAILBOX_DIR": str(Path(tmp) / "mail"), **NO_CAPS}
-            if mode == "emails":
+            if mode in ("emails", "plan"):
                 config["FOLLOW_UP_MINUTES"] = 0  # the held email goes out at once
             app = create_app(config)
             app.instance_path = tmp
             with app.app_context():
-                bench = Bench(app, mode)
+                bench = Bench(app, mode, args.plan_rounds)
                 for engine_name, n in configs:
                     t0 = time.perf_counter()
                     games = [bench.play(engine_name, n, seed) for seed in seeds]

@@ -17,6 +17,7 @@ from engine.core import (
     HasCatalog,
     HasRounds,
     OffersVariants,
+    Plans,
     Ranks,
     Reveals,
     Stats,
@@ -42,5 +43,6 @@ _stoneage_cards: DescribesCards[stoneage.State] = stoneage
 _stoneage_catalog: HasCatalog[stoneage.State] = stoneage
 _stoneage_names: Translates[stoneage.State] = stoneage
 _stoneage_rounds: HasRounds = stoneage
+_stoneage_plans: Plans[stoneage.State] = stoneage
 _stoneage_places: Ranks[stoneage.State] = stoneage
 _stoneage_reveals: Reveals[stoneage.State] = stoneage

@@ -3,7 +3,8 @@
 A game is a module that offers :class:`Game`, the one statement of the contract: each
 member with its types and meaning. The optional hooks after it (:class:`Explains`,
 :class:`OffersVariants`, :class:`DescribesCards`, :class:`HasCatalog`,
-:class:`Translates`, :class:`TranslatesViews`, :class:`HasRounds`) are members a game
+:class:`Translates`, :class:`TranslatesViews`, :class:`HasRounds`, :class:`Plans`) are
+members a game
 may add; the server finds each with ``getattr(mod, name, None)``. ``engine/conformance.py``
 has mypy check every game module against them; ``tests/engine/test_conformance.py`` plays
 them.
@@ -90,6 +91,20 @@ class SetupError(EngineError):
     """A game cannot be set up with the given players or options."""
 
     code = "setup/invalid"
+
+
+class InvalidPlan(EngineError):
+    """A standing plan (``Plans.set_plan``) could not be read, or names what a plan may
+    not; ``why`` (the game's reason, ``plan/...``) and what the words need are in
+    ``data``. Nothing is set."""
+
+    code = "plan/invalid"
+
+
+class PlanClosed(EngineError):
+    """The seat may not set a plan now (``Plans.plan_form`` gives None)."""
+
+    code = "plan/closed"
 
 
 # --------------------------------------------------------------------------- values
@@ -547,6 +562,44 @@ class TranslatesViews(Protocol):
                         names: Names, /) -> View:
         """A new view: each card's data passed through ``card`` (the server's
         translated lookup), other printed names (tribes) from ``names``."""
+
+
+PlanForm: TypeAlias = JSONObject
+"""What a seat's standing plan may name now (``Plans.plan_form``), in the game's words:
+at least ``kind`` (the kind of the decisions a plan plays), ``steps`` (the most a plan
+may list), ``places`` (each ``{"at": PLACE,
+"counts": [...], "rest": bool}``: the place, the numbers a step may name there, and
+whether "the rest" may be named) and ``plan`` (the seat's plan as it stands, as a list
+of ``{"at": ..., "count": ...}``, ``count`` "rest" for the rest; empty for none). A plan
+is written as its steps separated by commas, each ``PLACE COUNT`` or ``PLACE rest``
+(``forest 2, hut 2, hunt rest``): what a form of these places sends, for every game."""
+
+PLAN_DROPPED = "plan_dropped"
+"""The kind of the event a game with plans logs, visible to the plan's seat only, when
+it drops a plan that cannot be followed (its data says why, in the game's words). The
+decision email that follows puts it first."""
+
+
+class Plans(Protocol[S]):
+    """``plan_form``, ``set_plan``: a seat may leave a standing plan for decisions of one
+    kind (Stone Age: its placements), which the game then plays by itself, inside
+    ``apply`` of the move before, whenever that seat's decision of that kind comes and
+    the plan can be followed: ``pending`` never asks it then. A step is played only as
+    the plan names it (nothing is completed or guessed); the moment the plan cannot be
+    followed the game drops it with a ``PLAN_DROPPED`` event and asks the decision as
+    usual. Setting or clearing a plan is no decision and plays nothing: ``pending`` is
+    the same before and after. The plan lives in the state (``to_json``). Without this
+    hook the server offers no plans (``pbem/services/playing.py``)."""
+
+    def plan_form(self, state: S, seat: int) -> PlanForm | None:
+        """What ``seat``'s plan may name now (see ``PlanForm``), or None when the seat may
+        not set a plan now (the game is over)."""
+
+    def set_plan(self, state: S, seat: int, text: str) -> tuple[S, list[Event]]:
+        """Set ``seat``'s standing plan from ``text`` (the game's plan notation; blank:
+        clear it), replacing any plan it had; the new state and what happened (events
+        visible to that seat only). ``state`` is unchanged. Raises InvalidPlan (with
+        ``why``) for words that name no plan, PlanClosed when ``plan_form`` gives None."""
 
 
 class Reveals(Protocol[S_contra]):

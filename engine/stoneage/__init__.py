@@ -8,6 +8,7 @@ from engine.stoneage.rules import (
     ROUND_EVENT,
     TITLE,
     Board,
+    Plan,
     Spot,
     State,
     Step,
@@ -28,7 +29,9 @@ from engine.stoneage.rules import (
     legal_actions,
     pending,
     places,
+    plan_form,
     result,
+    set_plan,
     setup,
     setup_with_events,
     to_json,
@@ -38,12 +41,12 @@ from engine.stoneage.rules import (
 
 __all__ = [
     "MAX_PLAYERS", "MIN_PLAYERS", "NAME", "ROUND_EVENT", "TITLE",
-    "Board", "Building", "Card", "Data", "DataError",
+    "Board", "Building", "Plan", "Card", "Data", "DataError",
     "Spot", "State", "Step", "abandon", "apply", "card_info", "catalog", "check_invariants",
     "choice_effect", "choice_variants", "data", "default_action", "email_choices", "explain",
     "feeding_forecast", "final_scores", "from_json", "legal_actions", "load_data",
-    "parse_data", "pending", "places", "result", "setup", "setup_with_events", "to_json",
-    "translation", "view",
+    "parse_data", "pending", "places", "plan_form", "result", "set_plan", "setup",
+    "setup_with_events", "to_json", "translation", "view",
 ]
 
 from engine.stoneage import stats  # noqa: E402  (the simulator's figures)

@@ -55,6 +55,21 @@ Readings of the rules (marked "Reading" where they are applied):
 - A placement that cannot be resolved (a card or building the seat cannot pay) is
   resolved automatically as declined, and narrated.
 
+Standing plans (the ``Plans`` hook: ``plan_form``, ``set_plan``; docs/games/stoneage.md):
+a seat may leave a list of up to PLAN_STEPS placements (``forest 2, hut, hunt rest``;
+``rest``: every person still at home, on a resource place), kept in ``State.plans``.
+On each of its placement turns (``_next_placer``, inside the move before) the engine
+places the first step from ``Plan.next`` on that can be followed now, exactly as named
+(``_follow_plan``; event ``people_placed`` with ``plan``), passing the steps before it
+for the round; a step cannot be followed when the place is not open to the seat, does
+not take that number now, or is a card or building the seat cannot pay for now. When
+no step left can be followed, the plan is dropped (``plan_dropped``, visible to the seat
+only, with each step tried and why) and the ``place`` decision opens. The plan stands
+until changed, cleared or dropped; each round its list starts again (``next`` = 0).
+Ruling: when a whole round goes by inside one move with nobody asked anything, every
+plan is dropped as the next round begins (``_drop_plans``): a game never plays itself.
+Setting or clearing one plays nothing and opens no decision.
+
 Ruling (placement where it brings nothing): a seat may put people on the Hut with 10
 people, on the Field at agriculture 10 and on the Tool maker with three tools of 4. The
 manual's placement rules ("Für das Einsetzen der Personen gelten folgende Regeln") limit
@@ -74,6 +89,7 @@ from itertools import combinations, combinations_with_replacement
 from typing import Any, NamedTuple
 
 from engine.core import (
+    PLAN_DROPPED,
     Action,
     CardData,
     Decision,
@@ -83,8 +99,11 @@ from engine.core import (
     Explanation,
     GameOver,
     IllegalAction,
+    InvalidPlan,
     JSONObject,
     NotYourTurn,
+    PlanClosed,
+    PlanForm,
     Result,
     Rng,
     SetupError,
@@ -166,6 +185,15 @@ class Step(NamedTuple):
     taker: int | None = None
 
 
+class Plan(NamedTuple):
+    """A seat's standing plan for its placements: ``steps`` (place, count; REST: all the
+    people still at home) in the order to try them, and ``next``, the first step not yet
+    tried this round (see "Standing plans" in the module docstring)."""
+
+    steps: tuple[tuple[str, int], ...]
+    next: int = 0
+
+
 class State(NamedTuple):
     """The whole game as an immutable value."""
 
@@ -187,6 +215,7 @@ class State(NamedTuple):
     winners: tuple[int, ...] = ()
     end: str | None = None  # buildings | cards | abandoned
     order: tuple[str, ...] = ()  # the use turn's placements still to resolve, in order
+    plans: tuple[Plan | None, ...] = ()  # each seat's standing plan or None; () when none has one
 
     @property
     def n(self) -> int:
@@ -649,6 +678,7 @@ def view(state: State, seat: int | None) -> View:
             "resource": step.resource, "dice": list(step.dice), "taker": step.taker},
         "feeding": list(state.feeding),
         "order": list(state.order) if seat is not None and seat == state.turn else [],
+        "plan": _plan_view(state, seat),
         "boards": boards,
         "winners": list(state.winners), "end": state.end,
         "result": None if end is None else end.to_json(),
@@ -785,6 +815,9 @@ def to_json(state: State) -> JSONObject:
         "feeding": list(state.feeding), "home": list(state.home),
         "rng": state.rng.to_json(), "winners": list(state.winners), "end": state.end,
         "order": list(state.order),
+        "plans": [None if p is None else {
+            "steps": [[at, PLAN_REST if count == REST else count] for at, count in p.steps],
+            "next": p.next} for p in state.plans],
     }
 
 
@@ -812,13 +845,26 @@ def from_json(raw: Mapping[str, Any]) -> State:
                                            step["taker"]),
             tuple(raw["feeding"]), tuple(raw["home"]), Rng.from_json(raw["rng"]),
             tuple(raw["winners"]), raw["end"],
-            tuple(raw.get("order", ())))  # absent in states stored before the order
+            tuple(raw.get("order", ())),  # absent in states stored before the order
+            _plans_from_json(raw.get("plans"), len(raw["players"])))
     except StateCorrupt:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise StateCorrupt(f"unreadable Stone Age state: {exc!r}") from None
     check_invariants(state)
     return state
+
+
+def _plans_from_json(raw: Any, n: int) -> tuple[Plan | None, ...]:
+    """The stored plans (absent in states stored before plans: none); () when no seat
+    has one."""
+    if not raw or all(p is None for p in raw):
+        return ()
+    if len(raw) != n:
+        raise StateCorrupt("a plan or none for each seat")
+    return tuple(None if p is None else Plan(
+        tuple((at, REST if count == PLAN_REST else count) for at, count in p["steps"]),
+        p["next"]) for p in raw)
 
 
 def check_invariants(state: State) -> None:
@@ -859,6 +905,20 @@ def check_invariants(state: State) -> None:
         need(state.phase == "use" and sorted(state.order) == sorted(
             s.place for s in _spots_of(state, state.turn)),
             "the chosen order names the placements left, each once")
+    need(len(state.plans) in (0, n) and (not state.plans or any(state.plans)),
+         "a plan or none for each seat, () when none has one")
+    plan_places = _plan_places(state)
+    for plan in state.plans:
+        if plan is None:
+            continue
+        need(0 < len(plan.steps) <= PLAN_STEPS and 0 <= plan.next <= len(plan.steps)
+             and type(plan.next) is int, "a plan of 1 to PLAN_STEPS steps")
+        named = [at for at, _ in plan.steps]
+        need(len(set(named)) == len(named), "a plan names each place once")
+        for at, count in plan.steps:
+            counts, rest = plan_places.get(at, ((), False))
+            need(type(count) is int and (count in counts or (rest and count == REST)),
+                 "a plan step names a place and a number it takes")
 
 
 # --------------------------------------------------------------------------- the round
@@ -897,19 +957,31 @@ def _advance(state: State, events: list[Event]) -> State:
 
 
 def _next_placer(state: State, seat: int, events: list[Event]) -> State:
-    """The first seat from ``seat`` clockwise that can still place; the use phase when
-    nobody can. Ruling: a seat with people at home but no legal place keeps them home."""
-    for i in range(state.n):
-        s = (seat + i) % state.n
-        if at_home(state, s) == 0:
-            continue
-        if _place_actions(state, s):
-            return state._replace(turn=s)
-        if s not in state.home:
-            events.append(Event("no_place_left", s, {"home": at_home(state, s)}))
-            state = state._replace(home=(*state.home, s))
-    events.append(Event("placement_over", None, {"round": state.round}))
-    return _begin_use(state._replace(phase="use"), state.start, events)
+    """The first seat from ``seat`` clockwise that can still place, whose standing plan
+    (if any) the engine follows for it, placement after placement, until a seat must
+    decide (its plan dropped if it had one: ``_follow_plan``); the use phase when nobody
+    can place. Ruling: a seat with people at home but no legal place keeps them home."""
+    while True:
+        placer = None
+        for i in range(state.n):
+            s = (seat + i) % state.n
+            if at_home(state, s) == 0:
+                continue
+            if _place_actions(state, s):
+                placer = s
+                break
+            if s not in state.home:
+                events.append(Event("no_place_left", s, {"home": at_home(state, s)}))
+                state = state._replace(home=(*state.home, s))
+        if placer is None:
+            events.append(Event("placement_over", None, {"round": state.round}))
+            return _begin_use(state._replace(phase="use"), state.start, events)
+        if plan_of(state, placer) is None:
+            return state._replace(turn=placer)
+        state, placed = _follow_plan(state, placer, events)
+        if not placed:
+            return state._replace(turn=placer)
+        seat = (placer + 1) % state.n
 
 
 def _place(state: State, seat: int, place: str, count: int, events: list[Event]) -> State:
@@ -1239,9 +1311,12 @@ def _end_round(state: State, events: list[Event]) -> State:
     boards = tuple(b._replace(tools=tuple(sorted((*b.tools, *b.spent), reverse=True)),
                               spent=()) for b in state.boards)
     start = (state.start + 1) % state.n
+    plans = tuple(None if p is None else p._replace(next=0) for p in state.plans)
     state = state._replace(boards=boards, start=start, round=state.round + 1,
-                           phase="place", home=(), feeding=())
+                           phase="place", home=(), feeding=(), plans=plans)
     events.append(Event(ROUND_EVENT, None, {"round": state.round, "start": start}))
+    if any(e.kind == ROUND_EVENT for e in events[:-1]):
+        state = _drop_plans(state, events)  # a whole round went by in this move
     return _next_placer(state, start, events)
 
 
@@ -1447,6 +1522,202 @@ def sensible_order(state: State, seat: int) -> tuple[str, ...]:
         return (3, u.rank)
 
     return _normal_order(sorted(uses, key=key), _has_tools(board))
+
+
+# --------------------------------------------------------------------------- plans
+
+REST = 0  # a plan step's count meaning "all the people still at home"
+PLAN_STEPS = 6  # the most steps a plan lists
+PLAN_REST = "rest"  # the word for REST in the plan notation
+
+
+def plan_of(state: State, seat: int) -> Plan | None:
+    """``seat``'s standing plan, or None (also in a state stored before plans)."""
+    return state.plans[seat] if state.plans else None
+
+
+def _with_plan(state: State, seat: int, plan: Plan | None) -> State:
+    """``state`` with ``seat``'s plan replaced; ``plans`` is () when no seat has one (one
+    form for one game, as ``to_json`` and ``from_json`` keep it)."""
+    plans = list(state.plans or (None,) * state.n)
+    plans[seat] = plan
+    return state._replace(plans=() if all(p is None for p in plans) else tuple(plans))
+
+
+def _plan_places(state: State) -> dict[str, tuple[tuple[int, ...], bool]]:
+    """Every place a plan may name, with the numbers of people a step may name there and
+    whether it may name "the rest": the resource places any number they hold (the
+    Hunting grounds any), the Hut 2, the other places 1. The card places name whichever
+    card lies there when the step is played, the building places the top tile of that
+    stack."""
+    out: dict[str, tuple[tuple[int, ...], bool]] = {}
+    for place in RESOURCE_PLACES:
+        most = MAX_PEOPLE if place == "hunt" else CAPACITY
+        out[place] = (tuple(range(1, most + 1)), True)
+    for place in VILLAGE:
+        out[place] = ((2,) if place == "hut" else (1,), False)
+    for i in range(CARD_SLOTS):
+        out[f"card{i + 1}"] = ((1,), False)
+    for i in range(state.n):
+        out[f"building{i + 1}"] = ((1,), False)
+    return out
+
+
+def plan_form(state: State, seat: int) -> PlanForm | None:
+    """What ``seat``'s standing plan may name (the ``Plans`` hook): up to PLAN_STEPS
+    steps, each a place of ``_plan_places`` with one of its numbers (or the rest); the
+    seat's plan as it stands (``plan``) and the step it tries next this round
+    (``next``). None once the game is over (or for a seat that is not in the game)."""
+    if state.phase == "over" or not 0 <= seat < state.n:
+        return None
+    plan = plan_of(state, seat)
+    return {"kind": "place", "steps": PLAN_STEPS,
+            "places": [{"at": at, "counts": list(counts), "rest": rest}
+                       for at, (counts, rest) in _plan_places(state).items()],
+            "plan": _plan_json(plan), "next": plan.next if plan else 0}
+
+
+def _plan_view(state: State, seat: int | None) -> dict[str, Any] | None:
+    """The reader's own standing plan for the view (nobody else's): its steps and the
+    step it tries next this round; None for none."""
+    plan = None if seat is None or not 0 <= seat < state.n else plan_of(state, seat)
+    return None if plan is None else {"steps": _plan_json(plan), "next": plan.next}
+
+
+def _plan_json(plan: Plan | None) -> list[dict[str, Any]]:
+    if plan is None:
+        return []
+    return [{"at": at, "count": PLAN_REST if count == REST else count}
+            for at, count in plan.steps]
+
+
+def set_plan(state: State, seat: int, text: str) -> tuple[State, list[Event]]:
+    """Set ``seat``'s standing plan from ``text`` (the ``Plans`` hook): steps separated by
+    commas, each a place and a number of people or ``rest`` (the number may be left out
+    where a place takes only one: ``forest 2, hut, hunt rest``); blank text clears the
+    plan. The plan replaces any plan the seat had and starts from its first step with
+    the seat's next placement turn (an open placement decision stays open: the player
+    makes it). Events ``plan_set`` (``steps``) or ``plan_cleared``, visible to the seat
+    only; none when there was no plan to clear. Raises PlanClosed once the game is
+    over, InvalidPlan with ``why``: ``plan/long`` (``most``), ``plan/empty`` (a step with
+    no words), ``plan/unknown`` (``word``: not a place, or more than a place and a
+    number), ``plan/count`` (``at``, ``counts``, ``rest``: a number that place does not
+    take, or none where it takes several), ``plan/twice`` (``at``)."""
+    if plan_form(state, seat) is None:
+        raise PlanClosed("no plan can be set now", seat=seat)
+    if not isinstance(text, str):
+        raise InvalidPlan("a plan is text", why="plan/unknown", word=repr(text)[:40])
+    steps = _parse_plan(state, text)
+    if not steps:
+        if plan_of(state, seat) is None:
+            return state, []
+        return (_with_plan(state, seat, None),
+                [Event("plan_cleared", seat, {}, visible_to=(seat,))])
+    plan = Plan(steps)
+    return (_with_plan(state, seat, plan),
+            [Event("plan_set", seat, {"steps": _plan_json(plan)}, visible_to=(seat,))])
+
+
+def _parse_plan(state: State, text: str) -> tuple[tuple[str, int], ...]:
+    """The steps ``text`` names (see ``set_plan``), each read in full: nothing is
+    completed but the one number of a place that takes only one."""
+    if not text.strip():
+        return ()
+    parts = text.lower().split(",")
+    if len(parts) > PLAN_STEPS:
+        raise InvalidPlan(f"a plan lists at most {PLAN_STEPS} steps", why="plan/long",
+                          most=PLAN_STEPS)
+    places = _plan_places(state)
+    steps: list[tuple[str, int]] = []
+    for part in parts:
+        words = part.split()
+        if not words:
+            raise InvalidPlan("a step of the plan is empty", why="plan/empty")
+        if words[0] not in places or len(words) > 2:
+            raise InvalidPlan(f"{part.strip()!r} is no step", why="plan/unknown",
+                              word=part.strip()[:40])
+        at = words[0]
+        counts, rest = places[at]
+        count = _plan_count(words[1] if len(words) == 2 else None, counts, rest)
+        if count is None:
+            raise InvalidPlan(f"{at} takes {counts}", why="plan/count", at=at,
+                              counts=list(counts), rest=rest)
+        if any(at == done for done, _ in steps):
+            raise InvalidPlan(f"{at} is named twice", why="plan/twice", at=at)
+        steps.append((at, count))
+    return tuple(steps)
+
+
+def _plan_count(word: str | None, counts: tuple[int, ...], rest: bool) -> int | None:
+    if word is None:
+        return counts[0] if len(counts) == 1 else None
+    if word == PLAN_REST:
+        return REST if rest else None
+    if word.isascii() and word.isdigit() and len(word) <= 2 and int(word) in counts:
+        return int(word)
+    return None
+
+
+def _follow_plan(state: State, seat: int, events: list[Event]) -> tuple[State, bool]:
+    """``seat``'s placement turn, played by its plan: the first step from ``next`` on that
+    can be followed now is placed (event ``people_placed`` with ``plan``), the steps
+    before it are passed for this round; when none can be followed the plan is dropped
+    (``plan_dropped``, visible to the seat: ``why`` ``used_up`` when no step was left,
+    else ``blocked`` with each step tried and why it could not be followed, ``home``:
+    the people at home) and the seat decides. True when a step was placed."""
+    plan = plan_of(state, seat)
+    if plan is None:
+        return state, False
+    legal = _place_actions(state, seat)
+    home = at_home(state, seat)
+    tried = []
+    for i in range(plan.next, len(plan.steps)):
+        at, count = plan.steps[i]
+        people = home if count == REST else count
+        why = _step_blocked(state, seat, legal, at, people)
+        if why is None:
+            state = _with_plan(state, seat, plan._replace(next=i + 1))
+            state = state._replace(spots=(*state.spots, Spot(at, seat, people)))
+            events.append(Event("people_placed", seat, {"place": at, "count": people,
+                                                        "plan": True}))
+            return state, True
+        tried.append({"at": at, "count": PLAN_REST if count == REST else count,
+                      "why": why})
+    events.append(Event(PLAN_DROPPED, seat, {"why": "blocked" if tried else "used_up",
+                                             "steps": tried, "home": home},
+                        visible_to=(seat,)))
+    return _with_plan(state, seat, None), False
+
+
+def _drop_plans(state: State, events: list[Event]) -> State:
+    """Ruling: a whole round went by inside one move without anyone being asked anything
+    (the standing plans placed everyone and the rest was automatic): every plan is
+    dropped (``plan_dropped``, ``why`` ``idle``) as the next round begins, so that a
+    game never plays on by itself (and ``apply`` always ends)."""
+    for seat in range(state.n):
+        if plan_of(state, seat) is not None:
+            events.append(Event(PLAN_DROPPED, seat, {"why": "idle", "steps": [],
+                                                     "home": at_home(state, seat)},
+                                visible_to=(seat,)))
+            state = _with_plan(state, seat, None)
+    return state
+
+
+def _step_blocked(state: State, seat: int, legal: list[Action], at: str,
+                  people: int) -> str | None:
+    """Why a plan step (``people`` on ``at``) cannot be followed now, or None when it
+    can: ``closed`` (the place is not open to the seat: full, taken, one of its people
+    there already, the village rule of 2 and 3 players), ``count`` (the place does not
+    take that many now, or the seat has not that many at home), ``unaffordable`` (a card
+    or building the seat cannot pay for now: it would be left, the person wasted)."""
+    counts = [a.get("count") for a in legal if a.get("at") == at]
+    if not counts:
+        return "closed"
+    if people not in counts:
+        return "count"
+    if at.startswith(("card", "building")) and not _claim_effect(state, seat, at)["affordable"]:
+        return "unaffordable"
+    return None
 
 
 # --------------------------------------------------------------------------- helpers

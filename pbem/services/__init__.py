@@ -112,6 +112,7 @@ from pbem.services.playing import (
     act_by_token,
     act_from_page,
     describe_token,
+    set_plan,
 )
 from pbem.services.plumbing import LANGUAGES, MAIL_QUEUED, OUTBOX_CHANNEL
 from pbem.services.reading import (
@@ -140,7 +141,7 @@ __all__ = [
     "take_back", "take_back_offer_for",
     # playing
     "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
-    "describe_token",
+    "describe_token", "set_plan",
     # deadlines
     "Due", "due_bot_moves", "due_reminders", "due_timeouts", "play_bot", "play_bots_due",
     "remind_due", "send_reminder", "time_out", "time_out_due",

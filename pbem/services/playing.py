@@ -21,7 +21,7 @@ from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
 from pbem.clocks import Stops, advance, running_between
-from pbem.db import get_row, one_read, read_then_write, saved_id
+from pbem.db import get_row, one_read, read_then_write, saved_id, session_scope
 from pbem.errors import (
     AlreadyRecorded,
     Conflict,
@@ -43,6 +43,7 @@ from pbem.services.plumbing import (
     insert_events,
     link_unchanged,
     live_seat_link,
+    live_token,
     load_state,
     lock_game,
     lock_game_row,
@@ -179,14 +180,17 @@ def _chosen(mod: EngineGame, state: Any, position: int, action: Action,
     raise InvalidInput(gettext("this link does not offer that choice"), reason="choice/unknown")
 
 
-def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
+def act_from_page(page_raw: str, decision_id: Any, command: str,
+                  plan: str | None = None) -> Outcome:
     """The POST of the full decision form on a seat's game page: the decision is checked
     (a second submission says "already recorded"), then ``command`` (the form's words in
     the game's notation) must name one legal action in full: nothing is completed or
     guessed. A refusal carries the game's explanation of what was wrong (``explain``,
     optional in the contract). As for a one-click link (``act_by_token``), the words are
     read against the game as last committed before the write lock is taken, and again
-    under it only if the game has moved since."""
+    under it only if the game has moved since. ``plan`` (the game's plan notation; None
+    or blank: the seat's plan is left as it is): a standing plan set with the move, in
+    the same transaction, before it (``_planned``); a plan refused refuses the move."""
     try:
         wanted: int | None = _decision_id(decision_id)
     except InvalidInput:  # said only once the link is known to be live
@@ -196,22 +200,68 @@ def act_from_page(page_raw: str, decision_id: Any, command: str) -> Outcome:
         wanted = _decision_id(decision_id)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         mod = get_game(game.engine)
-        state = load_state(mod, game)
+        state, notes = _planned(mod, load_state(mod, game), decision.position, plan,
+                                decision.kind)
         action = _parsed(mod, state, decision, command)
         seen = game.version
         applied = _try_apply(mod, state, decision.position, action)
         s = late.write()
         lock_game_row(s, token.game_id)
         if link_unchanged(s, TokenKind.PAGE, token, game, seat, decision):
-            return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
+            return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied,
+                       notes=notes)
         token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted,
                                                   again=True)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         if game.version != seen:  # the game moved on meanwhile: read the words again
-            state = load_state(mod, game)
+            state, notes = _planned(mod, load_state(mod, game), decision.position, plan,
+                                    decision.kind)
             action = _parsed(mod, state, decision, command)
             applied = None
-        return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
+        return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied,
+                   notes=notes)
+
+
+def _planned(mod: EngineGame, state: Any, position: int, plan: str | None,
+             kind: str) -> tuple[Any, list[Event]]:
+    """``state`` with the seat's standing plan set from ``plan`` (the game's optional
+    ``set_plan``), and its events; as it is for None. A plan the game refuses (or a game
+    without plans) is IllegalMove with the game's reason (``kind``: the form's)."""
+    if plan is None:
+        return state, []
+    hook = getattr(mod, "set_plan", None)
+    if hook is None:
+        raise IllegalMove("plan/closed", kind)
+    try:
+        new, events = hook(state, position, plan)
+    except EngineError as exc:
+        raise IllegalMove(exc.code, kind, exc.data) from None
+    return new, list(events)
+
+
+def set_plan(page_raw: str, plan: str) -> bool:
+    """The plan form of a seat's game page: set (or, for blank ``plan``, clear) the seat's
+    standing plan, in one transaction like a move (the game's lock, the state's version
+    checked and moved, the page's version moved, the game's events logged), at any
+    time while the game runs; no decision opens or closes and nothing is played (the
+    take-back of the move before ends, as after any other change). False when nothing
+    changed (no plan to clear). IllegalMove (kind ``plan``) with the game's
+    reason for a plan it refuses; WrongState for a game not running or paused."""
+    with session_scope() as s:
+        token = live_token(s, page_raw, TokenKind.PAGE)
+        game = lock_game(s, token.game_id)
+        if game.status != GameStatus.ACTIVE:
+            raise WrongState(gettext("the game is not running"), game_id=game.id)
+        if game.paused_at is not None:
+            raise WrongState(gettext("the host has paused the game; try again when it "
+                                     "resumes"), game_id=game.id)
+        seat = get_row(s, Seat, token.seat_id)
+        mod = get_game(game.engine)
+        state, events = _planned(mod, load_state(mod, game), seat.position, plan, "plan")
+        if not events:
+            return False
+        _commit_state(s, game, mod, state, events, seats_of(s, game.id), played=True)
+        return True
 
 
 def _parsed(mod: EngineGame, state: Any, decision: Decision, command: str) -> Action:
@@ -260,12 +310,14 @@ def locked_decision(s: Session, game_id: str, seat_id: int | None,
 
 def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
         source: MoveSource, state: Any = None,
-        applied: tuple[Any, list[Event]] | None = None, by_email: bool = False) -> Outcome:
+        applied: tuple[Any, list[Event]] | None = None, by_email: bool = False,
+        notes: list[Event] | None = None) -> Outcome:
     """A player's move on their open decision of the locked game (``state``: the game's
     state, if the caller has read it already; ``applied``: the engine's answer to the
     move on that very state, if the caller has it already; ``by_email``: the move came
     in a reply by email, so no page shows the player's next decision: its email goes
-    at once)."""
+    at once; ``notes``: events of that state's making logged before the move's, a plan
+    set with it)."""
     game_id, seat_id = game.id, seat.id
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
@@ -273,8 +325,8 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
     if source == MoveSource.PLAYER and seat.timeouts_in_row:
         seat.timeouts_in_row = 0  # (set only if it changes: setting the ORM attribute at
         # all makes the seat dirty, and the next query flushes the session first)
-    played = play_move(s, game, seat, decision, action, source, state, applied=applied,
-                       by_email=by_email)
+    played = play_move(s, game, seat, decision, action, source, state, notices=notes,
+                       applied=applied, by_email=by_email)
     again = any(d.seat_id == seat_id for d in played.opened)
     mod, state = get_game(game.engine), played.state
     result = mod.result(state)

@@ -230,6 +230,10 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
         # the page follows the game (static/live.js) while what players do may change it
         "live": game.status in (GameStatus.ACTIVE, GameStatus.INVITING),
         "variants": lambda action: variants_of(mod, state, position, action),
+        # what the seat's standing plan may name now (a game with plans; else None)
+        "plan_form": (mod.plan_form(state, position) if hasattr(mod, "plan_form")
+                      and state is not None and position is not None
+                      and game.status == GameStatus.ACTIVE else None),
     }
 
 

@@ -170,13 +170,62 @@ def game_act(raw: str):
     require_sig(raw)
     form = request.form
     try:
-        outcome = services.act_from_page(raw, form.get("decision_id"), form_command(form))
+        outcome = services.act_from_page(raw, form.get("decision_id"), form_command(form),
+                                         form_plan(form))
     except IllegalMove as exc:  # the page again, the form as entered, and what was wrong
         return show_game_page(raw, 400, refusal=exc, entered=form)
     except (AlreadyRecorded, TurnOver) as exc:  # as a one-click link answers
         closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
         return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
     return _after_move(outcome)
+
+
+@bp.post("/g/<raw>/plan")
+def plan(raw: str):
+    """The seat's standing plan (a game that offers plans): ``how=set`` with the plan's
+    rows, or ``how=clear``. The page again, saying what changed or what was wrong (the
+    rows as entered)."""
+    require_sig(raw)
+    form = request.form
+    try:
+        if form.get("how") == "clear":
+            changed = services.set_plan(raw, "")
+            notice = (lazy_gettext("Your plan is cleared: you place your people yourself.")
+                      if changed else lazy_gettext("You have no plan to clear."))
+        else:
+            text = form_plan(form)
+            if not text:
+                raise IllegalMove("plan/none", "plan")
+            services.set_plan(raw, text)
+            notice = lazy_gettext("Your plan is set: it places your people on your next "
+                                  "placement turns, until it cannot be followed.")
+    except IllegalMove as exc:
+        return show_game_page(raw, 400, refusal=exc, entered=form)
+    return show_game_page(raw, notice=notice)
+
+
+MAX_PLAN_ROWS = 12  # more rows than any game's plan form has
+
+
+def form_plan(form) -> str | None:
+    """The plan rows of a form (``plan.at`` and ``plan.count``, repeated, in row order)
+    in the plan notation of the contract (``engine.core.PlanForm``: ``at count, at
+    count``); rows without a place are left out. None for a form without plan rows, or
+    whose rows are all empty (a decision form then leaves the plan as it is). Raises
+    IllegalMove (kind ``plan``) for too many rows or a field that is not one word."""
+    places, counts = form.getlist("plan.at"), form.getlist("plan.count")
+    if len(places) > MAX_PLAN_ROWS or len(counts) > MAX_PLAN_ROWS:
+        raise IllegalMove("form/too_long", "plan")
+    steps = []
+    for i, at in enumerate(places):
+        count = counts[i].strip() if i < len(counts) else ""
+        at = at.strip()
+        if not at:
+            continue
+        if any(len(w.split()) > 1 or "," in w or len(w) > 20 for w in (at, count)):
+            raise IllegalMove("plan/form", "plan")
+        steps.append(f"{at} {count}".strip())
+    return ", ".join(steps) or None
 
 
 MAX_FORM_COUNT = 20  # no count field of any game goes higher

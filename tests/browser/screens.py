@@ -395,6 +395,21 @@ class Story:
         _, addr = self.decider()
         self.follow("decision", addr, "/g/")
 
+    def plan_page(self) -> None:
+        """Stone Age: the game page of a player who waits (the plan box with its rows),
+        a standing plan set there: the page again, saying so, with the plan as it
+        stands. Another game has no plans."""
+        if self.game != "stoneage":
+            raise Absent("no standing plans in this game")
+        deciding = {d.seat_id for d in self.open_decisions()}
+        with self.app.app_context(), session_scope() as s:
+            seats = s.exec(select(Seat).where(Seat.game_id == self.game_id)
+                           .order_by(Seat.position)).all()
+            addr = next(x.email for x in seats if x.id not in deciding and not x.bot)
+        self.follow("game_started", addr, "/g/")
+        self.page.click("#plan summary")
+        self.press("#plan-change", {"plan.at": "forest", "plan.count": "2"})
+
     def spectator(self) -> None:
         with self.app.app_context(), session_scope() as s:
             key = s.get(Game, self.game_id).spectator_key
@@ -511,6 +526,7 @@ SCENES: list[Scene] = [
     Scene("game", lambda s: s.player_page()),
     Scene("watch", lambda s: s.spectator()),
     Scene("admin", lambda s: s.admin()),
+    Scene("game-plan", lambda s: s.plan_page(), optional=True),
     Scene("my", lambda s: s.goto("/my", optional=True), optional=True, once=True),
     Scene("my-sent", lambda s: s.press("#my-games-form", {"email": s.addr(4)}),
           needs="my", once=True),

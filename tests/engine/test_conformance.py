@@ -14,6 +14,11 @@ engine contract (engine/core.py, DESIGN.md) at every decision:
   ``{}``) without touching any random state; the optional ``choice_variants`` of an
   email choice (what its confirmation page lets the player pick instead) are legal
   actions, the choice among them;
+- a game with standing plans (the optional ``Plans`` hook): its plan form is JSON data;
+  a plan of random steps from it, set at any decision point for any seat, changes no
+  open decision, tells only that seat, round-trips through JSON, keeps the invariants,
+  shows in no other seat's view, and the game plays on from it; words that name no
+  step are refused with InvalidPlan; a finished game refuses plans with PlanClosed;
 - the game-specific invariants hold (for Cavemen: every card in one place, no negative
   Food or Teeth, no tribe above its population, ...);
 - state JSON round-trips exactly both ways, also through ``json.dumps``/``json.loads``;
@@ -55,7 +60,9 @@ from engine.core import (
     Event,
     GameOver,
     IllegalAction,
+    InvalidPlan,
     NotYourTurn,
+    PlanClosed,
     Result,
     SetupError,
     format_action,
@@ -234,6 +241,8 @@ def check_decision_point(spec: GameSpec, state: Any, rng: random.Random, sample:
     snapshot = game.to_json(state)
     for seat in sorted(seats):
         check_seat(spec, state, seat, rng, sample, refused)
+    if hasattr(game, "set_plan"):
+        check_plans(spec, state, rng.randrange(n), rng, refused)
     assert game.to_json(state) == snapshot, "apply changed the state it was given"
     for seat in [*(s for s in range(n) if s not in seats), -1, n]:
         action = game.default_action(state, decisions[0].seat)
@@ -288,6 +297,41 @@ def check_seat(spec: GameSpec, state: Any, seat: int, rng: random.Random, sample
         assert not variants or (action in variants and set(variants) <= set(legal))
 
 
+def random_plan_text(form: Mapping[str, Any], rng: random.Random) -> str:
+    """A plan in the contract's notation (``PlanForm``): 1 to ``steps`` distinct places
+    of the form, each with one of its numbers or ``rest`` where it takes the rest."""
+    places = rng.sample(form["places"], rng.randint(1, min(form["steps"],
+                                                            len(form["places"]))))
+    return ", ".join(f"{p['at']} {rng.choice(p['counts'] + (['rest'] if p['rest'] else []))}"
+                     for p in places)
+
+
+def check_plans(spec: GameSpec, state: Any, seat: int, rng: random.Random,
+                refused: Counter) -> None:
+    """The ``Plans`` hook at a decision point, for ``seat`` (see the module docstring)."""
+    game = spec.game
+    form = game.plan_form(state, seat)
+    assert form is not None and json.loads(json.dumps(form)) == form
+    before = random.getstate()
+    new, events = game.set_plan(state, seat, random_plan_text(form, rng))
+    assert random.getstate() == before, "set_plan used global random"
+    assert game.pending(new) == game.pending(state), "setting a plan opened or closed a decision"
+    assert events and all(e.visible_to == (seat,) for e in events)
+    check_events(events, len(state.players))
+    spec.check_state(new)
+    assert_json_round_trip(game, new)
+    for other in (*(s for s in _seats(state) if s != seat), None):
+        assert game.view(new, other) == game.view(state, other), "a plan shows to another"
+    decision = game.pending(new)[0]
+    played, _ = game.apply(new, decision.seat, game.default_action(new, decision.seat))
+    spec.check_state(played)
+    assert_json_round_trip(game, played)
+    with pytest.raises(InvalidPlan) as bad:
+        game.set_plan(state, seat, "no_such_place 1")
+    assert bad.value.code == "plan/invalid"
+    refused["plan"] += 1
+
+
 def check_game_over(spec: GameSpec, state: Any, last_legal: Sequence[Action]) -> None:
     game = spec.game
     res = game.result(state)
@@ -301,6 +345,11 @@ def check_game_over(spec: GameSpec, state: Any, last_legal: Sequence[Action]) ->
     assert_json_round_trip(game, state)
     assert_views_hide_secrets(spec, state)
     spec.check_state(state)
+    if hasattr(game, "set_plan"):
+        for seat in _seats(state):
+            assert game.plan_form(state, seat) is None
+            with pytest.raises(PlanClosed):
+                game.set_plan(state, seat, "")
 
 
 def play_and_check(spec: GameSpec, players: int, seed: int, bot: str | Sequence[str], *,

@@ -37,7 +37,7 @@ def acting_routes(table) -> list[str]:
     unsubscribe = "/u/" + table.mail(table.open()).unsubscribe_token
     admin = f"/admin/{table.admin}"
     routes = [path_of(page), path_of(page) + "/vacation", path_of(page) + "/back",
-              path_of(page) + "/takeback",
+              path_of(page) + "/takeback", path_of(page) + "/plan",
               path_of(page) + "/notifications", path_of(page) + "/say", path_of(one_click),
               unsubscribe]
     routes += [f"{admin}/{c}" for c in ("replace", "pause", "resume", "extend", "abandon",

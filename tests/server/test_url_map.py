@@ -15,7 +15,7 @@ URLS = [
     ("/g/<raw>", "POST"), ("/g/<raw>/back", "POST"), ("/g/<raw>/calendar", "GET,POST"),
     ("/g/<raw>/deadline.ics", "GET"), ("/g/<raw>/here", "POST"), ("/g/<raw>/language", "POST"),
     ("/g/<raw>/log/<int(max=2147483647):number>", "GET"),
-    ("/g/<raw>/notifications", "POST"), ("/g/<raw>/say", "POST"),
+    ("/g/<raw>/notifications", "POST"), ("/g/<raw>/plan", "POST"), ("/g/<raw>/say", "POST"),
     ("/g/<raw>/takeback", "POST"), ("/g/<raw>/vacation", "POST"),
     ("/handover/<raw>", "GET,POST"), ("/healthz", "GET"), ("/host/confirm/<raw>", "GET,POST"),
     ("/invite/<raw>", "GET,POST"), ("/language", "POST"), ("/my", "GET,POST"),
