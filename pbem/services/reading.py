@@ -78,7 +78,7 @@ def undoable(s: Session, game: Game, seat: Seat) -> Undoable:
         raise WrongState(gettext("someone else has acted since your last move: it stands"))
     if any(m.revealed is not False for m in [move, *bots]) or move.version is None \
             or move.event_seq is None or game.undo_state is None:
-        raise WrongState(gettext("your last move showed something hidden (a die, a card): "
+        raise WrongState(gettext("your last move rolled dice or showed a hidden card: "
                                  "it stands"))
     return Undoable(move, bots)
 

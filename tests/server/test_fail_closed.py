@@ -183,11 +183,12 @@ def test_every_page_has_a_csp_without_inline_script_and_no_inline_script(app, cl
             assert re.fullmatch(r'<script src="/static/tz.js\?v=[0-9a-f]{12}" defer>', tag)
             assert scripts == [""], url
         elif re.fullmatch(r"/(g|watch)/[^/]+", path) and "<script" in html:
-            # a game page under way (static/live.js) or with folded rounds (log.js): files
+            # a game page under way (static/live.js, clock.js) or with folded rounds
+            # (log.js): files
             assert "script-src 'self'" in csp, url
             tags = re.findall(r"<script\b[^>]*>", html)
             assert tags and all(re.fullmatch(
-                r'<script src="/static/(live|log).js\?v=[0-9a-f]{12}" defer>', t)
+                r'<script src="/static/(live|log|clock).js\?v=[0-9a-f]{12}" defer>', t)
                 for t in tags), (url, tags)
             assert set(scripts) == {""}, url
         else:  # no script at all: default-src 'none' applies

@@ -68,6 +68,17 @@ def fragments(text: str) -> set[str]:
     return out
 
 
+COMMANDS_RE = re.compile(r"^(?:Or answer this email with a command|Oder antworte auf diese "
+                         r"E-Mail mit einem Befehl).*\n(?:  .*\n?)*", re.M)
+
+
+def without_commands(text: str) -> str:
+    """A text without the list of reply commands of a decision email: they are written
+    in the game's notation (its verbs, the cards' printed names), the same in every
+    language, as a chess move is."""
+    return COMMANDS_RE.sub("", text)
+
+
 def leftovers(german: str, english: str) -> set[str]:
     """Sentences left in English: the same in both renderings, or with a little English
     word in the German one."""

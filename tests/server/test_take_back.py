@@ -174,7 +174,8 @@ def test_refused_after_a_move_that_showed_something_hidden(app, client, inbox, e
             before = snapshot(app)
             resp = take_back(client, page)
             assert resp.status_code == 409
-            assert "showed something hidden" in text_of(resp.get_data(as_text=True), "error")
+            assert "rolled dice or showed a hidden card" in text_of(
+                resp.get_data(as_text=True), "error")
             assert snapshot(app) == before
             refused += 1
         elif last.revealed is False and not allowed:
