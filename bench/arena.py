@@ -55,21 +55,25 @@ class Outcome:
     ms: dict[str, list[float]] = field(default_factory=dict)  # CPU ms per decision, A/B
 
 
-def make_bot(game: str, name: str, budget: float | None, rollouts: int | None) -> Bot:
-    """The bot ``name`` of ``game``; ``strong`` with the given budget."""
+def make_bot(game: str, name: str, budget: float | None, rollouts: int | None,
+             options: dict[str, Any] | None = None) -> Bot:
+    """The bot ``name`` of ``game``; ``strong`` with the given budget and ``options``."""
     if name == "strong":
         bots = importlib.import_module(f"engine.{game}.bots")
         factory: Callable[..., Bot] = bots.make_strong
-        return factory(budget_ms=budget, rollouts=rollouts)
+        return factory(budget_ms=budget, rollouts=rollouts, **(options or {}))
     return get_game(game).BOTS[name]
 
 
-def play(args: tuple[str, int, str, str, float | None, int | None, int, int]) -> Outcome:
+Task = tuple[str, int, str, str, float | None, int | None, int, int, dict[str, Any]]
+
+
+def play(args: Task) -> Outcome:
     """One game: deal ``seed``, A in ``seat``, B elsewhere."""
-    name, players, bot_a, bot_b, budget, rollouts, seed, seat_a = args
+    name, players, bot_a, bot_b, budget, rollouts, seed, seat_a, options = args
     game = get_game(name)
-    a = make_bot(name, bot_a, budget, rollouts)
-    b = make_bot(name, bot_b, budget, rollouts)
+    a = make_bot(name, bot_a, budget, rollouts, options)
+    b = make_bot(name, bot_b, budget, rollouts, options)
     rng = random.Random(seed * 10 + seat_a)
     state = game.setup([f"P{i + 1}" for i in range(players)], seed)
     ms: dict[str, list[float]] = {"A": [], "B": []}
@@ -122,7 +126,8 @@ def report(opts: argparse.Namespace, outcomes: list[Outcome], elapsed: float) ->
     budget = f"{opts.rollouts} rollouts" if opts.rollouts else f"{opts.budget:g} ms"
     lines = [
         f"arena {opts.game} {players}p: A={a} vs B={b} (x{players - 1}), {n} games, "
-        f"budget {budget}, seed {opts.seed}, {elapsed:.0f} s",
+        f"budget {budget}, seed {opts.seed}, {elapsed:.0f} s"
+        + (f", options {' '.join(opts.option)}" if opts.option else ""),
         f"A win rate {wins / n:.1%}  95% CI [{low:.1%}, {high:.1%}]  "
         f"(fair share {1 / players:.1%}; won alone {alone}, shared wins {sum(o.shared for o in outcomes)}, "
         f"unfinished {sum(not o.finished for o in outcomes)})",
@@ -148,6 +153,12 @@ def report(opts: argparse.Namespace, outcomes: list[Outcome], elapsed: float) ->
     return lines
 
 
+def _number(text: str) -> float | int | None:
+    if text.lower() == "none":
+        return None
+    return float(text) if "." in text else int(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game", default="stoneage", choices=["stoneage", "cavemen"])
@@ -161,10 +172,14 @@ def main() -> None:
                         help="a fixed number of rollouts per decision instead of --budget")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                        help="an option of the strong bot (horizon, guard; 'none' for None)")
     opts = parser.parse_args()
+    options = {k: _number(v) for k, v in (o.split("=", 1) for o in opts.option)}
     deals = math.ceil(opts.games / opts.players)
     tasks = [(opts.game, opts.players, opts.bots[0], opts.bots[1], opts.budget, opts.rollouts,
-              opts.seed + i, seat) for i in range(deals) for seat in range(opts.players)]
+              opts.seed + i, seat, options)
+             for i in range(deals) for seat in range(opts.players)]
     start = time.perf_counter()
     if opts.jobs > 1:
         with ProcessPoolExecutor(opts.jobs) as pool:

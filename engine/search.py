@@ -59,7 +59,8 @@ class GameHooks(Generic[S]):
     ``seat`` cannot know is drawn anew at random (and the future dice). ``candidates(state,
     seat, legal, rng)``: the actions worth searching, the policy's own choice first.
     ``policy``: the rollout policy (a bot). ``reward(state, seat)``: a finished (or cut)
-    rollout's worth for ``seat``, higher is better.
+    rollout's worth for ``seat``, higher is better. ``round_of(state)``: the round a state
+    is in, for rollouts cut after some rounds (``SearchBot``'s ``horizon``).
     """
 
     pending_seat: Callable[[S], int | None]
@@ -69,15 +70,25 @@ class GameHooks(Generic[S]):
     candidates: Callable[[S, int, list[Action], random.Random], list[Action]]
     policy: Bot[Any]
     reward: Callable[[S, int], float]
+    round_of: Callable[[S], int] | None = None  # the round a state is in (for a horizon)
 
 
 class SearchBot(Generic[S]):
     """``choose(state, seat, rng)``: the bot. Keeps no state between calls; ``last`` holds
-    figures of the last decision (rollouts, candidates) for benchmarks only."""
+    figures of the last decision (rollouts, candidates) for benchmarks only.
 
-    def __init__(self, hooks: GameHooks[S], budget: Budget | None = None) -> None:
+    ``horizon``: rollouts stop when that many rounds have begun after the decision's round
+    (the game's ``reward`` then judges the position); None plays them to the end.
+    ``guard``: another candidate replaces the policy's own choice only when its mean
+    reward beats it, rollout by rollout in the same worlds, by ``guard`` standard errors
+    of that paired difference (a few noisy rollouts never overturn the policy)."""
+
+    def __init__(self, hooks: GameHooks[S], budget: Budget | None = None,
+                 horizon: int | None = None, guard: float = 1.0) -> None:
         self.hooks = hooks
         self.budget = budget or Budget()
+        self.horizon = horizon
+        self.guard = guard
         self.last: dict[str, Any] = {}
 
     def __call__(self, state: S, seat: int, rng: random.Random) -> Action:
@@ -95,11 +106,15 @@ class SearchBot(Generic[S]):
     def _search(self, state: S, seat: int, candidates: list[Action],
                 rng: random.Random) -> Action:
         start = time.thread_time()
+        round_of = self.hooks.round_of
+        stop = (None if self.horizon is None or round_of is None
+                else round_of(state) + self.horizon)
         budget = self.budget
         limit = budget.rollouts
         deadline = None if limit is not None else start + (budget.ms or 0) / 1000
         totals = [0.0] * len(candidates)
         counts = [0] * len(candidates)
+        diffs: list[list[float]] = [[] for _ in candidates]  # paired with candidate 0
         alive = list(range(len(candidates)))
         phases = max(1, math.ceil(math.log2(len(candidates))))
         done = 0
@@ -109,10 +124,14 @@ class SearchBot(Generic[S]):
         while not out_of_budget:
             world = self.hooks.determinise(state, seat, rng)
             seed = rng.getrandbits(63)
+            got: dict[int, float] = {}
             for i in alive:
                 after = self.hooks.apply(world, seat, candidates[i])
-                totals[i] += self._rollout(after, seat, random.Random(seed))
+                got[i] = value = self._rollout(after, seat, random.Random(seed), stop)
+                totals[i] += value
                 counts[i] += 1
+                if i and 0 in got:
+                    diffs[i].append(value - got[0])
                 done += 1
                 phase_done += 1
                 if (limit is not None and done >= limit) or (
@@ -129,20 +148,36 @@ class SearchBot(Generic[S]):
                 alive = self._halve(alive, totals, counts)
                 phase_done = 0
         best = max(alive, key=lambda i: (counts[i] > 0, totals[i] / max(1, counts[i]), -i))
+        if best and not self._clearly_better(diffs[best]):
+            best = 0
         self.last = {"rollouts": done, "candidates": len(candidates)}
         return candidates[best]
 
+    def _clearly_better(self, diffs: list[float]) -> bool:
+        """Whether paired differences beat the policy's choice by ``guard`` errors."""
+        if len(diffs) < 2:
+            return self.guard <= 0 and bool(diffs) and diffs[0] > 0
+        mean = sum(diffs) / len(diffs)
+        var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
+        return mean > self.guard * math.sqrt(var / len(diffs))
+
     @staticmethod
     def _halve(alive: list[int], totals: Sequence[float], counts: Sequence[int]) -> list[int]:
-        """The better half of ``alive`` by mean reward (ties: the earlier candidate)."""
+        """The better half of ``alive`` by mean reward (ties: the earlier candidate); the
+        policy's own choice (0) always stays."""
         ranked = sorted(alive, key=lambda i: (-totals[i] / max(1, counts[i]), i))
-        return sorted(ranked[: max(1, (len(ranked) + 1) // 2)])
+        keep = ranked[: max(1, (len(ranked) + 1) // 2)]
+        if 0 in alive and 0 not in keep:
+            keep.append(0)
+        return sorted(keep)
 
-    def _rollout(self, state: S, seat: int, rng: random.Random) -> float:
+    def _rollout(self, state: S, seat: int, rng: random.Random, stop: int | None) -> float:
         hooks = self.hooks
+        round_of = hooks.round_of
         for _ in range(MAX_ROLLOUT_DECISIONS):
             who = hooks.pending_seat(state)
-            if who is None:
+            if who is None or (stop is not None and round_of is not None
+                               and round_of(state) >= stop):
                 break
             state = hooks.apply(state, who, hooks.policy(state, who, rng))
         return hooks.reward(state, seat)

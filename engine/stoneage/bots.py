@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Any
 
 from engine.core import Action, Bot
 from engine.stoneage.data import PAYABLE, RESOURCE_VALUE
@@ -86,12 +87,14 @@ def strong_bot(state: State, seat: int, rng: random.Random) -> Action:
     return _default_strong()(state, seat, rng)
 
 
-def make_strong(budget_ms: float | None = None, rollouts: int | None = None) -> Bot[State]:
+def make_strong(budget_ms: float | None = None, rollouts: int | None = None,
+                **options: Any) -> Bot[State]:
     """The strong bot with ``budget_ms`` of CPU per decision (default
-    ``engine.search.DEFAULT_BUDGET_MS``), or exactly ``rollouts`` rollouts."""
+    ``engine.search.DEFAULT_BUDGET_MS``), or exactly ``rollouts`` rollouts; ``options``
+    go to ``engine.stoneage.search.make_strong`` (``horizon``, ``guard``)."""
     from engine.stoneage.search import make_strong as make
 
-    return make(budget_ms=budget_ms, rollouts=rollouts)
+    return make(budget_ms=budget_ms, rollouts=rollouts, **options)
 
 
 _STRONG: list[Bot[State]] = []

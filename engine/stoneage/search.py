@@ -23,10 +23,12 @@ passes a budget by building the bot with ``make_strong`` (``BOTS["strong"]`` is 
 
 from __future__ import annotations
 
+import math
 import random
 
 from engine.core import Action, Bot, Rng
 from engine.search import Budget, GameHooks, SearchBot, wins_and_margin
+from engine.stoneage.data import PAYABLE, RESOURCE_VALUE
 from engine.stoneage.rules import (
     DECLINE,
     STARVE,
@@ -59,6 +61,7 @@ def determinise(state: State, seat: int, rng: random.Random) -> State:
             if d.cards[cid].top == "extra_card":
                 held.append((s, i + 1))
                 hidden.append(b.cards[i + 1])
+    hidden.sort()  # nothing of the true order may reach the shuffle
     rng.shuffle(hidden)
     for (s, i), cid in zip(held, hidden, strict=False):
         cards = list(boards[s].cards)
@@ -124,10 +127,37 @@ def _distinct(actions: list[Action]) -> list[Action]:
 
 
 def reward(state: State, seat: int) -> float:
-    """A win (shared: a share), plus the margin over the best other seat / REWARD_SCALE."""
+    """A finished game: a win (shared: a share), plus the margin over the best other seat
+    / REWARD_SCALE. A rollout cut short: the same, with the win's chance from the
+    estimated margin (``estimate``)."""
     finals = [final_scores(state, s) for s in range(state.n)]
-    return wins_and_margin([f["total"] for f in finals], [f["tiebreak"] for f in finals],
-                           seat, REWARD_SCALE)
+    totals = [float(f["total"]) for f in finals]
+    if state.phase == "over":
+        return wins_and_margin(totals, [f["tiebreak"] for f in finals], seat, REWARD_SCALE)
+    est = [t + future(state, s) for s, t in enumerate(totals)]
+    margin = est[seat] - max(v for s, v in enumerate(est) if s != seat)
+    return 1 / (1 + math.exp(-margin / MARGIN_SPREAD)) + margin / REWARD_SCALE
+
+
+MARGIN_SPREAD = 20.0  # an estimated margin's points per unit of log-odds of winning
+PER_ROUND = {"people": 2.2, "agriculture": 1.6, "tools": 0.9}  # points a round, as the
+# heuristic values the Hut, the Field and the Tool maker
+
+
+def future(state: State, seat: int) -> float:
+    """What a seat's board may still bring beyond its end score as it stands: its people,
+    agriculture and tools for the rounds left, its resources built into buildings."""
+    from engine.stoneage.bots import rounds_left
+
+    b = state.boards[seat]
+    left = rounds_left(state)
+    tools = min(12, sum(b.tools) + sum(b.spent))
+    value = left * (PER_ROUND["people"] * b.people
+                    + PER_ROUND["agriculture"] * min(b.agriculture, b.people)
+                    + PER_ROUND["tools"] * tools)
+    value += 0.7 * sum((RESOURCE_VALUE[r] - 1) * n for r, n in zip(PAYABLE, b.res, strict=True))
+    value += 0.7 * (RESOURCE_VALUE["gold"] - 1) * b.wild + 0.3 * b.food
+    return value
 
 
 def _pending_seat(state: State) -> int | None:
@@ -145,19 +175,24 @@ def hooks(policy: Bot[State]) -> GameHooks[State]:
         pending_seat=_pending_seat, apply=_apply, legal=legal_actions,
         determinise=determinise,
         candidates=lambda s, seat, legal, rng: candidates(s, seat, legal, rng, policy),
-        policy=policy, reward=reward)
+        policy=policy, reward=reward, round_of=lambda s: s.round)
+
+
+HORIZON = 2  # rounds a rollout plays before ``reward`` judges it; None: to the end
+GUARD = 1.0  # standard errors by which another action must beat the policy's
 
 
 def make_strong(budget_ms: float | None = None, rollouts: int | None = None,
-                policy: Bot[State] | None = None) -> SearchBot[State]:
+                policy: Bot[State] | None = None, horizon: int | None = HORIZON,
+                guard: float = GUARD) -> SearchBot[State]:
     """The strong bot with ``budget_ms`` of CPU per decision (default
     ``DEFAULT_BUDGET_MS``), or exactly ``rollouts`` rollouts; ``policy`` plays the
-    rollouts (default: the easy heuristic)."""
+    rollouts (default: the easy heuristic); ``horizon`` and ``guard``: see ``SearchBot``."""
     from engine.stoneage.bots import easy_bot
 
     budget = Budget(rollouts=rollouts) if rollouts else (
         Budget(ms=budget_ms) if budget_ms else Budget())
-    return SearchBot(hooks(policy or easy_bot), budget)
+    return SearchBot(hooks(policy or easy_bot), budget, horizon=horizon, guard=guard)
 
 
 __all__ = ["candidates", "determinise", "hooks", "make_strong", "reward"]
