@@ -129,15 +129,17 @@ def report(opts: argparse.Namespace, outcomes: list[Outcome], elapsed: float) ->
         f"budget {budget}, seed {opts.seed}, {elapsed:.0f} s"
         + (f", options {' '.join(opts.option)}" if opts.option else ""),
         f"A win rate {wins / n:.1%}  95% CI [{low:.1%}, {high:.1%}]  "
-        f"(fair share {1 / players:.1%}; won alone {alone}, shared wins {sum(o.shared for o in outcomes)}, "
+        f"(fair share {1 / players:.1%}; won alone {alone}, "
+        f"shared wins {sum(o.shared for o in outcomes)}, "
         f"unfinished {sum(not o.finished for o in outcomes)})",
     ]
     scored = [o for o in outcomes if o.points is not None]
     if scored:
         mine = [o.points[o.seat] for o in scored if o.points]
         theirs = [p for o in scored if o.points for s, p in enumerate(o.points) if s != o.seat]
-        lines.append(f"mean score: A {statistics.fmean(mine):.1f} (sd {statistics.pstdev(mine):.1f})"
-                     f", B {statistics.fmean(theirs):.1f} (sd {statistics.pstdev(theirs):.1f})")
+        lines.append(f"mean score: A {statistics.fmean(mine):.1f} "
+                     f"(sd {statistics.pstdev(mine):.1f}), B {statistics.fmean(theirs):.1f} "
+                     f"(sd {statistics.pstdev(theirs):.1f})")
     lines.append(f"rounds per game: mean {statistics.fmean(o.rounds for o in outcomes):.1f}")
     if outcomes[0].cards is not None:
         for who, pick in (("A", lambda o, s: s == o.seat), ("B", lambda o, s: s != o.seat)):

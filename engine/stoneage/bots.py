@@ -258,7 +258,7 @@ def _place(state: State, seat: int,
     return best or legal[0]
 
 
-# --------------------------------------------------------------------------- easy: valued by the end
+# --------------------------------------------------------------------------- easy
 
 
 def figures(state: State, seat: int) -> dict[str, int]:
