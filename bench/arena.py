@@ -28,8 +28,9 @@ import importlib
 import math
 import random
 import statistics
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -155,6 +156,19 @@ def report(opts: argparse.Namespace, outcomes: list[Outcome], elapsed: float) ->
     return lines
 
 
+class _Inline:
+    """``map`` in this process (``--jobs 1``), as a context manager like a pool."""
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn: Callable[[Task], Outcome], tasks: list[Task]) -> Iterator[Outcome]:
+        return map(fn, tasks)
+
+
 def _number(text: str) -> float | int | None:
     if text.lower() == "none":
         return None
@@ -174,6 +188,8 @@ def main() -> None:
                         help="a fixed number of rollouts per decision instead of --budget")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--progress", type=int, default=0, metavar="N",
+                        help="print the win count to stderr every N games")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                         help="an option of the strong bot (horizon, guard; 'none' for None)")
     opts = parser.parse_args()
@@ -183,11 +199,14 @@ def main() -> None:
               opts.seed + i, seat, options)
              for i in range(deals) for seat in range(opts.players)]
     start = time.perf_counter()
-    if opts.jobs > 1:
-        with ProcessPoolExecutor(opts.jobs) as pool:
-            outcomes = list(pool.map(play, tasks, chunksize=1))
-    else:
-        outcomes = [play(t) for t in tasks]
+    outcomes: list[Outcome] = []
+    with ProcessPoolExecutor(opts.jobs) if opts.jobs > 1 else _Inline() as pool:
+        for outcome in pool.map(play, tasks):
+            outcomes.append(outcome)
+            if opts.progress and len(outcomes) % opts.progress == 0:
+                won = sum(o.share for o in outcomes)
+                print(f"  after {len(outcomes)} games: A won {won:g} "
+                      f"({won / len(outcomes):.1%})", file=sys.stderr, flush=True)
     print("\n".join(report(opts, outcomes, time.perf_counter() - start)))
 
 
