@@ -189,7 +189,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--progress", type=int, default=0, metavar="N",
-                        help="print the win count to stderr every N games")
+                        help="print the figures so far to stderr every N games")
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
                         help="an option of the strong bot (horizon, guard; 'none' for None)")
     opts = parser.parse_args()
@@ -204,9 +204,9 @@ def main() -> None:
         for outcome in pool.map(play, tasks):
             outcomes.append(outcome)
             if opts.progress and len(outcomes) % opts.progress == 0:
-                won = sum(o.share for o in outcomes)
-                print(f"  after {len(outcomes)} games: A won {won:g} "
-                      f"({won / len(outcomes):.1%})", file=sys.stderr, flush=True)
+                print(f"after {len(outcomes)} games:", file=sys.stderr)
+                print("\n".join(report(opts, outcomes, time.perf_counter() - start)),
+                      file=sys.stderr, flush=True)
     print("\n".join(report(opts, outcomes, time.perf_counter() - start)))
 
 
