@@ -32,6 +32,7 @@ S = TypeVar("S")
 
 DEFAULT_BUDGET_MS = 1000.0  # a decision's CPU budget unless the caller names another
 MAX_ROLLOUT_DECISIONS = 5000  # a rollout that runs longer is scored where it stands
+TIME_CHECK = 50  # decisions of a rollout between two looks at the clock (time budgets)
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,11 @@ class SearchBot(Generic[S]):
             got: dict[int, float] = {}
             for i in alive:
                 after = self.hooks.apply(world, seat, candidates[i])
-                got[i] = value = self._rollout(after, seat, random.Random(seed), stop)
+                value = self._rollout(after, seat, random.Random(seed), stop, deadline)
+                if value is None:  # the time ran out inside the rollout: not counted
+                    out_of_budget = True
+                    break
+                got[i] = value
                 totals[i] += value
                 counts[i] += 1
                 if i and 0 in got:
@@ -171,10 +176,16 @@ class SearchBot(Generic[S]):
             keep.append(0)
         return sorted(keep)
 
-    def _rollout(self, state: S, seat: int, rng: random.Random, stop: int | None) -> float:
+    def _rollout(self, state: S, seat: int, rng: random.Random, stop: int | None,
+                 deadline: float | None = None) -> float | None:
+        """Play ``state`` out with the policy; its reward, or None when ``deadline`` (thread
+        CPU time) passed before the end (checked every TIME_CHECK decisions)."""
         hooks = self.hooks
         round_of = hooks.round_of
-        for _ in range(MAX_ROLLOUT_DECISIONS):
+        for step in range(MAX_ROLLOUT_DECISIONS):
+            if (deadline is not None and step and step % TIME_CHECK == 0
+                    and time.thread_time() >= deadline):
+                return None
             who = hooks.pending_seat(state)
             if who is None or (stop is not None and round_of is not None
                                and round_of(state) >= stop):
