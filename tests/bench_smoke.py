@@ -45,6 +45,11 @@ BENCHES: dict[str, tuple[list[str], str | list[str]]] = {
     "reply_latency.py": (["--games", "1", "--db", "sqlite", "--poll", "0.05"],
                          r"sqlite: reply -> next decision email: median +\d+ ms, p99 +\d+ ms"),
     "stoneage_decisions.py": (["--games", "2"], r"order +[\d.]+ a game +[\d.]+ %"),
+    "arena.py": (["--game", "stoneage", "--players", "2", "--bots", "strong", "heuristic",
+                  "--games", "2", "--rollouts", "2"],
+                 [r"A win rate [\d.]+%  95% CI \[[\d.]+%, [\d.]+%\]",
+                  r"CPU ms per decision A \(strong\): median [\d.]+, p99 [\d.]+",
+                  r"bought per game: A cards [\d.]+, buildings [\d.]+"]),
     "digest_week.py": (["--quick"], r"digest\+news +[\d.]+ +1 +[\d.]+ +1 +\d+ +0"),
     "deadline_run.py": (["--hours-per-decision", "0.0005", "--idle-rounds", "1",
                          "--kill-after", "2", "--down", "2.5", "--interval", "0.2",
@@ -55,6 +60,10 @@ BENCHES: dict[str, tuple[list[str], str | list[str]]] = {
 # PostgreSQL only what differs from SQLite (the cluster, the lock probe's FOR UPDATE): no
 # clock, no baseline (the SQLite run covers them; each costs seconds).
 VARIANTS: dict[str, tuple[str, list[str], str | list[str]]] = {
+    "arena.py --game cavemen": (
+        "arena.py", ["--game", "cavemen", "--players", "3", "--bots", "strong", "heuristic",
+                     "--games", "3", "--rollouts", "2", "--jobs", "2"],
+        r"A win rate [\d.]+%  95% CI \[[\d.]+%, [\d.]+%\]"),
     "confirm_throughput.py --db postgresql": (
         "confirm_throughput.py",
         ["--db", "postgresql", "--configs", "queued", "--baseline-runs", "0", "--duration",

@@ -10,6 +10,7 @@ when it could invent Fire this round (or to stop someone who could), and hunts w
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from engine.cavemen.deck import Scores
 from engine.cavemen.rules import (
@@ -44,7 +45,33 @@ def heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
     return _discard(state, seat)
 
 
-BOTS: dict[str, Bot[State]] = {"random": random_bot, "heuristic": heuristic_bot}
+def strong_bot(state: State, seat: int, rng: random.Random) -> Action:
+    """The search bot with the default budget (see ``engine.cavemen.search``)."""
+    return _default_strong()(state, seat, rng)
+
+
+def make_strong(budget_ms: float | None = None, rollouts: int | None = None,
+                **options: Any) -> Bot[State]:
+    """The strong bot with ``budget_ms`` of CPU per decision (default
+    ``engine.search.DEFAULT_BUDGET_MS``), or exactly ``rollouts`` rollouts; ``options``
+    go to ``engine.cavemen.search.make_strong`` (``guard``)."""
+    from engine.cavemen.search import make_strong as make
+
+    return make(budget_ms=budget_ms, rollouts=rollouts, **options)
+
+
+_STRONG: list[Bot[State]] = []
+
+
+def _default_strong() -> Bot[State]:
+    if not _STRONG:
+        _STRONG.append(make_strong())
+    return _STRONG[0]
+
+
+# ``easy`` is the heuristic itself (the strong bot's rollout policy).
+BOTS: dict[str, Bot[State]] = {"random": random_bot, "heuristic": heuristic_bot,
+                               "easy": heuristic_bot, "strong": strong_bot}
 
 
 # --------------------------------------------------------------------------- bidding
@@ -141,6 +168,13 @@ def _value(state: State, seat: int, action: Action) -> float:
     return gain  # invent
 
 
+def action_value(state: State, seat: int, action: Action) -> float:
+    """The heuristic's value of an ``act`` action (Fire above everything)."""
+    if action.kind == "invent" and action.get("card") == state.deck.fire_id:
+        return 1000.0
+    return _value(state, seat, action)
+
+
 def _tableau_gain(state: State, old: Scores, new: Scores) -> float:
     """The worth of moving from scores ``old`` to ``new``: Inventing above all."""
     room = old.population - old.cavemen
@@ -173,6 +207,14 @@ def _loss(state: State, seat: int) -> Action:
 
 def _discard(state: State, seat: int) -> Action:
     """Keep the three cards most useful to this tribe; locked Fire always stays."""
+    worth = pool_worth(state, seat)
+    return max(legal_actions(state, seat),
+               key=lambda a: sum(worth[c] for c in state.pool if c not in a.get("cards")),
+               default=default_action(state, seat))
+
+
+def pool_worth(state: State, seat: int) -> dict[str, float]:
+    """What each pool card is worth to this tribe (a discard keeps the most)."""
     deck = state.deck
     tribe = state.tribes[seat]
     old = scores(state, seat)
@@ -183,7 +225,4 @@ def _discard(state: State, seat: int) -> Action:
             return card.reward_food * 0.5 + card.reward_teeth * 0.5
         return _tableau_gain(state, old, deck.scores((*tribe.cards, cid)))
 
-    best = max(legal_actions(state, seat),
-               key=lambda a: sum(worth(c) for c in state.pool if c not in a.get("cards")),
-               default=default_action(state, seat))
-    return best
+    return {c: worth(c) for c in state.pool}

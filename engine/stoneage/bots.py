@@ -14,6 +14,8 @@ takes cards; it feeds with resources rather than lose 10 points.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from typing import Any
 
 from engine.core import Action, Bot
 from engine.stoneage.data import PAYABLE, RESOURCE_VALUE
@@ -60,7 +62,52 @@ def heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
     return default_action(state, seat)  # tools: the fewest reaching the best yield
 
 
-BOTS: dict[str, Bot[State]] = {"random": random_bot, "heuristic": heuristic_bot}
+def easy_bot(state: State, seat: int, rng: random.Random) -> Action:
+    """The improved heuristic (``easy``, the strong bot's rollout policy): as
+    ``heuristic_bot``, but cards and places are valued by what they will score at the end
+    (culture sets still to grow, the figures' multipliers on what the place brings)."""
+    kind = next(d.kind for d in pending(state) if d.seat == seat)
+    if kind == "place":
+        return _place(state, seat, place_value)
+    if kind == "order":
+        return default_action(state, seat)
+    if kind == "card":
+        return _card(state, seat, easy_card_value)
+    if kind == "build":
+        return _build(state, seat)
+    if kind == "feed":
+        return _feed(state, seat)
+    if kind == "pick":
+        return _pick(state, seat)
+    return default_action(state, seat)
+
+
+def strong_bot(state: State, seat: int, rng: random.Random) -> Action:
+    """The search bot with the default budget (see ``engine.stoneage.search``)."""
+    return _default_strong()(state, seat, rng)
+
+
+def make_strong(budget_ms: float | None = None, rollouts: int | None = None,
+                **options: Any) -> Bot[State]:
+    """The strong bot with ``budget_ms`` of CPU per decision (default
+    ``engine.search.DEFAULT_BUDGET_MS``), or exactly ``rollouts`` rollouts; ``options``
+    go to ``engine.stoneage.search.make_strong`` (``horizon``, ``guard``)."""
+    from engine.stoneage.search import make_strong as make
+
+    return make(budget_ms=budget_ms, rollouts=rollouts, **options)
+
+
+_STRONG: list[Bot[State]] = []
+
+
+def _default_strong() -> Bot[State]:
+    if not _STRONG:
+        _STRONG.append(make_strong())
+    return _STRONG[0]
+
+
+BOTS: dict[str, Bot[State]] = {"random": random_bot, "heuristic": heuristic_bot,
+                               "easy": easy_bot, "strong": strong_bot}
 
 
 # --------------------------------------------------------------------------- valuing
@@ -178,7 +225,9 @@ def _place_value(state: State, seat: int, action: Action) -> float:
     return expected * value * _needed_resources(state, seat)[resource] * 0.9
 
 
-def _place(state: State, seat: int) -> Action:
+def _place(state: State, seat: int,
+           value_of: Callable[[State, int, Action], float] | None = None) -> Action:
+    value_of = value_of or _place_value
     legal = legal_actions(state, seat)
     home = at_home(state, seat)
     need = food_need(state, seat)
@@ -190,7 +239,7 @@ def _place(state: State, seat: int) -> Action:
     for action in single:
         if home - action.get("count") < reserve:
             continue
-        value = _place_value(state, seat, action)
+        value = value_of(state, seat, action)
         if value > best_value:
             best, best_value = action, value
     if best is not None and best_value >= 4:
@@ -205,17 +254,76 @@ def _place(state: State, seat: int) -> Action:
         top = {}
         for a in gather:
             top[a.get("at")] = a  # the most people each place takes
-        return max(top.values(), key=lambda a: _place_value(state, seat, a))
+        return max(top.values(), key=lambda a: value_of(state, seat, a))
     return best or legal[0]
+
+
+# --------------------------------------------------------------------------- easy
+
+
+def figures(state: State, seat: int) -> dict[str, int]:
+    """The seat's figures on its cards so far (farmer, toolmaker, hutbuilder, shaman)."""
+    return {k: v["figures"] for k, v in final_scores(state, seat)["multipliers"].items()}
+
+
+def easy_card_value(state: State, seat: int, card_id: str) -> float:
+    """What a civilization card will score: a culture symbol by the set it joins as that
+    set may still grow, a figure by its multiplier as it may stand at the end, plus its
+    top effect (as ``card_value``)."""
+    d = data()
+    card = d.cards[card_id]
+    left = rounds_left(state)
+    value = card_value(state, seat, card_id)
+    if card.culture:
+        held = [d.cards[c].culture for c in state.boards[seat].cards if d.cards[c].culture]
+        new = card.culture not in held
+        distinct = len(set(held))
+        if new:  # the first set grows by one now and may grow further: 2k+1 now, more later
+            value += 2 * min(7 - distinct, CULTURE_GROWTH * left)
+        else:
+            sets = held.count(card.culture) + 1
+            second = sum(1 for c in set(held) if held.count(c) >= sets)
+            value += min(second, CULTURE_GROWTH * left)
+    return value
+
+
+CULTURE_GROWTH = 0.3  # new culture symbols a seat may still add per round left
+
+
+def place_value(state: State, seat: int, action: Action) -> float:
+    """A placement's value (as ``_place_value``), with cards valued by
+    ``easy_card_value`` and the village places and buildings raised by the figures that
+    will multiply what they bring (farmers the Field, tool makers the Tool maker, shamans
+    the Hut, hut builders a building)."""
+    place: str = action.get("at")
+    if place.startswith("card"):
+        board = state.boards[seat]
+        slot = int(place[-1]) - 1
+        if not payments_of_size(board, slot + 1):
+            return 0.0
+        return easy_card_value(state, seat, card_in_slot(state, slot)) - 2.5 * (slot + 1)
+    value = _place_value(state, seat, action)
+    if value <= 0:
+        return value
+    multiplier = FIGURE_OF.get(place[:8] if place.startswith("building") else place)
+    if multiplier:
+        value += figures(state, seat)[multiplier]
+    return value
+
+
+FIGURE_OF = {"field": "farmer", "toolmaker": "toolmaker", "hut": "shaman",
+             "building": "hutbuilder"}
 
 
 # --------------------------------------------------------------------------- using
 
 
-def _card(state: State, seat: int) -> Action:
+def _card(state: State, seat: int,
+          value_of: Callable[[State, int, str], float] | None = None) -> Action:
+    value_of = value_of or card_value
     legal = legal_actions(state, seat)
     slot = int(open_step(state).place[-1]) - 1
-    if card_value(state, seat, card_in_slot(state, slot)) < 1.5 * (slot + 1):
+    if value_of(state, seat, card_in_slot(state, slot)) < 1.5 * (slot + 1):
         return DECLINE
     return min((a for a in legal if a != DECLINE), key=pay_value)
 
@@ -254,4 +362,5 @@ def _pick(state: State, seat: int) -> Action:
     return legal[0]
 
 
-__all__ = ["BOTS", "card_value", "heuristic_bot", "random_bot", "rounds_left"]
+__all__ = ["BOTS", "card_value", "easy_bot", "easy_card_value", "heuristic_bot", "make_strong",
+           "place_value", "random_bot", "rounds_left", "strong_bot"]
