@@ -20,6 +20,7 @@ from engine.core import (
     Plans,
     Ranks,
     Reveals,
+    Searches,
     Stats,
     Translates,
     TranslatesViews,
@@ -34,6 +35,7 @@ _cavemen_views: TranslatesViews = cavemen
 _cavemen_rounds: HasRounds = cavemen
 _cavemen_places: Ranks[cavemen.State] = cavemen
 _cavemen_reveals: Reveals[cavemen.State] = cavemen
+_cavemen_search: Searches = cavemen
 
 STONEAGE: Game[stoneage.State] = stoneage
 _stoneage_stats: Stats[stoneage.State] = stoneage.stats
@@ -46,3 +48,4 @@ _stoneage_rounds: HasRounds = stoneage
 _stoneage_plans: Plans[stoneage.State] = stoneage
 _stoneage_places: Ranks[stoneage.State] = stoneage
 _stoneage_reveals: Reveals[stoneage.State] = stoneage
+_stoneage_search: Searches = stoneage

@@ -602,6 +602,17 @@ class Plans(Protocol[S]):
         ``why``) for words that name no plan, PlanClosed when ``plan_form`` gives None."""
 
 
+class Searches(Protocol):
+    """``make_strong``: the game's search bot built with a CPU budget per decision. The
+    server seats a ``strong`` bot with the budget of the game's policy
+    (``GamePolicy.bot_ms``); without this hook ``BOTS["strong"]`` plays as it is."""
+
+    def make_strong(self, budget_ms: float | None = None, rollouts: int | None = None,
+                    **options: Any) -> Bot[Any]:
+        """The search bot with ``budget_ms`` of CPU per decision, or exactly ``rollouts``
+        rollouts (reproducible)."""
+
+
 class Reveals(Protocol[S_contra]):
     """``revealed``: whether a move showed anything hidden. The server lets a player take
     back their last move only while nothing it (or the bots' moves after it) revealed

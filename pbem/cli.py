@@ -77,6 +77,8 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
               help="Each player's clock stands still during their quiet hours.")
 @click.option("--pause-weekends", is_flag=True,
               help="Each player's clock stands still at weekends (in their zone).")
+@click.option("--bot-ms", default=1000.0, show_default=True,
+              help="The CPU milliseconds a strong bot may think per decision (10 to 5000).")
 @click.option("--no-take-backs", is_flag=True,
               help="Players may not take back a move (by default they may, until another "
                    "person acts or the move showed anything hidden).")
@@ -93,7 +95,7 @@ def new_game(game: str, players: tuple[str, ...], bots: tuple[str, ...],
              hours_per_decision: float,
              seed: int | None, title: str, start: bool, reminders: str | None,
              absent_after: int, absent_bot: str, vacation_days: float, pause_quiet: bool,
-             pause_weekends: bool, no_take_backs: bool, bank_days: str | None,
+             pause_weekends: bool, bot_ms: float, no_take_backs: bool, bank_days: str | None,
              increment_hours: str | None, cap_days: str | None) -> None:
     """Create a game; prints its id and the host's admin link."""
     try:
@@ -105,7 +107,8 @@ def new_game(game: str, players: tuple[str, ...], bots: tuple[str, ...],
         policy = {"hours_per_decision": hours_per_decision, "reminder_hours": reminders,
                   "absent_after": absent_after, "absent_bot": absent_bot,
                   "vacation_days": vacation_days, "pause_quiet": pause_quiet,
-                  "pause_weekends": pause_weekends, "take_backs": not no_take_backs}
+                  "pause_weekends": pause_weekends, "take_backs": not no_take_backs,
+                  "bot_ms": bot_ms}
         if bank_days is not None:
             policy |= {"time_control": "bank", "bank_days": bank_days,
                        **({"increment_hours": increment_hours} if increment_hours else {}),

@@ -58,6 +58,9 @@ class GamePolicy:
     each of their moves ``increment_hours`` are added, up to ``cap_days`` (the bank's
     rules: ``services.playing.settle_clock``). The bank fields are kept (as entered,
     or their defaults) but unused in a game of fixed hours.
+
+    ``bot_ms``: the CPU milliseconds a ``strong`` bot seated at the game may think per
+    decision (the game's search bot, ``engine.core.Searches``).
     """
 
     hours_per_decision: float = 48.0
@@ -72,6 +75,7 @@ class GamePolicy:
     bank_days: float = 3.0
     increment_hours: float = 24.0
     cap_days: float = 7.0
+    bot_ms: float = 1000.0
 
     @property
     def banked(self) -> bool:
@@ -137,6 +141,7 @@ class GamePolicy:
                                              raw.get("pause_weekends")),
             "take_backs": problems.check("take_backs", _switch,
                                          raw.get("take_backs", base.take_backs)),
+            "bot_ms": problems.check("bot_ms", _bot_ms, raw.get("bot_ms", base.bot_ms)),
             "time_control": control, **bank,
         }
         if any(v is None for v in values.values()):
@@ -169,7 +174,8 @@ class GamePolicy:
         for name, kind in (("hours_per_decision", float), ("absent_after", int),
                            ("vacation_days", float), ("pause_quiet", bool),
                            ("pause_weekends", bool), ("bank_days", float),
-                           ("increment_hours", float), ("cap_days", float)):
+                           ("increment_hours", float), ("cap_days", float),
+                           ("bot_ms", float), ("take_backs", bool)):
             if name in values:
                 values[name] = kind(values[name])
         return cls(**values)
@@ -303,6 +309,19 @@ def _switch(value: Any) -> bool:
     if str(value).strip().lower() in ("off", "0", "false", "no"):
         return False
     raise InvalidInput(gettext("a switch is on or off"))
+
+
+MIN_BOT_MS, MAX_BOT_MS = 10.0, 5000.0
+
+
+def _bot_ms(value: Any) -> float:
+    try:
+        ms = float(value)
+    except (TypeError, ValueError):
+        ms = -1.0
+    if not MIN_BOT_MS <= ms <= MAX_BOT_MS:  # NaN fails both
+        raise InvalidInput(gettext("a strong bot thinks 10 to 5000 milliseconds a decision"))
+    return ms
 
 
 def _vacation_days(value: Any) -> float:

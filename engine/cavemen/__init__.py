@@ -55,3 +55,6 @@ __all__ += ["BOTS", "stats"]
 from engine.cavemen.reveals import revealed  # noqa: E402  (a hook: engine.core.Reveals)
 
 __all__ += ["revealed"]
+from engine.cavemen.bots import make_strong  # noqa: E402  (a hook: engine.core.Searches)
+
+__all__ += ["make_strong"]

@@ -4,6 +4,7 @@ opened and closed, and the decision emails with their one-click choices."""
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -508,8 +509,17 @@ def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
     if seat.bot == SeatBot.DEFAULT or seat.bot is None:
         return mod.default_action(state, seat.position)
     rng = random.Random(f"{game.id}:{game.version}")
+    if seat.bot == SeatBot.STRONG and hasattr(mod, "make_strong"):
+        return _strong_bot(game.engine, game.policy.bot_ms)(state, seat.position, rng)
     bot = mod.BOTS.get(str(seat.bot)) or mod.BOTS[SeatBot.HEURISTIC]
     return bot(state, seat.position, rng)
+
+
+@functools.lru_cache(maxsize=32)
+def _strong_bot(engine: str, budget_ms: float) -> Any:
+    """Game ``engine``'s search bot with ``budget_ms`` of CPU per decision (built once:
+    it keeps nothing between decisions)."""
+    return get_game(engine).make_strong(budget_ms=budget_ms)  # type: ignore[attr-defined]
 
 
 def _closed_reason(decision: Decision) -> str:

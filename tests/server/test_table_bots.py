@@ -13,6 +13,7 @@ from pbem import mail, services
 from pbem.db import session_scope
 from pbem.errors import FormInvalid, InvalidInput, WrongState
 from pbem.models import Decision, Game, Move, Outbox, Seat
+from pbem.services import playing
 from tests.server.conftest import GAME_SEED
 from tests.server.helpers import (
     PLAYERS,
@@ -37,10 +38,10 @@ def levels(engine: str) -> list[str]:
     return services.bot_levels(get_game(engine))
 
 
-def started(app, players, engine: str = "cavemen") -> services.Created:
+def started(app, players, engine: str = "cavemen", **policy) -> services.Created:
     """A game started under the frozen clock; its first emails delivered (to people)."""
     with app.app_context():
-        created = services.create_game(engine, players, seed=GAME_SEED,
+        created = services.create_game(engine, players, policy or None, seed=GAME_SEED,
                                        confirm_by_email=False, start=True)
         mail.deliver_due()
     return created
@@ -62,7 +63,8 @@ def test_one_person_and_bots_play_a_game_to_its_end(app, client, frozen, engine)
     app.config["BOT_PAUSE_SECONDS"] = 4
     seated = [bot(level) for level in levels(engine)]
     seated += [bot("easy")] * (3 - 1 - len(seated))
-    created = started(app, [ANN, *seated], engine)
+    assert levels(engine) == ["easy", "strong"]
+    created = started(app, [ANN, *seated], engine, bot_ms=20)  # a strong bot, quickly
     table = Table(app, client, Inbox(app), created.game_id, created.admin_token)
     seats = seats_of(app, created.game_id)
     robots = {x.position for x in seats if x.robot}
@@ -90,6 +92,15 @@ def test_one_person_and_bots_play_a_game_to_its_end(app, client, frozen, engine)
         assert {r.rcpt for r in rows} == {ANN.email}
         assert any(r.template == "result" for r in rows)
     assert ann_moves >= 10 and bot_moves(app, created.game_id) >= 20
+    assert playing._strong_bot.cache_info().currsize >= 1  # the search bot played
+
+
+@pytest.mark.parametrize("ms", ["nan", "0", "9", "5001", "1e400", "fast"])
+def test_a_strong_bots_budget_out_of_bounds_is_refused(app, ms):
+    with app.app_context(), pytest.raises(FormInvalid) as caught:
+        services.create_game("cavemen", [ANN, bot("strong")], {"bot_ms": ms},
+                             confirm_by_email=False, start=True)
+    assert [f for f, _ in caught.value.errors] == ["bot_ms"]
 
 
 def test_the_bot_waits_its_pause_and_the_clock_plays_it(app, client, frozen):
