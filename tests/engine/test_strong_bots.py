@@ -200,7 +200,10 @@ def test_strong_bot_keeps_roughly_to_its_cpu_budget(name: str) -> None:
         start = time.thread_time()
         bot(state, seat, random.Random(0))
         worst = max(worst, time.thread_time() - start)
-    assert worst < 0.060 + 0.100  # the budget, and at most about one rollout more
+    # A check that the budget is obeyed, not a measurement (bench/arena.py measures): a
+    # search that ignored it would run its default second or more; a loose bound keeps
+    # the test steady on a loaded machine.
+    assert worst < 0.060 + 0.600
 
 
 def test_a_budget_needs_time_or_rollouts() -> None:
