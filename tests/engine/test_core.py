@@ -412,7 +412,8 @@ def test_every_registered_game_offers_the_contract(name: str) -> None:
         assert hasattr(game, member), member
         if inspect.isfunction(getattr(Game, member)):
             assert callable(getattr(game, member)), member
-    assert set(game.BOTS) == {"random", "heuristic"}
+    # the server's stand-in (heuristic), and the levels a host may seat (easy, strong)
+    assert set(game.BOTS) == {"random", "heuristic", "easy", "strong"}
     assert callable(game.stats.summary) and callable(game.stats.report)
 
 
