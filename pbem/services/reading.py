@@ -45,9 +45,6 @@ PAGE_KINDS = (TokenKind.PAGE, TokenKind.ACTION)  # the links that open a seat's 
 
 # --------------------------------------------------------------------------- take-backs
 
-LOOK_BACK = 200  # the moves looked at, newest first: a player's move and the bots' after it
-
-
 @dataclass(frozen=True)
 class Undoable:
     """A seat's last move, which it may take back now (``services.takeback``), and the
@@ -65,15 +62,13 @@ def undoable(s: Session, game: Game, seat: Seat) -> Undoable:
         raise WrongState(gettext("the game is over"))
     if game.paused_at is not None:
         raise WrongState(gettext("the game is paused"))
-    moves = s.exec(select(Move).where(Move.game_id == game.id)
-                   .order_by(col(Move.id).desc()).limit(LOOK_BACK)).all()
-    bots = []
-    for move in moves:
-        if move.source != MoveSource.BOT:
-            break
-        bots.append(move)
-    else:
+    # the last move not a bot's (indexed, one row), then the bots' moves after it
+    move = s.exec(select(Move).where(Move.game_id == game.id, Move.source != MoveSource.BOT)
+                  .order_by(col(Move.id).desc()).limit(1)).first()
+    if move is None:
         raise WrongState(gettext("you have no move to take back"))
+    bots = list(s.exec(select(Move).where(Move.game_id == game.id, col(Move.id) > move.id)
+                       .order_by(col(Move.id).desc())))
     if move.source != MoveSource.PLAYER or move.position != seat.position:
         raise WrongState(gettext("someone else has acted since your last move: it stands"))
     if any(m.revealed is not False for m in [move, *bots]) or move.version is None \
