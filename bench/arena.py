@@ -10,12 +10,13 @@ spent per decision (median, p99, mean, from ``time.thread_time`` around each cal
 for Stone Age the civilization cards and buildings each bot bought per game.
 
 Bots are the game's ``BOTS`` by name; ``strong`` is built with ``--budget`` ms of CPU per
-decision, or exactly ``--rollouts`` rollouts (reproducible). ``--jobs`` plays the deals in
-that many processes. Deterministic for a seed with ``--rollouts`` (deal ``i`` uses seed
-``seed + i``; each game's bots draw from ``random.Random`` of its seed and seat of A).
+decision (default: the server's, ``engine.search.DEFAULT_BUDGET_MS``), or exactly
+``--rollouts`` rollouts (reproducible). ``--jobs`` plays the deals in that many processes.
+Deterministic for a seed with ``--rollouts`` (deal ``i`` uses seed ``seed + i``; each game's
+bots draw from ``random.Random`` of its seed and seat of A).
 
     .venv/bin/python bench/arena.py --game stoneage --players 2 --bots strong heuristic \\
-        --games 400 --budget 1000 --jobs 2
+        --games 400 --jobs 2
 
 Figures (issue 22; 2 cores shared with other jobs, CPU per decision from thread time;
 strong at a 50 ms budget unless said; "CI": Wilson 95 %; scores: mean final score):
@@ -47,6 +48,7 @@ from typing import Any
 
 from engine.core import Bot, Game
 from engine.registry import get_game
+from engine.search import DEFAULT_BUDGET_MS
 
 ROUND_CAP = 300
 
@@ -192,8 +194,8 @@ def main() -> None:
     parser.add_argument("--bots", nargs=2, default=["strong", "heuristic"],
                         metavar=("A", "B"))
     parser.add_argument("--games", type=int, default=40)
-    parser.add_argument("--budget", type=float, default=1000.0,
-                        help="CPU ms per decision for the strong bot")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_MS,
+                        help="CPU ms per decision for the strong bot (default: the game's default)")
     parser.add_argument("--rollouts", type=int, default=None,
                         help="a fixed number of rollouts per decision instead of --budget")
     parser.add_argument("--seed", type=int, default=1)

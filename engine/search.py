@@ -19,6 +19,7 @@ determinised copy, never from the true state.
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 import time
@@ -26,13 +27,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from engine.core import Action, Bot
+from engine.core import Action, Bot, Decision, Event
 
 S = TypeVar("S")
 
-DEFAULT_BUDGET_MS = 1000.0  # a decision's CPU budget unless the caller names another
+# A decision's CPU budget unless the caller names another: the server's default too
+# (``GamePolicy.bot_ms``); bench/arena.py measured the strong bots at it (issue 22).
+DEFAULT_BUDGET_MS = 100.0
 MAX_ROLLOUT_DECISIONS = 5000  # a rollout that runs longer is scored where it stands
-TIME_CHECK = 50  # decisions of a rollout between two looks at the clock (time budgets)
+# Rollout decisions between two looks at the clock (time budgets). A look costs about
+# 0.5 µs and a decision 50-100 µs; every few decisions keeps a decision's overrun to a few
+# of them (at 50, one Cavemen decision was seen to overrun a 60 ms budget by far).
+TIME_CHECK = 4
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,13 @@ class Budget:
             raise ValueError("a budget needs ms > 0 or a number of rollouts")
         if self.rollouts is not None and self.rollouts < 1:
             raise ValueError("rollouts must be at least 1")
+
+    @classmethod
+    def of(cls, budget_ms: float | None = None, rollouts: int | None = None) -> Budget:
+        """``rollouts`` when given, else ``budget_ms``, else the default budget."""
+        if rollouts:
+            return cls(rollouts=rollouts)
+        return cls(ms=budget_ms) if budget_ms else cls()
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,46 @@ class GameHooks(Generic[S]):
     policy: Bot[Any]
     reward: Callable[[S, int], float]
     round_of: Callable[[S], int] | None = None  # the round a state is in (for a horizon)
+
+
+def contract_hooks(pending: Callable[[S], Sequence[Decision]],
+                   apply: Callable[[S, int, Action], tuple[S, list[Event]]],
+                   **rest: Any) -> GameHooks[S]:
+    """``GameHooks`` from a game module's own ``pending`` and ``apply`` (the contract's:
+    open decisions, and the next state with its events); ``rest`` are the other hooks."""
+
+    def pending_seat(state: S) -> int | None:
+        found = pending(state)
+        return found[0].seat if found else None
+
+    def next_state(state: S, seat: int, action: Action) -> S:
+        return apply(state, seat, action)[0]
+
+    return GameHooks(pending_seat=pending_seat, apply=next_state, **rest)
+
+
+class Strong:
+    """A game's ``strong`` level, with its search in ``module`` (a module with
+    ``make_strong(budget_ms, rollouts, **options)``), imported when first needed: the
+    search imports the game's bots, which list this level.
+
+    ``make(budget_ms=..., rollouts=..., **options)`` builds a bot with that budget (the
+    game's ``make_strong`` hook, ``engine.core.Searches``); the object itself is a bot
+    that plays with the default budget (``BOTS["strong"]``), built once."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+        self._default: Bot[Any] | None = None
+
+    def make(self, budget_ms: float | None = None, rollouts: int | None = None,
+             **options: Any) -> Bot[Any]:
+        factory: Callable[..., Bot[Any]] = importlib.import_module(self.module).make_strong
+        return factory(budget_ms=budget_ms, rollouts=rollouts, **options)
+
+    def __call__(self, state: Any, seat: int, rng: random.Random) -> Action:
+        if self._default is None:
+            self._default = self.make()
+        return self._default(state, seat, rng)
 
 
 class SearchBot(Generic[S]):
@@ -207,4 +260,5 @@ def wins_and_margin(scores: Sequence[float], tiebreak: Sequence[float], seat: in
     return win + (scores[seat] - others) / scale
 
 
-__all__ = ["DEFAULT_BUDGET_MS", "Budget", "GameHooks", "SearchBot", "wins_and_margin"]
+__all__ = ["DEFAULT_BUDGET_MS", "Budget", "GameHooks", "SearchBot", "Strong", "contract_hooks",
+           "wins_and_margin"]

@@ -15,6 +15,7 @@ from flask.cli import AppGroup
 from werkzeug.local import LocalProxy
 
 from engine.registry import listings
+from engine.search import DEFAULT_BUDGET_MS
 from pbem import clock as clock_mod
 from pbem import mail, services
 from pbem.errors import ServiceError
@@ -77,7 +78,7 @@ def sends_mail(command: Callable[..., Any]) -> Callable[..., Any]:
               help="Each player's clock stands still during their quiet hours.")
 @click.option("--pause-weekends", is_flag=True,
               help="Each player's clock stands still at weekends (in their zone).")
-@click.option("--bot-ms", default=1000.0, show_default=True,
+@click.option("--bot-ms", default=DEFAULT_BUDGET_MS, show_default=True,
               help="The CPU milliseconds a strong bot may think per decision (10 to 5000).")
 @click.option("--no-take-backs", is_flag=True,
               help="Players may not take back a move (by default they may, until another "

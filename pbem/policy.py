@@ -18,6 +18,7 @@ from flask_babel import gettext
 from sqlalchemy import JSON
 from sqlalchemy.types import TypeDecorator
 
+from engine.search import DEFAULT_BUDGET_MS
 from pbem.clocks import Stops
 from pbem.errors import InvalidInput, Problems
 from pbem.forms import parse_int
@@ -60,7 +61,8 @@ class GamePolicy:
     or their defaults) but unused in a game of fixed hours.
 
     ``bot_ms``: the CPU milliseconds a ``strong`` bot seated at the game may think per
-    decision (the game's search bot, ``engine.core.Searches``).
+    decision (the game's search bot, ``engine.core.Searches``). The default is the
+    engine's (``engine.search.DEFAULT_BUDGET_MS``), the budget bench/arena.py measured.
     """
 
     hours_per_decision: float = 48.0
@@ -75,7 +77,7 @@ class GamePolicy:
     bank_days: float = 3.0
     increment_hours: float = 24.0
     cap_days: float = 7.0
-    bot_ms: float = 1000.0
+    bot_ms: float = DEFAULT_BUDGET_MS
 
     @property
     def banked(self) -> bool:

@@ -10,7 +10,6 @@ when it could invent Fire this round (or to stop someone who could), and hunts w
 from __future__ import annotations
 
 import random
-from typing import Any
 
 from engine.cavemen.deck import Scores
 from engine.cavemen.rules import (
@@ -24,6 +23,7 @@ from engine.cavemen.rules import (
     scores,
 )
 from engine.core import Action, Bot
+from engine.search import Strong
 
 
 def random_bot(state: State, seat: int, rng: random.Random) -> Action:
@@ -45,28 +45,11 @@ def heuristic_bot(state: State, seat: int, rng: random.Random) -> Action:
     return _discard(state, seat)
 
 
-def strong_bot(state: State, seat: int, rng: random.Random) -> Action:
-    """The search bot with the default budget (see ``engine.cavemen.search``)."""
-    return _default_strong()(state, seat, rng)
-
-
-def make_strong(budget_ms: float | None = None, rollouts: int | None = None,
-                **options: Any) -> Bot[State]:
-    """The strong bot with ``budget_ms`` of CPU per decision (default
-    ``engine.search.DEFAULT_BUDGET_MS``), or exactly ``rollouts`` rollouts; ``options``
-    go to ``engine.cavemen.search.make_strong`` (``guard``)."""
-    from engine.cavemen.search import make_strong as make
-
-    return make(budget_ms=budget_ms, rollouts=rollouts, **options)
-
-
-_STRONG: list[Bot[State]] = []
-
-
-def _default_strong() -> Bot[State]:
-    if not _STRONG:
-        _STRONG.append(make_strong())
-    return _STRONG[0]
+# ``strong``: the search bot (``engine.cavemen.search``); ``make_strong`` builds it with a
+# CPU budget per decision (the hook ``engine.core.Searches``), ``strong_bot`` plays with
+# the default budget (``engine.search.DEFAULT_BUDGET_MS``).
+strong_bot = Strong("engine.cavemen.search")
+make_strong = strong_bot.make
 
 
 # ``easy`` is the heuristic itself (the strong bot's rollout policy).

@@ -18,7 +18,7 @@ import random
 
 from engine.cavemen.rules import PASS, State, apply, auction_of, legal_actions, pending, scores
 from engine.core import Action, Bot, Rng
-from engine.search import Budget, GameHooks, SearchBot
+from engine.search import Budget, GameHooks, SearchBot, contract_hooks
 
 MAX_ACT_CANDIDATES = 10
 MAX_DISCARD_CANDIDATES = 6
@@ -67,20 +67,10 @@ def reward(state: State, seat: int) -> float:
     return PROGRESS_WEIGHT * min(1.0, scores(state, seat).inventing / need)
 
 
-def _pending_seat(state: State) -> int | None:
-    found = pending(state)
-    return found[0].seat if found else None
-
-
-def _apply(state: State, seat: int, action: Action) -> State:
-    return apply(state, seat, action)[0]
-
-
 def hooks(policy: Bot[State]) -> GameHooks[State]:
     """The search's view of Cavemen, with ``policy`` playing the rollouts."""
-    return GameHooks(
-        pending_seat=_pending_seat, apply=_apply, legal=legal_actions,
-        determinise=determinise,
+    return contract_hooks(
+        pending, apply, legal=legal_actions, determinise=determinise,
         candidates=lambda s, seat, legal, rng: candidates(s, seat, legal, rng, policy),
         policy=policy, reward=reward)
 
@@ -95,9 +85,7 @@ def make_strong(budget_ms: float | None = None, rollouts: int | None = None,
     rollouts (default: the heuristic)."""
     from engine.cavemen.bots import heuristic_bot
 
-    budget = Budget(rollouts=rollouts) if rollouts else (
-        Budget(ms=budget_ms) if budget_ms else Budget())
-    return SearchBot(hooks(policy or heuristic_bot), budget, guard=guard)
+    return SearchBot(hooks(policy or heuristic_bot), Budget.of(budget_ms, rollouts), guard=guard)
 
 
 __all__ = ["candidates", "determinise", "hooks", "make_strong", "reward"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
 
 from engine.core import Action, Bot
+from engine.search import Strong
 from engine.stoneage.data import PAYABLE, RESOURCE_VALUE
 from engine.stoneage.rules import (
     DECLINE,
@@ -82,28 +82,11 @@ def easy_bot(state: State, seat: int, rng: random.Random) -> Action:
     return default_action(state, seat)
 
 
-def strong_bot(state: State, seat: int, rng: random.Random) -> Action:
-    """The search bot with the default budget (see ``engine.stoneage.search``)."""
-    return _default_strong()(state, seat, rng)
-
-
-def make_strong(budget_ms: float | None = None, rollouts: int | None = None,
-                **options: Any) -> Bot[State]:
-    """The strong bot with ``budget_ms`` of CPU per decision (default
-    ``engine.search.DEFAULT_BUDGET_MS``), or exactly ``rollouts`` rollouts; ``options``
-    go to ``engine.stoneage.search.make_strong`` (``horizon``, ``guard``)."""
-    from engine.stoneage.search import make_strong as make
-
-    return make(budget_ms=budget_ms, rollouts=rollouts, **options)
-
-
-_STRONG: list[Bot[State]] = []
-
-
-def _default_strong() -> Bot[State]:
-    if not _STRONG:
-        _STRONG.append(make_strong())
-    return _STRONG[0]
+# ``strong``: the search bot (``engine.stoneage.search``); ``make_strong`` builds it with a
+# CPU budget per decision (the hook ``engine.core.Searches``), ``strong_bot`` plays with
+# the default budget (``engine.search.DEFAULT_BUDGET_MS``).
+strong_bot = Strong("engine.stoneage.search")
+make_strong = strong_bot.make
 
 
 BOTS: dict[str, Bot[State]] = {"random": random_bot, "heuristic": heuristic_bot,

@@ -27,7 +27,7 @@ import math
 import random
 
 from engine.core import Action, Bot, Rng
-from engine.search import Budget, GameHooks, SearchBot, wins_and_margin
+from engine.search import Budget, GameHooks, SearchBot, contract_hooks, wins_and_margin
 from engine.stoneage.data import PAYABLE, RESOURCE_VALUE
 from engine.stoneage.rules import (
     DECLINE,
@@ -160,20 +160,10 @@ def future(state: State, seat: int) -> float:
     return value
 
 
-def _pending_seat(state: State) -> int | None:
-    found = pending(state)
-    return found[0].seat if found else None
-
-
-def _apply(state: State, seat: int, action: Action) -> State:
-    return apply(state, seat, action)[0]
-
-
 def hooks(policy: Bot[State]) -> GameHooks[State]:
     """The search's view of Stone Age, with ``policy`` playing the rollouts."""
-    return GameHooks(
-        pending_seat=_pending_seat, apply=_apply, legal=legal_actions,
-        determinise=determinise,
+    return contract_hooks(
+        pending, apply, legal=legal_actions, determinise=determinise,
         candidates=lambda s, seat, legal, rng: candidates(s, seat, legal, rng, policy),
         policy=policy, reward=reward, round_of=lambda s: s.round)
 
@@ -190,9 +180,8 @@ def make_strong(budget_ms: float | None = None, rollouts: int | None = None,
     rollouts (default: the easy heuristic); ``horizon`` and ``guard``: see ``SearchBot``."""
     from engine.stoneage.bots import easy_bot
 
-    budget = Budget(rollouts=rollouts) if rollouts else (
-        Budget(ms=budget_ms) if budget_ms else Budget())
-    return SearchBot(hooks(policy or easy_bot), budget, horizon=horizon, guard=guard)
+    return SearchBot(hooks(policy or easy_bot), Budget.of(budget_ms, rollouts),
+                     horizon=horizon, guard=guard)
 
 
 __all__ = ["candidates", "determinise", "hooks", "make_strong", "reward"]

@@ -100,7 +100,7 @@ def test_policy_chosen_per_game_at_creation(app, frozen):
         "hours_per_decision": 10.0, "reminder_hours": [6.0, 1.0], "absent_after": 3,
         "absent_bot": "default", "vacation_days": 3.0, "pause_quiet": False,
         "pause_weekends": False, "take_backs": True, "time_control": "fixed",
-        "bank_days": 3.0, "increment_hours": 24.0, "cap_days": 7.0, "bot_ms": 1000.0}
+        "bank_days": 3.0, "increment_hours": 24.0, "cap_days": 7.0, "bot_ms": 100.0}
     (da,) = open_decisions(app, a.game_id)
     assert da.deadline_at == T0 + timedelta(hours=10)
     assert da.next_reminder_at == T0 + timedelta(hours=4)
