@@ -63,6 +63,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def as_utc(when: datetime) -> datetime:
+    """A stored time as UTC (SQLite gives it back without its zone)."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The Core table of a model, for Core statements that skip the ORM's costs (what
     SQLModel sets as ``__table__`` without declaring it)."""

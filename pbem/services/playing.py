@@ -633,14 +633,16 @@ def end_abandoned(s: Session, game: Game, mod: EngineGame, state: Any, notice: s
 
 def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                     seats: list[Seat], follow_up: int | None = None,
-                    known: list[Decision] | None = None) -> list[Decision]:
+                    known: list[Decision] | None = None,
+                    time_left: dict[int, float] | None = None) -> list[Decision]:
     """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones.
     The email of a decision for seat ``follow_up`` (who has just played, and whose answer
     page shows the new decision at once), or for a seat whose game page is open
     (``is_present``: the page shows it by itself), waits FOLLOW_UP_MINUTES: it goes out
     only if the player leaves the decision open that long. ``known``: the game's decisions that were
     open when this transaction read them (a row closed since is skipped), instead of
-    reading them again."""
+    reading them again. ``time_left``: seconds on a seat's clock (by seat id) for its
+    new decision, instead of the policy's (a take-back gives back what was left)."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
     open_rows = ([row for row in known if row.closed_at is None] if known is not None
                  else s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all())
@@ -667,7 +669,8 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
             opened.append(row)
             continue
         stops = stops_of(s, game, seat)
-        deadline = clock_end.get(saved_id(seat)) or deadline_for(game, seat, now, stops)
+        deadline = clock_end.get(saved_id(seat)) or deadline_for(
+            game, seat, now, stops, (time_left or {}).get(saved_id(seat)))
         if game.policy.banked:
             clock_end[saved_id(seat)] = deadline
         row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,

@@ -263,14 +263,17 @@ def clock_start(seat: Seat, now: datetime) -> datetime:
     return max(now, seat.vacation_until) if seat.vacation_until else now
 
 
-def deadline_for(game: Game, seat: Seat, now: datetime, stops: Stops | None = None) -> datetime:
+def deadline_for(game: Game, seat: Seat, now: datetime, stops: Stops | None = None,
+                 seconds: float | None = None) -> datetime:
     """Now plus the time the seat has for a decision (the time per decision, or in a time
-    bank game what its clock has left: ``bank_of``), counted from the end of the seat's
-    vacation, on a clock that stands still in the seat's quiet hours and at weekends
-    where the game's policy says so (``stops``: ``stops_of`` the seat)."""
+    bank game what its clock has left: ``bank_of``; or ``seconds`` when given), counted
+    from the end of the seat's vacation, on a clock that stands still in the seat's quiet
+    hours and at weekends where the game's policy says so (``stops``: ``stops_of`` the
+    seat)."""
     start = clock_start(seat, now)
-    seconds = bank_of(game, seat) if game.policy.banked \
-        else game.policy.hours_per_decision * 3600
+    if seconds is None:
+        seconds = bank_of(game, seat) if game.policy.banked \
+            else game.policy.hours_per_decision * 3600
     if stops is None:
         return start + timedelta(seconds=seconds)
     return advance(start, seconds, game.policy.running(stops))

@@ -27,7 +27,18 @@ from pbem.i18n import language
 from pbem.kinds import GameStatus, Invite, MoveSource, TokenKind
 from pbem.mail import open_deadlines, suppressed
 from pbem.mail.addresses import clock_stops
-from pbem.models import Decision, EventLog, Game, Move, Outbox, Seat, Token, table_of, utcnow
+from pbem.models import (
+    Decision,
+    EventLog,
+    Game,
+    Move,
+    Outbox,
+    Seat,
+    Token,
+    as_utc,
+    table_of,
+    utcnow,
+)
 from pbem.services.plumbing import (
     admin_game,
     bank_of,
@@ -467,12 +478,12 @@ def _rounds(s: Session, game: Game, mod: Any) -> list[LogRound]:
     marks = [(seq, data, at) for seq, data, at, seen in s.connection().execute(
         _ROUND_MARKS, {"game_id": game.id, "kind": kind})
         if _json_or_none(seen) is None] if kind else []
-    parts = [LogRound(0, None, 1, None, _aware(game.started_at or game.created_at))]
+    parts = [LogRound(0, None, 1, None, as_utc(game.started_at or game.created_at))]
     for n, (seq, data, at) in enumerate(marks, 1):
         parts[-1].end_seq = seq
         data = json.loads(data)
         label = data.get("round", n) if isinstance(data, dict) else n
-        parts.append(LogRound(n, label, seq, None, _aware(at)))
+        parts.append(LogRound(n, label, seq, None, as_utc(at)))
     if len(parts) > 1 and parts[1].first_seq <= 1:  # nothing came before the first round
         parts.pop(0)
     return parts
@@ -500,7 +511,7 @@ def _entries(events: list[LogEvent], part: LogRound,
             continue
         if e.visible_to is not None and position not in e.visible_to:
             continue
-        local = _aware(e.created_at).astimezone(zone)
+        local = as_utc(e.created_at).astimezone(zone)
         out.append((e, local, local.date() != day))
         day = local.date()
     return out
@@ -512,11 +523,6 @@ def _zone(seat: Seat | None) -> tzinfo:
         return ZoneInfo(seat.timezone) if seat is not None else UTC
     except (ValueError, KeyError):  # not a zone name (the database was edited by hand)
         return UTC
-
-
-def _aware(when: datetime) -> datetime:
-    """A stored time as UTC (SQLite gives it back without its zone)."""
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def log_round_for_page(raw: str, number: Any) -> dict[str, Any]:

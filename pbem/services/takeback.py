@@ -11,7 +11,8 @@ anything hidden. A take-back, under the game's lock: the state before the move c
 back (a new version), the move and the bots' moves after it are deleted with their
 events, the decisions they opened are closed and the player's is opened again; the log
 says "Ann took back ..."; emails about them not yet sent are withdrawn, and whoever was
-sent one gets a short correction. A take-back and the next person's click on the same
+sent one gets a short correction. The player's clock gets back the time it had when the
+move was made (``_time_left``). A take-back and the next person's click on the same
 game are serialised by its lock and version: exactly one of them wins.
 """
 
@@ -25,10 +26,11 @@ from sqlmodel import Session, col, select
 
 from engine.core import Event
 from engine.registry import get_game
-from pbem.db import get_row, read_scope, session_scope
+from pbem.clocks import running_between
+from pbem.db import get_row, read_scope, saved_id, session_scope
 from pbem.i18n import mark
 from pbem.kinds import EmailTemplate, OutboxStatus, TokenKind
-from pbem.models import EventLog, Game, Move, Outbox, Seat, table_of
+from pbem.models import Decision, EventLog, Game, Move, Outbox, Seat, as_utc, table_of
 from pbem.services.playing import open_decisions, sync_decisions
 from pbem.services.plumbing import (
     PAGE_LINK,
@@ -38,6 +40,7 @@ from pbem.services.plumbing import (
     log_notice,
     queue_emails,
     seats_of,
+    stops_of,
 )
 from pbem.services.reading import take_back_offer, undoable
 from pbem.services.talk import TALK
@@ -89,13 +92,29 @@ def take_back(page_raw: str) -> str:
         log_notice(s, game, "took_back", seat.position,
                    {"action": move.action, "bots": len(found.bots)})
         log_events(s, game, talk)
+        left = _time_left(s, game, seat, move)
+        if left is not None and game.policy.banked:
+            seat.bank_left = left
         sync_decisions(s, game, mod, before, seats, follow_up=seat.id,
-                       known=open_decisions(s, game.id))
+                       known=open_decisions(s, game.id),
+                       time_left=None if left is None else {saved_id(seat): left})
         corrected = [x for x in seats if x.id in told and x.id != seat.id]
         if corrected:
             queue_emails(s, game, corrected, EmailTemplate.NOTICE,
                          {"headline": "took_back"}, links=PAGE_LINK)
         return game.id
+
+
+def _time_left(s: Session, game: Game, seat: Seat, move: Move) -> float | None:
+    """The time the seat's clock had left when it made ``move``, which it gets back: the
+    clock stood still while the move stood (another's was running), as on a chess clock.
+    Neither a fresh time per decision nor a time bank's increment is won by taking a
+    move back."""
+    old = s.get(Decision, move.decision_id)
+    if old is None or old.deadline_at is None:
+        return None
+    running = game.policy.running(stops_of(s, game, seat))
+    return running_between(as_utc(move.created_at), as_utc(old.deadline_at), running)
 
 
 def take_back_offer_for(page_raw: str) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ databases."""
 from __future__ import annotations
 
 import threading
+from datetime import datetime, timedelta
 
 import pytest
 from sqlmodel import select
@@ -28,7 +29,7 @@ from tests.server.helpers import (
     text_of,
 )
 from tests.server.test_table_bots import bot, started
-from tests.server.timekit import at, tick
+from tests.server.timekit import T0, at, new_game, seat, tick
 
 ANN, BOB, CY = PLAYERS
 
@@ -288,3 +289,41 @@ def test_a_take_back_with_a_foreign_or_garbled_signature_changes_nothing(app, cl
                        data={"sig": form_signature(SECRET, page[-43:-3] + "xyz")})
     assert resp.status_code in (400, 404)
     assert snapshot(app) == before
+
+
+# --------------------------------------------------------------------------- the clock
+
+
+@pytest.mark.parametrize("policy", [{}, {"time_control": "bank", "bank_days": 3,
+                                         "increment_hours": 24, "cap_days": 7}],
+                         ids=["fixed", "bank"])
+def test_a_take_back_gives_back_the_time_left_at_the_move_and_no_more(
+        app, client, frozen, policy):
+    """The clock stood still while the move stood: neither a fresh 48 hours nor a time
+    bank's increment is won by moving and taking the move back."""
+    g = new_game(app, **policy)
+    table = Table(app, client, Inbox(app), g.game_id, g.admin_token)
+    cy = table.open()  # opened at T0: 48 hours, or a bank of 3 days
+    allowed = timedelta(hours=48) if not policy else timedelta(days=3)
+    assert cy.deadline_at == T0 + allowed
+    page = page_of_seat(table, cy.position)
+    at(frozen, 10)
+    table.play_on_page(cy, Action.of("bid", amount=2))
+    if policy:  # 62 hours kept and 24 added
+        assert seat(app, g.game_id, cy.position).bank_left == pytest.approx(86 * 3600)
+    now = at(frozen, 13)  # three hours later, nobody has acted: she takes it back
+    assert take_back(client, page).status_code == 200
+    again = table.open()
+    assert again.position == cy.position and again.id != cy.id
+    assert again.deadline_at == now + (allowed - timedelta(hours=10))
+    if policy:
+        assert seat(app, g.game_id, cy.position).bank_left == pytest.approx(
+            (allowed - timedelta(hours=10)).total_seconds())
+    # and the email of her decision, opened again, says that deadline
+    with app.app_context(), session_scope() as s:
+        (row,) = s.exec(select(Outbox).where(Outbox.game_id == g.game_id,
+                                             Outbox.template == "decision",
+                                             Outbox.seat_id == again.seat_id)
+                        .order_by(Outbox.id.desc()).limit(1))
+        assert row.context["decision_id"] == again.id
+        assert datetime.fromisoformat(row.context["deadline"]) == again.deadline_at
