@@ -103,7 +103,7 @@ class GamePolicy:
         default; no ``reminder_hours`` means half time and 2 hours before). Every problem
         is refused at once: FormInvalid names each setting's field on the home page
         (``hours``, ``reminders``, ``absent_after``, ``absent_bot``, ``vacation_days``,
-        ``time_control``, ``bank_days``, ``increment_hours``, ``cap_days``). The bank's
+        ``time_control``, ``bank_days``, ``increment_hours``, ``cap_days``, ``bot_ms``). The bank's
         fields are checked only for a time bank; in a game of fixed hours they keep their
         defaults."""
         problems = Problems()
@@ -317,13 +317,12 @@ MIN_BOT_MS, MAX_BOT_MS = 10.0, 5000.0
 
 
 def _bot_ms(value: Any) -> float:
-    try:
-        ms = float(value)
-    except (TypeError, ValueError):
-        ms = -1.0
-    if not MIN_BOT_MS <= ms <= MAX_BOT_MS:  # NaN fails both
-        raise InvalidInput(gettext("a strong bot thinks 10 to 5000 milliseconds a decision"))
-    return ms
+    """A strong bot's thinking time in milliseconds, 10 to 5000 (the home form's text as
+    ``_amount`` reads it); absent or empty: the engine's default."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return DEFAULT_BUDGET_MS
+    return _amount(value, MIN_BOT_MS, MAX_BOT_MS,
+                   gettext("a strong bot thinks 10 to 5000 milliseconds a decision"))
 
 
 def _vacation_days(value: Any) -> float:

@@ -31,6 +31,7 @@ from pbem.errors import (
 )
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.kinds import GameStatus, SeatBot
+from pbem.policy import GamePolicy
 from pbem.web.common import (
     CSP,
     SCRIPTS,
@@ -53,7 +54,8 @@ def home_page(form, errors: Sequence[tuple[str, str]] = (), error: ServiceError 
     csrf = session.setdefault("csrf", secrets.token_urlsafe(16))
     resp = current_app.make_response((render_template(
         "pages/home.html", games=services.offered_games(), form=form, errors=dict(errors),
-        error_list=list(errors), error=error, csrf=csrf), status))
+        error_list=list(errors), error=error, csrf=csrf,
+        bot_ms=f"{GamePolicy().bot_ms:g}"), status))
     resp.headers["Content-Security-Policy"] = CSP + SCRIPTS
     return resp
 
@@ -75,7 +77,8 @@ def new_game():
                   "time_control": form.get("time_control"),
                   "bank_days": form.get("bank_days", 3),
                   "increment_hours": form.get("increment_hours", 24),
-                  "cap_days": form.get("cap_days", 7)}
+                  "cap_days": form.get("cap_days", 7),
+                  "bot_ms": form.get("bot_ms")}  # empty or absent: the default
         created = services.create_game(
             form.get("game") or services.offered_games()[0]["name"], rows, policy,
             title=form.get("title", ""), client=request.remote_addr or "unknown")

@@ -420,6 +420,25 @@ class Story:
             self.admin_path = self.links("host_confirm", self.addr(0), "/admin/")[0]
         self.goto(self.admin_path)
 
+    def choose_strong_bot(self) -> None:
+        """The home form with a strong bot for the second seat: it asks how long such a
+        bot thinks."""
+        self.goto("/")
+        self.page.select_option("select[name=bot1]", "strong")
+        self.page.locator("#f-bot_ms").wait_for(state="visible")
+
+    def bots_admin(self) -> None:
+        """The host page of another game: the host, a strong bot and an easy one (its
+        options say how long the strong bot thinks)."""
+        host = services.PlayerIn(self.people[0][0], f"bots.{self.lang}@example.test",
+                                 self.lang, "Europe/Berlin")
+        bots = [services.PlayerIn("", "", self.lang, bot=level) for level in ("strong", "easy")]
+        with self.app.app_context():
+            created = services.create_game(self.game, [host, *bots], {"bot_ms": 2500},
+                                           title=TITLE[self.lang], confirm_by_email=False,
+                                           start=True)
+        self.goto(f"/admin/{created.admin_token}")
+
     def control(self, control: str, **fill: str) -> None:
         """Use one of the host's controls on the host page."""
         self.admin()
@@ -500,6 +519,8 @@ def _new_player(s: Story, i: int) -> dict[str, str]:
 # The story of one game, in order. Adding a page later: one line where it belongs.
 SCENES: list[Scene] = [
     Scene("home", lambda s: s.goto("/"), once=True),
+    Scene("home-bots", lambda s: s.choose_strong_bot(), once=True),
+    Scene("admin-bots", lambda s: s.bots_admin(), once=True),
     Scene("home-error", lambda s: s.create_game(same_address_twice=True), once=True),
     Scene("created", lambda s: s.create_game(), once=True),
     Scene("mail-host_confirm", lambda s: s.show_mail("host_confirm", s.addr(0)), once=True),

@@ -1,13 +1,17 @@
 """The home page and the dev mailbox in Chromium (issue 11): the time zone lists start at
 the browser's own zone (also when Chromium names it by an old alias) but never overwrite
 a zone the user chose; a refused form shows every problem at once and fits a phone; an
-email's HTML frame in the dev mailbox is as tall as the email."""
+email's HTML frame in the dev mailbox is as tall as the email; the strong bots' thinking time
+is asked only once a seat is a strong bot, and a refused one stays in sight."""
 
 from __future__ import annotations
 
 from playwright.sync_api import expect
+from sqlmodel import select
 
 from pbem import services
+from pbem.db import session_scope
+from pbem.models import Game
 from tests.browser.mailbox import Mailbox
 from tests.browser.screens import overflow
 
@@ -52,6 +56,37 @@ def test_a_refused_form_keeps_the_zones_chosen_and_shows_every_problem(browser, 
         expect(page.locator("#f-hours")).to_be_in_viewport()
     finally:
         ctx.close()
+
+
+def test_the_thinking_time_is_asked_once_a_seat_is_a_strong_bot(browser, live_server):
+    ctx = browser.new_context(viewport=PHONE, locale="en-GB")
+    try:
+        page = ctx.new_page()
+        page.goto(live_server.url + "/")
+        field = page.locator("#f-bot_ms")
+        expect(field).to_be_hidden()
+        page.select_option("select[name=bot1]", "easy")
+        expect(field).to_be_hidden()
+        page.select_option("select[name=bot2]", "strong")
+        expect(field).to_be_visible()
+        expect(field).to_have_value("100")
+        page.fill("input[name=name0]", "Ann")
+        page.fill("input[name=email0]", "ann@example.com")
+        field.fill("5001")
+        page.get_by_role("button", name="Create the game").click()
+        expect(page.locator("#e-bot_ms")).to_have_text(
+            "A strong bot thinks 10 to 5000 milliseconds a decision.")
+        page.select_option("select[name=bot2]", "easy")
+        expect(field).to_be_visible()  # its problem stays in sight
+        assert overflow(page) is None
+        page.select_option("select[name=bot2]", "strong")
+        field.fill("250")
+        page.get_by_role("button", name="Create the game").click()
+        expect(page.locator("h1")).to_have_text("Check your email")
+    finally:
+        ctx.close()
+    with live_server.app.app_context(), session_scope() as s:
+        assert [g.policy.bot_ms for g in s.exec(select(Game)).all()] == [250.0]
 
 
 def test_an_emails_html_frame_in_the_dev_mailbox_is_as_tall_as_the_email(
