@@ -199,10 +199,11 @@ def clock_seconds_left(conn: Connection, game: Any, seat: Any, deadline: datetim
 def open_deadlines(s: Session, game: Game, seats: Sequence[Any],
                    tz: str) -> list[dict[str, Any]]:
     """Who the game waits for and until when, in zone ``tz`` and UTC, read at sending
-    (``seats``: by position, objects or rows)."""
+    (``seats``: by position, objects or rows); ``bot``: a bot plays that seat (nobody to
+    remind, and its deadline is the clock's, not a person's)."""
     rows = s.connection().execute(_OPEN_DECISIONS, {"game_id": game.id}).all()
     return [{"name": seats[d.position].name, "kind": d.kind, "decision_id": d.id,
-             "host_reminded_at": d.host_reminded_at,
+             "host_reminded_at": d.host_reminded_at, "bot": bool(seats[d.position].bot),
              **format_deadline(d.deadline_at.isoformat(), tz)}
             for d in rows if d.deadline_at is not None]
 

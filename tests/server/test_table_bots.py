@@ -23,6 +23,7 @@ from tests.server.helpers import (
     new_game_form,
     open_decisions,
     seats_of,
+    text_of,
 )
 from tests.server.test_host_controls import accept_hand_over
 from tests.server.timekit import T0, admin_post, at, tick
@@ -246,3 +247,16 @@ def test_a_bots_seat_handed_over_to_a_person_becomes_theirs(app, client, frozen)
     assert turn.id in [d.id for d in open_decisions(app, created.game_id)]
     with app.app_context(), pytest.raises(WrongState):
         services.set_bot(created.admin_token, 1 if turn.position == 2 else 2, None)
+
+
+def test_the_host_page_and_emails_say_a_bot_plays_and_offer_no_reminder_for_it(
+        app, client, frozen):
+    created = started(app, [ANN, bot("easy"), bot("easy", "Rex")])
+    (first,) = open_decisions(app, created.game_id)
+    assert first.position == 2  # Rex bids first with this seed
+    html = client.get(f"/admin/{created.admin_token}").get_data(as_text=True)
+    assert "Rex (bot) : bid for the conch a bot plays this" in text_of(html, "waiting")
+    assert "/remind" not in html and "Remind now" not in html
+    (started_mail,) = Inbox(app).to(ANN.email, "game_started")
+    assert "Rex (bot): bid for the conch, a bot plays this" in started_mail.text
+    assert "a bot plays this" in started_mail.html
