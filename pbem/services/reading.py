@@ -265,7 +265,7 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
     """Each player's clock in a running game, by seat position: in a time bank game
     every seat's (its bank, or while a decision of theirs is open the running time
     until its deadline); with fixed hours, that of each seat with a decision open; none
-    for a bot seated at creation. A
+    for a bot seated at creation, and none running for a bot standing in. A
     paused game's clocks stand where the pause found them. The quiet hours and zones
     are read (one query) only in a game whose policy stops clocks."""
     policy = game.policy
@@ -287,7 +287,7 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
     for seat, seat_stops in zip(seats, stops, strict=True):
         if seat.robot:  # a bot seated at creation plays after a short pause: no clock
             continue
-        end = ends.get(seat.position)
+        end = None if seat.bot else ends.get(seat.position)  # a bot standing in: no clock runs
         if end is None:
             if policy.banked:
                 out[seat.position] = Clock(seat.position, bank_of(game, seat), False, False)
