@@ -326,6 +326,10 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
                          game_id=game_id)
+    if source == MoveSource.PLAYER and seat.bot is not None:
+        # the seat's open decisions are its bot's, played by the clock after its pause:
+        # the player comes back first (as when the bot had played them at once)
+        raise TurnOver(gettext("this turn is over"), game_id=game_id, reason=ClosedBy.BOT)
     if source == MoveSource.PLAYER and seat.timeouts_in_row:
         seat.timeouts_in_row = 0  # (set only if it changes: setting the ORM attribute at
         # all makes the seat dirty, and the next query flushes the session first)
@@ -474,9 +478,11 @@ def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
     if not policy.banked or seat.robot or decision.deadline_at is None:
         return  # (a bot seated at creation plays on its own short pause, no clock)
     increment = policy.increment_hours * 3600 if moved else 0.0
-    if by_bot or (seat.bot and not moved):
+    if by_bot:
         _set_bank(s, seat, min(policy.cap_days * 86400, bank_of(game, seat) + increment))
         return
+    if seat.bot and not moved:
+        return  # a decision of a seat on a stand-in: its clock stands still
     now = utcnow()
     others = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
     # the seat's address is read only if its clock may stop, or for others' reminders
