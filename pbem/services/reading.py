@@ -200,7 +200,9 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
     seats = seats_of(s, game.id)
     position = seat.position if seat else None
     decisions = s.connection().execute(_OPEN_DECISIONS, {"game_id": game.id}).all()
-    mine = next((d for d in decisions if seat and d.seat_id == seat.id), None)
+    # the seat's decision to play (none while a bot plays the seat: the clock plays it)
+    mine = next((d for d in decisions if seat and d.seat_id == seat.id and not seat.bot),
+                None)
     mod = get_game(game.engine)
     state = load_state(mod, game) if game.state else None
     legal: list[Action] = []

@@ -39,6 +39,7 @@ from tests.server.timekit import (
     events,
     moves,
     new_game,
+    page_form,
     page_of,
     seat,
     sweep_at,
@@ -266,9 +267,10 @@ def test_a_time_bank_is_charged_until_the_switch_and_not_for_the_bots_pause(app,
 
 
 def test_a_player_cannot_play_the_decision_their_stand_in_is_to_play(app, client, frozen):
-    """The host put Cy on a bot while her bid was open: her own bid through the page is
-    refused as a turn that is over (as when the bot had played it at once); nothing is
-    recorded and the clock plays the bot's."""
+    """The host put Cy on a bot while her bid was open: her page offers no form for it
+    but "I'm back", and her own bid posted anyway is refused as a turn that is over (as
+    when the bot had played it at once); nothing is recorded and the clock plays the
+    bot's."""
     inbox = Inbox(app)
     g = new_game(app)
     table = Table(app, client, inbox, g.game_id, g.admin_token)
@@ -276,6 +278,8 @@ def test_a_player_cannot_play_the_decision_their_stand_in_is_to_play(app, client
     with app.app_context():
         services.set_bot(g.admin_token, 2, "heuristic")
     page = path_of(table.page_link(cy))
+    assert page_form(client, page, "decision") is None  # the page offers "I'm back"
+    assert page_form(client, page, "back") is not None
     data = {"sig": form_signature(SECRET, page.rsplit("/", 1)[1]),
             "decision_id": str(cy.id), **page_form_data(PASS, cy.kind)}
     assert client.post(page, data=data).status_code == 409
