@@ -9,7 +9,8 @@ In a temporary directory this script, through the real command line:
 3. starts the clock (``flask --app pbem pbem clock``, sweeping every second), nobody ever
    clicks: each decision times out and its default action is played; after 2 timeouts in a
    row a seat is handed to the heuristic bot, and once every seat is on a bot the bots
-   play until nobody has played for ``--idle-rounds`` (3) rounds and the server ends
+   play (the clock, after ``--bot-pause`` each) until nobody has played for
+   ``--idle-rounds`` (3) rounds and the server ends
    the game as abandoned (or the bots finish it first);
 4. kills the clock with SIGKILL after ``--kill-after`` seconds, leaves it down for
    ``--down`` seconds (longer than a deadline, so a deadline passes with no clock), then
@@ -79,6 +80,7 @@ class Run:
                     "PBEM_MAILBOX_DIR": str(self.mailbox),
                     "PBEM_CLOCK_INTERVAL": str(args.interval),
                     "PBEM_IDLE_ROUNDS": str(args.idle_rounds),
+                    "PBEM_BOT_PAUSE_SECONDS": str(args.bot_pause),
                     "PBEM_MAIL_LEASE_SECONDS": str(args.lease),
                     "PBEM_SECRET_KEY": "deadline-run-secret",
                     "PBEM_BASE_URL": "http://127.0.0.1:5000"}
@@ -163,6 +165,9 @@ def main() -> int:
                         help="seconds the clock stays down (more than one deadline)")
     parser.add_argument("--timeout", type=float, default=240.0,
                         help="give up if the game has not ended this long after the restart")
+    parser.add_argument("--bot-pause", type=float, default=0.5,
+                        help="PBEM_BOT_PAUSE_SECONDS: the clock plays a bot's move (the "
+                             "stand-ins') after about this long")
     parser.add_argument("--idle-rounds", type=int, default=3,
                         help="PBEM_IDLE_ROUNDS: rounds nobody plays before the game ends")
     parser.add_argument("--lease", type=float, default=120.0,

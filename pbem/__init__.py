@@ -99,8 +99,9 @@ class DefaultConfig:
     # Seconds between a seat's open game page telling the server it is there: a decision
     # opened for a seat seen within twice this time waits FOLLOW_UP_MINUTES to be emailed.
     LIVE_HERE_SECONDS = 60.0
-    # Seconds a bot seated at creation waits before its move (half to one and a half of
-    # it; the clock plays it at its next sweep after that, see CLOCK_INTERVAL).
+    # Seconds a bot (seated at creation, or standing in for a player) waits before its
+    # move (half to one and a half of it; the clock plays it at its next sweep after
+    # that, see CLOCK_INTERVAL).
     BOT_PAUSE_SECONDS = 4.0
     # A game in which no person played for this many full rounds in a row (every decision
     # timed out or played by a bot standing in) ends as abandoned; a game without rounds

@@ -4,13 +4,14 @@ by a loop of its own.
 The database holds every deadline, reminder and undelivered email, so the clock keeps no
 state. Each sweep (every ``CLOCK_INTERVAL`` seconds) queues due reminders (once each),
 plays the default action of every expired decision (through the same service as a
-player's click), and deletes the games made on the web that their host has not
-confirmed in a few days. The mail loop delivers the outbox as soon as something is queued: web
-requests never talk to the mail server, so a slow or hung one slows no page; on
-PostgreSQL a NOTIFY from the queueing transaction wakes the loop at once, on SQLite it
-polls every ``MAIL_POLL_INTERVAL`` seconds (mail queued in its own process, by the sweeps,
-wakes it at once). A hung mail server stalls only this loop,
-never the deadlines.
+player's click), plays the bots' moves whose pause is over (a bot seated at creation or
+standing in for a player: no web request plays one), and deletes the games made on the
+web that their host has not confirmed in a few days. The mail loop delivers the outbox
+as soon as something is queued: web requests never talk to the mail server, so a slow or
+hung one slows no page; on PostgreSQL a NOTIFY from the queueing transaction wakes the
+loop at once, on SQLite it polls every ``MAIL_POLL_INTERVAL`` seconds (mail queued in
+its own process, by the sweeps, wakes it at once). A hung mail server stalls only this
+loop, never the deadlines.
 Sweeps are guarded so that a second clock does no harm: an exclusive file lock on SQLite,
 a PostgreSQL advisory lock otherwise; and each step re-checks its decision inside its own
 locked transaction, so even an unguarded race plays every expired decision exactly once.

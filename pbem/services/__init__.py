@@ -38,7 +38,7 @@ Modules call one another only through public names (a name starting with ``_`` i
 in its own module only), and hand results back as values, never through the session.
 Callers outside the package use the names re-exported here (``services.create_game``).
 A test that patches a module attribute patches the module that reads it:
-``services.games.new_seed``, ``services.playing.BOT_MOVES_PER_PLAY``.
+``services.games.new_seed``, ``services.playing.BOT_MOVES_IN_A_ROW``.
 """
 
 from pbem.policy import GamePolicy, default_reminders
@@ -107,7 +107,7 @@ from pbem.services.games import (
 )
 from pbem.services.my_games import my_games, open_my_game, request_my_games
 from pbem.services.playing import (
-    BOT_MOVES_PER_PLAY,
+    BOT_MOVES_IN_A_ROW,
     Outcome,
     act_by_token,
     act_from_page,
@@ -140,7 +140,7 @@ __all__ = [
     # take-backs
     "take_back", "take_back_offer_for",
     # playing
-    "BOT_MOVES_PER_PLAY", "Outcome", "act_by_token", "act_from_page",
+    "BOT_MOVES_IN_A_ROW", "Outcome", "act_by_token", "act_from_page",
     "describe_token", "set_plan",
     # deadlines
     "Due", "due_bot_moves", "due_reminders", "due_timeouts", "play_bot", "play_bots_due",

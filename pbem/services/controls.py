@@ -24,7 +24,6 @@ from pbem.kinds import (
     EmailTemplate,
     GameStatus,
     Invite,
-    MoveSource,
     SeatBot,
     SuppressionScope,
     TokenKind,
@@ -40,12 +39,11 @@ from pbem.services.games import (
     tell_host_declined,
     validate_newcomer,
 )
-from pbem.services.playing import bot_choice, end_abandoned, play_move, queue_decision
+from pbem.services.playing import end_abandoned, queue_decision, to_bot, to_person
 from pbem.services.plumbing import (
     LANGUAGES,
     PAGE_LINK,
     admin_game,
-    deadline_for,
     live_seat_page,
     live_token,
     load_state,
@@ -96,7 +94,7 @@ def extend_deadline(admin_raw: str, hours: Any) -> None:
             raise InvalidInput(gettext("give the extension in hours")) from None
         if not 0 < extra <= 24 * 30:
             raise InvalidInput(gettext("an extension is more than 0 hours and at most 30 days"))
-        if not _shift_open(s, game, timedelta(hours=extra)):
+        if not _shift_open(s, game, timedelta(hours=extra), people=True):
             raise WrongState(gettext("no decision is open right now"))
         notice_all(s, game, "deadline_extended", None, {"hours": extra})
 
@@ -135,16 +133,23 @@ def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
         return seat.name, now
 
 
-def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = None) -> int:
+def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = None,
+                people: bool = False) -> int:
+    """Move the deadlines (and reminders) of the game's open decisions (of one seat's:
+    ``seat_id``) by ``shift``; ``people``: only those a person decides (a bot's short
+    pause is not a deadline to extend or take a vacation from). Returns how many."""
     now = utcnow()
     rows = s.exec(select(Decision).where(Decision.game_id == game.id,
                                          col(Decision.closed_at).is_(None))).all()
     rows = [d for d in rows if seat_id is None or d.seat_id == seat_id]
+    seats = {x.id: x for x in seats_of(s, game.id)}
+    if people:
+        rows = [d for d in rows if seats[d.seat_id].bot is None]
     for d in rows:
         if d.deadline_at is not None:
             d.deadline_at += shift
-            d.next_reminder_at = next_reminder(game, d.deadline_at, now,
-                                               stops_of(s, game, get_row(s, Seat, d.seat_id)))
+            d.next_reminder_at = (None if seats[d.seat_id].bot else next_reminder(
+                game, d.deadline_at, now, stops_of(s, game, seats[d.seat_id])))
     return len(rows)
 
 
@@ -259,22 +264,20 @@ def _give_seat(s: Session, game: Game, seat: Seat, new: PlayerIn) -> None:
     revoke_seat(s, saved_id(seat))
     seat.name, seat.email, seat.language, seat.timezone = (
         new.name, new.email, new.language, new.timezone)
+    was_bot = seat.bot is not None  # a bot seated at creation, or standing in
     seat.timeouts_in_row, seat.bot, seat.left_at, seat.mute_notices = 0, None, None, False
     seat.seen_event_seq = 0
-    was_robot, seat.robot = seat.robot, False  # a bot's seat given to a person
+    seat.robot = False  # a bot's seat given to a person
     log_notice(s, game, "seat_handed_over", seat.position, {"old": old_name,
                                                             "new": new.name})
     queue_email(s, game, seat, EmailTemplate.WELCOME, {"old": old_name}, links=PAGE_LINK,
                 key=f"welcome:{seat.id}:{secrets.token_hex(4)}")
+    if was_bot:  # the bot's short pause becomes a person's time to decide
+        to_person(s, game, seat, mail=False)
     mod = get_game(game.engine)
     state = load_state(mod, game)
-    now = utcnow()
     for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
                                            col(Decision.closed_at).is_(None))):
-        if was_robot:  # the bot's short pause becomes a person's time to decide
-            stops = stops_of(s, game, seat)
-            d.deadline_at = deadline_for(game, seat, now, stops)
-            d.next_reminder_at = next_reminder(game, d.deadline_at, now, stops)
         queue_decision(s, game, mod, state, seat, d,
                         key=f"handover:{d.id}:{seat.id}:{secrets.token_hex(4)}")
     for other in seats_of(s, game.id):
@@ -328,25 +331,22 @@ def come_back(page_raw: str) -> str:
 
 
 def _switch_bot(s: Session, game: Game, seat: Seat, bot: SeatBot | None, by: str) -> None:
+    """Put the seat on ``bot`` or (None) give it back to its player (``by``: who did);
+    its open decisions follow: a bot's are the clock's to play after its short pause, a
+    person's get a person's deadline and their email (held a while for a player who
+    came back on the page, which shows them)."""
     if seat.bot == bot:
         raise WrongState(gettext("that seat is already played that way"))
-    seat.bot = bot
+    was_bot, seat.bot = seat.bot, bot
     seat.timeouts_in_row = 0
     notice_all(s, game, "seat_on_bot" if bot else "seat_returned", seat.position,
                 {"bot": bot, "by": by})
-    if bot:
-        _play_open_for_bot(s, game, seat)
-
-
-def _play_open_for_bot(s: Session, game: Game, seat: Seat) -> None:
-    """A seat just put on a bot plays its open decision now (unless paused)."""
-    open_rows = s.exec(select(Decision).where(Decision.seat_id == seat.id,
-                                              col(Decision.closed_at).is_(None))).all()
-    if open_rows and game.paused_at is None:
-        mod = get_game(game.engine)
-        state = load_state(mod, game)
-        play_move(s, game, seat, open_rows[0], bot_choice(game, mod, state, seat),
-                  MoveSource.BOT)
+    if bot is None:
+        delay = (timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
+                 if by == "player" else None)
+        to_person(s, game, seat, delay=delay)
+    elif was_bot is None:
+        to_bot(s, game, seat)
 
 
 # -------------------------------------------------- notifications, unsubscribing, leaving, language
@@ -500,7 +500,7 @@ def _leave(s: Session, game: Game, seat: Seat) -> None:
                     links={"admin": {"kind": TokenKind.ADMIN}, **PAGE_LINK})
     if seat.bot is None:
         seat.bot = game.policy.absent_bot
-        _play_open_for_bot(s, game, seat)
+        to_bot(s, game, seat)
 
 
 def _stop(s: Session, address: str, scope: SuppressionScope) -> None:
@@ -584,7 +584,7 @@ def take_vacation(page_raw: str, days: Any) -> float:
         until = max(now, seat.vacation_until or now) + shift
         seat.vacation_until = until
         seat.vacation_used_hours += wanted * 24
-        _shift_open(s, game, shift, seat_id=seat.id)
+        _shift_open(s, game, shift, seat_id=seat.id, people=True)
         notice_all(s, game, "vacation_taken", seat.position,
                    {"days": wanted, "until": until.isoformat()})
         return left - wanted

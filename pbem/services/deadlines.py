@@ -20,7 +20,13 @@ from pbem.db import get_row, read_scope, saved_id, session_scope
 from pbem.errors import NotFound
 from pbem.kinds import EmailTemplate, GameStatus, MoveSource, SeatBot
 from pbem.models import Decision, Game, Seat, id_column, table_of
-from pbem.services.playing import bot_choice, open_decisions, play_move, queue_decision
+from pbem.services.playing import (
+    bot_choice,
+    open_decisions,
+    play_move,
+    queue_decision,
+    to_bot,
+)
 from pbem.services.plumbing import (
     PAGE_LINK,
     load_state,
@@ -55,26 +61,28 @@ def due_reminders(now: datetime, limit: int = 500) -> list[Due]:
 
 def due_timeouts(now: datetime, limit: int = 500) -> list[Due]:
     """Open decisions of people in running games whose deadline has passed."""
-    return _due(Decision.deadline_at, now, limit, robots=False)
+    return _due(Decision.deadline_at, now, limit, bots=False)
 
 
 def due_bot_moves(now: datetime, limit: int = 500) -> list[Due]:
-    """Open decisions of bots seated at creation whose pause is over (``bot_due``)."""
-    return _due(Decision.deadline_at, now, limit, robots=True)
+    """Open decisions of bots (seated at creation, or standing in for a player) whose
+    pause is over (``playing.bot_due``)."""
+    return _due(Decision.deadline_at, now, limit, bots=True)
 
 
-def _due(column: Any, now: datetime, limit: int, robots: bool | None = None) -> list[Due]:
+def _due(column: Any, now: datetime, limit: int, bots: bool | None = None) -> list[Due]:
     """Open decisions of running, unpaused games whose ``column`` time has come,
     earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at));
     a read that takes no lock: each decision is re-checked in its own transaction.
-    ``robots``: only the decisions of bots seated at creation (True) or of the others."""
+    ``bots``: only the decisions of seats a bot plays (True) or of people's (False)."""
     query = (select(id_column(Decision.id), Decision.game_id)
              .join(Game, col(Game.id) == Decision.game_id)
              .where(col(Decision.closed_at).is_(None), column <= now,
                     Game.status == GameStatus.ACTIVE, col(Game.paused_at).is_(None)))
-    if robots is not None:
+    if bots is not None:
+        on_bot = col(Seat.bot).is_not(None)
         query = query.join(Seat, col(Seat.id) == Decision.seat_id).where(
-            col(Seat.robot).is_(robots))
+            on_bot if bots else ~on_bot)
     with read_scope() as s:
         return [Due(*row) for row in s.exec(query.order_by(column).limit(limit))]
 
@@ -178,10 +186,11 @@ def play_bots_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]
 
 
 def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
-    """Play the move of a bot seated at creation whose pause is over, exactly once: its
-    choice worked out on the game as read (no lock held while it thinks), then recorded
-    under the game's lock if the game has not moved meanwhile (else it is found due
-    again at the next sweep, and thinks again)."""
+    """Play the move of a bot (seated at creation, or standing in for a player) whose
+    pause is over, exactly once: its choice worked out on the game as read (no lock held
+    while it thinks), then recorded under the game's lock if the game has not moved
+    meanwhile and the same bot still plays the seat (else it is found due again at the
+    next sweep, and thinks again; or it is a person's decision again)."""
     with read_scope() as s:
         found = s.exec(select(Decision, Seat, Game)
                        .join(Seat, col(Seat.id) == Decision.seat_id)
@@ -190,10 +199,11 @@ def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> boo
         if found is None:
             return False
         decision, seat, game = found
-        if (decision.closed_at is not None or not seat.robot
+        if (decision.closed_at is not None or seat.bot is None
+                or decision.deadline_at is None or decision.deadline_at > now
                 or game.status != GameStatus.ACTIVE or game.paused_at is not None):
             return False
-        version = game.version
+        version, bot = game.version, seat.bot
         mod = get_game(game.engine)
         state = load_state(mod, game)
         action = bot_choice(game, mod, state, seat)
@@ -204,6 +214,8 @@ def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> boo
         decision, game, open_rows = running
         seats = seats_of(s, game.id)
         seat = next(x for x in seats if x.id == decision.seat_id)
+        if seat.bot != bot or decision.deadline_at is None or decision.deadline_at > now:
+            return False  # handed back to a person (or to another bot) meanwhile
         play_move(s, game, seat, decision, action, MoveSource.BOT, state, seats, [],
                   open_rows)
         return True
@@ -279,19 +291,21 @@ def _time_out(s: Session, decision_id: int, now: datetime, game_id: str | None =
     state = load_state(mod, game)
     action = mod.default_action(state, seat.position)
     timeouts = seat.timeouts_in_row + 1
-    to_bot = seat.bot is None and timeouts >= game.policy.absent_after
-    _count_timeout(s, seat, timeouts, game.policy.absent_bot if to_bot else seat.bot)
+    goes_to_bot = seat.bot is None and timeouts >= game.policy.absent_after
+    _count_timeout(s, seat, timeouts, game.policy.absent_bot if goes_to_bot else seat.bot)
     timed_out: dict[str, Any] = {"kind": decision.kind, "action": action.to_json()}
     if game.policy.banked:  # the seat's clock ran out: it restarts with the increment
         timed_out["clock_hours"] = min(game.policy.increment_hours,
                                        game.policy.cap_days * 24)
     notices = [Event("decision_timed_out", seat.position, timed_out)]
-    if to_bot:
+    if goes_to_bot:
         notices.append(Event("seat_on_bot", seat.position,
                              {"bot": seat.bot, "timeouts": seat.timeouts_in_row,
                               "by": "absence"}))
     played = play_move(s, game, seat, decision, action, MoveSource.TIMEOUT, state, seats,
                        notices, open_rows)
+    if goes_to_bot:  # the seat's other open decisions are the bot's now (the clock settled)
+        to_bot(s, game, seat, charge=False)
     if game.status == GameStatus.ACTIVE:
         told = {d.seat_id for d in played.opened
                 if not played.seats[d.position].bot}  # a turn email

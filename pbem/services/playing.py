@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
-from sqlalchemy import bindparam, case, insert, null, update
+from sqlalchemy import bindparam, case, func, insert, null, update
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
@@ -37,6 +37,7 @@ from pbem.kinds import ClosedBy, EmailTemplate, GameStatus, MoveSource, SeatBot,
 from pbem.models import Decision, Game, Move, Seat, page_version_moved, table_of, utcnow
 from pbem.services.plumbing import (
     PAGE_LINK,
+    bank_of,
     clock_start,
     confirm_link,
     deadline_for,
@@ -59,10 +60,12 @@ from pbem.services.plumbing import (
 from pbem.services.reading import card_lookup, variants_of
 from pbem.tokens import hash_token, mint
 
-# Bot moves played in one transaction after a move. A game of heuristic bots ends well
-# within it; bots that only play the timeout defaults never end a game, so when every seat
-# is on such a bot the rest waits for the deadlines instead of spinning in one sweep.
-BOT_MOVES_PER_PLAY = 1000
+# Bot moves in a row, with no person's move or timeout between them, that the clock plays
+# after its short pause. A game of heuristic bots ends well within it; bots that only play
+# the timeout defaults never end a game, so once every seat is on a bot and that many were
+# played, each further bot's decision waits a person's time (``bot_due``) instead of the
+# clock playing one every few seconds for good.
+BOT_MOVES_IN_A_ROW = 1000
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ class Outcome:
 @dataclass(frozen=True)
 class Played:
     """What a move left behind (``play_move``): the game's new state, its seats in order,
-    and the decisions it opened for people."""
+    and the decisions it opened (a bot's too: the clock plays those)."""
 
     state: Any
     seats: list[Seat]
@@ -323,6 +326,10 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
                          game_id=game_id)
+    if source == MoveSource.PLAYER and seat.bot is not None:
+        # the seat's open decisions are its bot's, played by the clock after its pause:
+        # the player comes back first (as when the bot had played them at once)
+        raise TurnOver(gettext("this turn is over"), game_id=game_id, reason=ClosedBy.BOT)
     if source == MoveSource.PLAYER and seat.timeouts_in_row:
         seat.timeouts_in_row = 0  # (set only if it changes: setting the ORM attribute at
         # all makes the seat dirty, and the next query flushes the session first)
@@ -350,8 +357,10 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
               notices: list[Event] | None = None, open_rows: list[Decision] | None = None,
               applied: tuple[Any, list[Event]] | None = None,
               by_email: bool = False) -> Played:
-    """Apply one move to the locked game, then let bots play their seats; returns the
-    new state, the seats and the decisions opened for people (their emails are queued).
+    """Apply one move to the locked game; returns the new state, the seats and the
+    decisions it opened (people's emails are queued). A decision opened for a bot
+    (seated at creation, or standing in) is the clock's to play after a short pause
+    (``deadlines.play_bot``), never inside the request that made it the bot's turn.
     ``state``, ``seats`` (all of the game's, in order) and ``open_rows`` (every open
     decision of the game, ``decision`` among them): as the caller has read them under
     the game's lock; ``notices``: server events logged just before the move's (one
@@ -371,7 +380,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     _insert_move(s, game, saved_id(decision), seat.position, action, source,
                  showed_hidden(mod, before, state))
     _close(s, decision, ClosedBy(source))
-    settle_clock(s, game, seat, decision, moved=True)
+    settle_clock(s, game, seat, decision, moved=True, by_bot=source == MoveSource.BOT)
     played = source == MoveSource.PLAYER or (source == MoveSource.BOT and not seat.robot
                                              and not _stands_in(game, seat))
     if seats is None:
@@ -382,25 +391,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == MoveSource.PLAYER and not by_email else None
     opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows)
-    for _ in range(BOT_MOVES_PER_PLAY):  # bots play their seats (see BOT_MOVES_PER_PLAY)
-        bot_row = next((d for d in opened  # a bot seated at creation waits for the clock
-                        if seats[d.position].bot and not seats[d.position].robot), None)
-        if bot_row is None or game.status != GameStatus.ACTIVE:
-            break
-        bot_seat = seats[bot_row.position]
-        choice = bot_choice(game, mod, state, bot_seat)
-        before = state
-        state, events = mod.apply(state, bot_seat.position, choice)
-        _insert_move(s, game, saved_id(bot_row), bot_seat.position, choice, MoveSource.BOT,
-                     showed_hidden(mod, before, state))
-        _close(s, bot_row, ClosedBy.BOT)
-        settle_clock(s, game, bot_seat, bot_row, moved=True)
-        _commit_state(s, game, mod, state, events, seats, not _stands_in(game, bot_seat),
-                      undo="keep")
-        state = _end_if_idle(s, game, mod, state, seats)
-        opened = [d for d in opened if d.closed_at is None]
-        opened += sync_decisions(s, game, mod, state, seats, follow_up)
-    return Played(state, seats, [d for d in opened if d.closed_at is None])
+    return Played(state, seats, opened)
 
 
 # Statements of every move, built once (SQLAlchemy memoises a statement's cache key on
@@ -466,7 +457,7 @@ _SEAT_OPEN = select(Decision).where(Decision.seat_id == bindparam("seat_id"),
 
 
 def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
-                 moved: bool) -> None:
+                 moved: bool, by_bot: bool = False) -> None:
     """In a time bank game, the seat's clock once ``decision`` has closed (now): it ran
     while the decision was open, so it holds what was left until the decision's deadline
     (on the running clock: from the end of a vacation, standing still where the policy
@@ -474,7 +465,9 @@ def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
     player), plus the increment if the seat ``moved`` (its own move, a bot's, or the
     default played at the timeout; not a decision the game stopped asking), at most the
     cap. A clock that ran out (a timeout) holds the increment afterwards: the player's
-    next decision has that long.
+    next decision has that long. A decision a bot standing in played (``by_bot``), or
+    one of a seat on such a bot that closed, cost nothing: the clock stood still while
+    the bot had the seat (``to_bot``), and a move adds the increment.
 
     A seat has one clock however many decisions it has open: each opens on the deadline
     of the others (``sync_decisions``), and when one closes the others' deadlines move
@@ -484,6 +477,12 @@ def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
     policy = game.policy
     if not policy.banked or seat.robot or decision.deadline_at is None:
         return  # (a bot seated at creation plays on its own short pause, no clock)
+    increment = policy.increment_hours * 3600 if moved else 0.0
+    if by_bot:
+        _set_bank(s, seat, min(policy.cap_days * 86400, bank_of(game, seat) + increment))
+        return
+    if seat.bot and not moved:
+        return  # a decision of a seat on a stand-in: its clock stands still
     now = utcnow()
     others = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
     # the seat's address is read only if its clock may stop, or for others' reminders
@@ -491,15 +490,63 @@ def settle_clock(s: Session, game: Game, seat: Seat, decision: Decision,
     running = policy.running(stops)
     start = clock_start(seat, now)
     left = running_between(start, decision.deadline_at, running)
-    bank = min(policy.cap_days * 86400,
-               left + (policy.increment_hours * 3600 if moved else 0.0))
-    s.connection().execute(_SET_BANK, {"seat_id": saved_id(seat), "bank_left": bank})
-    set_committed_value(seat, "bank_left", bank)
-    if others:
+    bank = min(policy.cap_days * 86400, left + increment)
+    _set_bank(s, seat, bank)
+    if others and not seat.bot:
         end = advance(start, bank, running)
         for row in others:
             row.deadline_at = end
             row.next_reminder_at = next_reminder(game, end, now, stops)
+
+
+def _set_bank(s: Session, seat: Seat, bank: float) -> None:
+    s.connection().execute(_SET_BANK, {"seat_id": saved_id(seat), "bank_left": bank})
+    set_committed_value(seat, "bank_left", bank)
+
+
+def to_bot(s: Session, game: Game, seat: Seat, charge: bool = True) -> None:
+    """The seat is now on a bot standing in (``seat.bot`` just set): its open decisions
+    are the clock's to play after the bot's pause (``play_bot``), with no reminders; in
+    a time bank game the player's clock stops at what it had left (``charge``: the time
+    used so far is charged, as a move at this moment would be, without the increment;
+    not after a timeout, which has settled the clock already)."""
+    rows = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
+    if not rows:
+        return
+    now = utcnow()
+    policy = game.policy
+    deadlines = [d.deadline_at for d in rows if d.deadline_at is not None]
+    if charge and policy.banked and not seat.robot and deadlines:
+        stops = stops_of(s, game, seat) if policy.stops_clocks else Stops(UTC)
+        left = running_between(clock_start(seat, now), min(deadlines), policy.running(stops))
+        _set_bank(s, seat, min(policy.cap_days * 86400, left))
+    due = bot_due(s, game, seats_of(s, game.id), now)
+    for row in rows:
+        row.deadline_at, row.next_reminder_at = due, None
+
+
+def to_person(s: Session, game: Game, seat: Seat, mail: bool = True,
+              delay: timedelta | None = None) -> list[Decision]:
+    """The seat is a person's again (``seat.bot`` just cleared): its open decisions,
+    which a bot was to play after its pause, get a person's deadline (the time per
+    decision, or what the seat's clock has left) and reminders, and (``mail``) their
+    decision email, held ``delay`` (a player who is on the page sees them there).
+    Returns those decisions."""
+    rows = list(s.exec(_SEAT_OPEN, params={"seat_id": saved_id(seat)}))
+    if not rows:
+        return rows
+    now = utcnow()
+    stops = stops_of(s, game, seat)
+    deadline = deadline_for(game, seat, now, stops)
+    mod = get_game(game.engine)
+    state = load_state(mod, game) if mail else None
+    for row in rows:
+        row.deadline_at = deadline
+        row.next_reminder_at = next_reminder(game, deadline, now, stops)
+        if mail:  # (its first email, if it had one, was before a bot took the seat)
+            queue_decision(s, game, mod, state, seat, row, delay=delay,
+                           key=f"decision:{row.id}:back:{game.version}:{game.event_seq}")
+    return rows
 
 
 def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
@@ -660,11 +707,13 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                  if game.policy.banked and row.deadline_at is not None}
     opened = []
     now = utcnow()
+    bot_at: datetime | None = None  # when the clock plays a bot's decision opened here
     for position, kind in sorted(wanted - have):
         seat = seats[position]
-        if seat.robot:  # the clock plays it after a short pause (``play_bot``)
+        if seat.bot:  # a bot's (seated at creation, or standing in): ``play_bot`` plays it
+            bot_at = bot_at or bot_due(s, game, seats, now)
             row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
-                           seq=game.version, kind=kind, deadline_at=bot_due(game, now))
+                           seq=game.version, kind=kind, deadline_at=bot_at)
             _insert_decision(s, row)
             opened.append(row)
             continue
@@ -678,18 +727,35 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                        next_reminder_at=next_reminder(game, deadline, now, stops))
         _insert_decision(s, row)
         opened.append(row)
-        if not seat.bot:
-            delay = None
-            if seat.id == follow_up or is_present(seat, now):
-                delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
-            queue_decision(s, game, mod, state, seat, row, delay=delay)
+        delay = None
+        if seat.id == follow_up or is_present(seat, now):
+            delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
+        queue_decision(s, game, mod, state, seat, row, delay=delay)
     return opened
 
 
-def bot_due(game: Game, now: datetime) -> datetime:
-    """When the clock plays the move of a bot seated at creation: after a short pause
+_MOVES_AFTER = (select(Move.id).where(Move.game_id == bindparam("game_id"),
+                                      col(Move.id) > bindparam("after"))
+                .limit(bindparam("limit")).subquery())
+_BOT_RUN = select(func.count()).select_from(_MOVES_AFTER)
+_LAST_NOT_BOT = (select(Move.id).where(Move.game_id == bindparam("game_id"),
+                                       Move.source != MoveSource.BOT)
+                 .order_by(col(Move.id).desc()).limit(1))
+
+
+def bot_due(s: Session, game: Game, seats: list[Seat], now: datetime) -> datetime:
+    """When the clock plays a bot's move (``deadlines.play_bot``): after a short pause
     that varies a little from move to move (BOT_PAUSE_SECONDS, half to one and a half of
-    it), as a person at the table would."""
+    it), as a person at the table would. Once every seat is on a bot and BOT_MOVES_IN_A_ROW
+    of them were played with no person's move or timeout between, after the game's time
+    per decision instead (a game nobody can end goes on at a person's pace)."""
+    if all(x.bot for x in seats):
+        conn = s.connection()
+        last = conn.execute(_LAST_NOT_BOT, {"game_id": game.id}).scalar() or 0
+        run = conn.execute(_BOT_RUN, {"game_id": game.id, "after": last,
+                                      "limit": BOT_MOVES_IN_A_ROW}).scalar_one()
+        if run >= BOT_MOVES_IN_A_ROW:
+            return now + timedelta(hours=game.policy.hours_per_decision)
     pause = float(current_app.config["BOT_PAUSE_SECONDS"])
     return now + timedelta(seconds=pause * (0.5 + random.Random(
         f"{game.id}:{game.version}:pause").random()))

@@ -211,7 +211,9 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
     seats = seats_of(s, game.id)
     position = seat.position if seat else None
     decisions = s.connection().execute(_OPEN_DECISIONS, {"game_id": game.id}).all()
-    mine = next((d for d in decisions if seat and d.seat_id == seat.id), None)
+    # the seat's decision to play (none while a bot plays the seat: the clock plays it)
+    mine = next((d for d in decisions if seat and d.seat_id == seat.id and not seat.bot),
+                None)
     mod = get_game(game.engine)
     state = load_state(mod, game) if game.state else None
     legal: list[Action] = []
@@ -276,7 +278,7 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
     """Each player's clock in a running game, by seat position: in a time bank game
     every seat's (its bank, or while a decision of theirs is open the running time
     until its deadline); with fixed hours, that of each seat with a decision open; none
-    for a bot seated at creation. A
+    for a bot seated at creation, and none running for a bot standing in. A
     paused game's clocks stand where the pause found them. The quiet hours and zones
     are read (one query) only in a game whose policy stops clocks."""
     policy = game.policy
@@ -298,7 +300,7 @@ def seat_clocks(s: Session, game: Game, seats: list[Seat],
     for seat, seat_stops in zip(seats, stops, strict=True):
         if seat.robot:  # a bot seated at creation plays after a short pause: no clock
             continue
-        end = ends.get(seat.position)
+        end = None if seat.bot else ends.get(seat.position)  # a bot standing in: no clock runs
         if end is None:
             if policy.banked:
                 out[seat.position] = Clock(seat.position, bank_of(game, seat), False, False)

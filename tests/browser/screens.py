@@ -29,6 +29,7 @@ from pbem import mail, services
 from pbem.db import session_scope
 from pbem.models import Decision, Game, Outbox, Seat, Token
 from pbem.tokens import hash_token
+from tests.server.helpers import clock_plays_bots
 
 HERE = Path(__file__).resolve().parent
 AXE = HERE / "node_modules" / "axe-core" / "axe.min.js"
@@ -497,8 +498,9 @@ class Story:
                     if s.get(Game, self.game_id).status != "active":
                         break
                 services.set_bot(raw, position, "heuristic")
-            with session_scope() as s:
-                status = s.get(Game, self.game_id).status
+        clock_plays_bots(self.app, self.game_id)  # the clock plays them, pause after pause
+        with self.app.app_context(), session_scope() as s:
+            status = s.get(Game, self.game_id).status
         assert status == "finished", f"the game did not end ({status})"
 
     def end_page(self) -> None:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.utils import parseaddr
 from html.parser import HTMLParser
@@ -32,7 +33,7 @@ from sqlmodel import select
 
 from engine.core import Action, format_action
 from engine.registry import get_game
-from pbem import mail, services
+from pbem import clock, mail, services
 from pbem.db import get_engine, is_postgres, session_scope
 from pbem.models import Decision, Game, Outbox, Seat, Token, metadata
 from pbem.tokens import form_signature, hash_token
@@ -372,6 +373,29 @@ def page_form_data(action: Action, decision_kind: str,
     return {"choice": format_action(action)}
 
 
+def clock_plays_bots(app: Flask, game_id: str, most: int = 5000) -> int:
+    """The clock's sweeps, each at the due time of the game's earliest open decision
+    that a bot plays (the end of its pause), while the game runs and has one; how many
+    bot moves they played (a game every seat of which is on a bot: to its end)."""
+    played = 0
+    for _ in range(most):
+        with app.app_context(), session_scope() as s:
+            due = s.exec(select(Decision.deadline_at)
+                         .join(Seat, Seat.id == Decision.seat_id)
+                         .join(Game, Game.id == Decision.game_id)
+                         .where(Decision.game_id == game_id, Decision.closed_at.is_(None),
+                                Seat.bot.is_not(None), Game.status == "active",
+                                Game.paused_at.is_(None))
+                         .order_by(Decision.deadline_at)).first()
+        if due is None:
+            return played
+        due = due if due.tzinfo else due.replace(tzinfo=UTC)
+        result = clock.sweep(app, now=max(due, datetime.now(UTC)))
+        assert result["errors"] == 0 and result["bots"] >= 1, result
+        played += result["bots"]
+    raise AssertionError(f"the bots still play after {most} sweeps")
+
+
 class Table:
     """A started game driven through the Flask test client, as its players would."""
 
@@ -425,9 +449,25 @@ class Table:
         return resp
 
     def step(self) -> Decision:
+        """Play the open decision: a person's on the page (the heuristic's choice), a
+        bot's by the clock at the end of its pause (``clock_plays``)."""
         decision = self.open()
-        self.play_on_page(decision, self.bot_choice(decision))
+        if seats_of(self.app, self.game_id)[decision.position].bot:
+            self.clock_plays(decision)
+        else:
+            self.play_on_page(decision, self.bot_choice(decision))
         return decision
+
+    def clock_plays(self, decision: Decision) -> dict[str, int]:
+        """The clock's sweep at the due time of a bot's open decision (the end of its
+        pause); it must play it."""
+        due = decision.deadline_at
+        due = due if due.tzinfo else due.replace(tzinfo=UTC)
+        result = clock.sweep(self.app, now=max(due, datetime.now(UTC)))
+        assert result["errors"] == 0 and result["bots"] >= 1, result
+        played = load(self.app, Decision, decision.id)
+        assert played.closed_by == "bot", (played.closed_by, result)
+        return result
 
     def play_until(self, predicate, limit: int = 80) -> Decision:
         """Play bot moves until ``predicate(decision, state)`` holds for the open decision."""

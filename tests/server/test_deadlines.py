@@ -42,6 +42,7 @@ from tests.server.timekit import (
     T0,
     as_entered,
     at,
+    aware,
     events,
     idle,
     moves,
@@ -484,11 +485,11 @@ def test_an_auction_where_every_bidder_times_out_ends_with_the_conch_kept(app, f
 def test_every_bidder_timing_out_onto_default_bots_never_loops(app, frozen, monkeypatch):
     """With the host's choice of the 'default' stand-in after one timeout, every bidder
     ends up on a bot that only ever passes and forages: a game that can never end by its
-    own rules. The sweep returns after a bounded number of bot moves and the rest waits
-    for the next deadline (the bound is lowered here to keep the test fast; 1,000 moves
-    take ~10 s). The end of a game nobody plays is turned off here (test_idle_games)."""
-    assert services.playing.BOT_MOVES_PER_PLAY == 1000
-    monkeypatch.setattr(services.playing, "BOT_MOVES_PER_PLAY", 40)
+    own rules. The clock plays a bounded number of bot moves in a row after their short
+    pauses, then each further one waits a person's time (the bound is lowered here to
+    keep the test fast). The end of a game nobody plays is turned off here (test_idle_games)."""
+    assert services.playing.BOT_MOVES_IN_A_ROW == 1000
+    monkeypatch.setattr(services.playing, "BOT_MOVES_IN_A_ROW", 40)
     monkeypatch.setitem(app.config, "IDLE_ROUNDS", 1000)
     inbox = Inbox(app)
     g = new_game(app, absent_after=1, absent_bot="default")
@@ -496,19 +497,26 @@ def test_every_bidder_timing_out_onto_default_bots_never_loops(app, frozen, monk
         assert sweep_at(app, frozen, 48 * n)["timeouts"] == 1
     assert [x.bot for x in seats_of(app, g.game_id)] == ["default", None, "default"]
     inbox.clear()
-    result = sweep_at(app, frozen, 144)
-    assert (result["timeouts"], result["sent"]) == (1, 3)  # one notice each, no flood
+    result = sweep_at(app, frozen, 144)  # the timeout, then the bots' moves after it
+    assert (result["timeouts"], result["bots"], result["sent"]) == (1, 40, 3)  # no flood
     assert [x.bot for x in seats_of(app, g.game_id)] == ["default", "default", "default"]
     played = moves(app, g.game_id)
     assert [m.source for m in played] == ["timeout"] * 3 + ["bot"] * 40
     assert {m.action["kind"] for m in played} <= {"pass", "forage", "discard", "lose"}
     assert load(app, Game, g.game_id).status == "active"
-    (waiting,) = open_decisions(app, g.game_id)  # left for its deadline, like anyone's
-    assert waiting.deadline_at == T0 + timedelta(hours=192)
-    assert sweep_at(app, frozen, 191)["timeouts"] == 0
+    # the 40 took their pauses, a few seconds each; the next waits a person's time
+    last = aware(played[-1].created_at)
+    assert T0 + timedelta(hours=144, seconds=40 * 2) <= last <= T0 + timedelta(hours=145)
+    (waiting,) = open_decisions(app, g.game_id)
+    assert aware(waiting.deadline_at) == last + timedelta(hours=48)
+    hours = (last - T0) / timedelta(hours=1) + 48
+    assert sweep_at(app, frozen, hours - 0.1)["bots"] == 0
     assert len(moves(app, g.game_id)) == 43
-    assert sweep_at(app, frozen, 192)["timeouts"] == 1
-    assert len(moves(app, g.game_id)) == 43 + 1 + 40
+    result = sweep_at(app, frozen, hours)  # the clock plays it, then the next waits again
+    assert (result["bots"], result["timeouts"]) == (1, 0)
+    assert len(moves(app, g.game_id)) == 44
+    (waiting,) = open_decisions(app, g.game_id)
+    assert aware(waiting.deadline_at) == T0 + timedelta(hours=hours + 48)
 
 
 def test_every_player_absent_with_heuristic_bots_plays_the_game_to_its_end(app, frozen,
@@ -523,7 +531,7 @@ def test_every_player_absent_with_heuristic_bots_plays_the_game_to_its_end(app, 
     game = load(app, Game, g.game_id)
     assert game.status == "finished"
     assert open_decisions(app, g.game_id) == []
-    assert 3 < len(moves(app, g.game_id, "bot")) < services.BOT_MOVES_PER_PLAY
+    assert 3 < len(moves(app, g.game_id, "bot")) < services.BOT_MOVES_IN_A_ROW
     assert sorted(m.to_addr for m in inbox.of("result")) == sorted(p.email for p in PLAYERS)
     assert idle(sweep_at(app, frozen, 1000))
 
@@ -614,6 +622,9 @@ def test_the_default_stand_in_plays_the_timeout_defaults(app, client, frozen):
     assert on_bot.data == {"bot": "default", "timeouts": 1, "by": "absence"}
     for _ in range(2):  # Ann and Bob pass too: Cy keeps the conch and acts first
         table.play_on_page(table.open(), PASS)
+    (turn,) = open_decisions(app, g.game_id)  # Cy's: not played in Bob's request
+    assert turn.position == 2 and moves(app, g.game_id, "bot") == []
+    table.clock_plays(turn)  # the clock plays it after the bot's pause
     (bot_move,) = moves(app, g.game_id, "bot")
     assert (bot_move.position, bot_move.action) == (2, {"kind": "forage"})
     assert load(app, Decision, bot_move.decision_id).closed_by == "bot"

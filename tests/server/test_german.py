@@ -25,6 +25,7 @@ from pbem.models import Game, Outbox, Seat
 from tests.server.helpers import (
     PLAYERS,
     Table,
+    clock_plays_bots,
     create_on_web,
     only_form,
     path_of,
@@ -147,7 +148,8 @@ def play_world(app, client, inbox) -> Table:
             table.step()
         services.set_bot(admin, 0, "heuristic")
         services.set_bot(admin, 1, "heuristic")
-        services.set_bot(admin, 2, "heuristic")  # the bots play it to the end
+        services.set_bot(admin, 2, "heuristic")
+    clock_plays_bots(app, table.game_id)  # the bots play it to the end
     inbox.deliver()
     with app.app_context(), session_scope() as s:
         failed = [r.last_error for r in s.exec(select(Outbox)) if r.attempts > 1

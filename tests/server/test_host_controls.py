@@ -35,6 +35,7 @@ from tests.server.timekit import (
     admin_form,
     admin_post,
     at,
+    aware,
     events,
     idle,
     moves,
@@ -320,7 +321,12 @@ def test_the_host_puts_a_seat_on_a_bot_and_takes_it_off(app, client, game, inbox
     before = len(inbox.all())
     assert admin_post(client, game.admin_token, "bot", position="2",
                       bot="default").status_code == 200
-    (move,) = moves(app, game.game_id)  # the bot plays Cy's open decision at once
+    assert moves(app, game.game_id) == []  # not in the host's request: the clock plays it
+    (waiting,) = open_decisions(app, game.game_id)  # after the bot's short pause
+    assert waiting.id == cy_bid.id and waiting.next_reminder_at is None
+    assert T0 < aware(waiting.deadline_at) <= T0 + timedelta(seconds=6)
+    table.clock_plays(waiting)
+    (move,) = moves(app, game.game_id)
     assert (move.decision_id, move.action, move.source) == (cy_bid.id, {"kind": "pass"}, "bot")
     assert seat(app, game.game_id, 2).bot == "default"
     (on,) = events(app, game.game_id, "seat_on_bot")
@@ -357,7 +363,12 @@ def test_a_seat_put_on_the_heuristic_bot_plays_when_its_turn_comes(app, client, 
     assert admin_post(client, game.admin_token, "bot", position="0",
                       bot="heuristic").status_code == 200
     assert moves(app, game.game_id) == []  # Ann has no open decision yet
-    table.play_on_page(table.open(), PASS)  # Cy passes; Ann's bid is played by her bot
+    table.play_on_page(table.open(), PASS)  # Cy passes; Ann's bid is her bot's
+    assert [m.source for m in moves(app, game.game_id)] == ["player"]  # not in Cy's request
+    (bid,) = open_decisions(app, game.game_id)
+    assert bid.position == 0 and bid.next_reminder_at is None
+    assert T0 < aware(bid.deadline_at) <= T0 + timedelta(seconds=6)  # the bot's pause
+    table.clock_plays(bid)
     played = moves(app, game.game_id)
     assert [(m.position, m.source) for m in played] == [(2, "player"), (0, "bot")]
     assert inbox.to(ANN.email, "decision") == []

@@ -23,6 +23,7 @@ from tests.server.helpers import (
     PLAYERS,
     SECRET,
     Inbox,
+    clock_plays_bots,
     forms,
     load,
     open_decisions,
@@ -202,6 +203,8 @@ def test_remind_now_for_a_closed_decision_says_it_is_over(app, client, game, inb
     (decision,) = open_decisions(app, game.game_id)
     with app.app_context():  # Cy bids before the host presses the button of an old page
         services.set_bot(game.admin_token, 2, "heuristic")
+    clock_plays_bots(app, game.game_id)
+    with app.app_context():
         services.set_bot(game.admin_token, 2, None)
     assert load(app, Decision, decision.id).closed_at is not None
     inbox.deliver()
@@ -282,10 +285,11 @@ def test_more_than_20_emails_fold_the_older_ones(app, client, game):
 # --------------------------------------------------------------------------- play again
 
 
-def end_by_bots(app, admin: str, players: int = 3) -> None:
+def end_by_bots(app, admin: str, game_id: str, players: int = 3) -> None:
     with app.app_context():
         for position in range(players):
-            services.set_bot(admin, position, "heuristic")  # the bots play to the end
+            services.set_bot(admin, position, "heuristic")
+    clock_plays_bots(app, game_id)  # the bots play to the end
 
 
 def play_again(client, admin: str, sig: str | None = "page"):
@@ -301,7 +305,7 @@ def test_play_again_after_the_end_invites_the_same_players_to_a_new_game(
         app, client, game, inbox):
     with app.app_context():
         services.extend_deadline(game.admin_token, 5)
-    end_by_bots(app, game.admin_token)
+    end_by_bots(app, game.admin_token, game.game_id)
     old = load(app, Game, game.game_id)
     assert old.status == "finished"
     html = host_page(client, game.admin_token)

@@ -10,13 +10,18 @@ from sqlmodel import select
 from engine.core import Action
 from pbem import clock, mail, services
 from pbem.db import session_scope
-from pbem.models import EventLog, Move, Seat
+from pbem.models import Decision, EventLog, Move, Seat
 from tests.server.conftest import GAME_SEED
 from tests.server.helpers import PLAYERS, Inbox, forms, path_of, seats_of
 
 ANN, BOB, CY = PLAYERS  # Cy (seat 2) holds the conch and bids first with GAME_SEED
 T0 = datetime(2030, 1, 14, 9, 0, tzinfo=UTC)  # a Monday in winter (Berlin is UTC+1)
 PASS = Action.of("pass")
+
+
+def aware(when: datetime) -> datetime:
+    """A stored time with its zone (SQLite gives them back without it; they are UTC)."""
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def at(frozen, hours: float) -> datetime:
@@ -26,11 +31,36 @@ def at(frozen, hours: float) -> datetime:
     return now
 
 
-def sweep_at(app, frozen, hours: float) -> dict[str, int]:
+def sweep_at(app, frozen, hours: float, bots: bool = True) -> dict[str, int]:
     """What the clock does at ``hours`` after T0: one sweep of the deadlines, then its
-    mail loop's delivery pass; a step that failed inside fails the test."""
+    mail loop's delivery pass; a step that failed inside fails the test. ``bots``: then
+    the sweeps of the seconds after, while a bot's move falls due within a minute of the
+    last (``bots_play``), their counts added."""
     at(frozen, hours)
-    return tick(app)
+    result = tick(app)
+    if bots:
+        for key, n in bots_play(app, frozen).items():
+            result[key] = result.get(key, 0) + n
+    return result
+
+
+def bots_play(app, frozen, within: float = 60, most: int = 5000) -> dict[str, int]:
+    """The clock's sweeps while the earliest open decision of a seat a bot plays (in a
+    running game) falls due within ``within`` seconds of the frozen clock's time: each
+    at that due time (the frozen clock moved there); their counts added up."""
+    total: dict[str, int] = {}
+    for sweeps in range(most + 1):
+        now = datetime.now(UTC)
+        with app.app_context():
+            due = services.due_bot_moves(now + timedelta(seconds=within), limit=1)
+        if not due:
+            return total
+        assert sweeps < most, f"the bots still play after {most} sweeps"
+        (decision,) = rows(app, Decision, Decision.id == due[0].decision_id)
+        frozen.move_to(max(now, aware(decision.deadline_at)))
+        for key, n in tick(app).items():
+            total[key] = total.get(key, 0) + n
+    return total
 
 
 def tick(app, now=None) -> dict[str, int]:
