@@ -286,3 +286,40 @@ def test_a_player_cannot_play_the_decision_their_stand_in_is_to_play(app, client
     assert moves(app, g.game_id) == [] and seat(app, g.game_id, 2).bot == "heuristic"
     table.clock_plays(cy)
     assert [m.source for m in moves(app, g.game_id)] == ["bot"]
+
+
+@pytest.mark.parametrize("meanwhile", ["handed back", "paused"])
+def test_what_the_host_does_while_a_bot_thinks_wins_and_the_bot_plays_nothing(
+        app, frozen, monkeypatch, meanwhile):
+    """The clock's bot thinks in a read, holding no lock. While it thinks, the host
+    takes Cy's seat off the bot, or pauses the game (each a request of its own,
+    committed meanwhile): the bot's move is not recorded."""
+    from pbem.services import deadlines
+
+    g = new_game(app)
+    (cy,) = open_decisions(app, g.game_id)
+    at(frozen, 1)
+    with app.app_context():
+        services.set_bot(g.admin_token, 2, "heuristic")
+    real_choice = deadlines.bot_choice
+    thought: list[str] = []
+
+    def thinking(game, mod, state, seat_row):  # the real bot, and the host meanwhile
+        choice = real_choice(game, mod, state, seat_row)
+        with app.app_context():
+            if meanwhile == "handed back":
+                services.set_bot(g.admin_token, 2, None)
+            else:
+                services.pause_game(g.admin_token)
+        thought.append(seat_row.name)
+        return choice
+
+    monkeypatch.setattr(deadlines, "bot_choice", thinking)
+    now = at(frozen, 1.01)  # the bot's pause is over
+    with app.app_context():
+        assert deadlines.play_bot(cy.id, now) is False
+    assert thought == ["Cy"] and moves(app, g.game_id) == []
+    (still,) = open_decisions(app, g.game_id)
+    assert still.id == cy.id and still.closed_at is None
+    if meanwhile == "handed back":  # Cy's again, with a person's time from the hand-back
+        assert aware(still.deadline_at) == now + timedelta(hours=48)
