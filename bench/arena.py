@@ -18,18 +18,20 @@ bots draw from ``random.Random`` of its seed and seat of A).
     .venv/bin/python bench/arena.py --game stoneage --players 2 --bots strong heuristic \\
         --games 400 --jobs 2
 
-Figures (issue 22; 2 cores shared with other jobs, CPU per decision from thread time;
-strong at a 50 ms budget unless said; "CI": Wilson 95 %; scores: mean final score):
-  stoneage 2p strong vs heuristic, 250 games: 86.4 % [81.6, 90.1], scores 277.0 vs 223.9,
-    cards/buildings 16.6/5.8 vs 11.3/5.3, strong CPU ms median 51.6, p99 55.6.
-  stoneage 2p at 1000 ms, 4 games: 4 won [51.0, 100], 314.5 vs 225.2, median 1001, p99 1006.
+Figures (issue 22; 2 cores shared with other jobs; CPU per decision from thread time;
+"CI": Wilson 95 %; scores: mean final score; strong at the default 100 ms unless said):
+  stoneage 2p strong vs heuristic, 400 games: 85.2 % [81.4, 88.4], scores 286.9 vs 228.4,
+    cards/buildings 16.6/5.8 vs 11.9/5.3, strong CPU ms median 100.6, p99 102.1, max 122.9.
   stoneage 3p (one strong, two heuristic), 60 games: 85.0 % [73.9, 91.9] (fair 33.3 %),
-    175.6 vs 133.4; 4p, 40 games: 70.0 % [54.6, 81.9] (fair 25 %), 158.6 vs 128.9.
+    202.3 vs 146.9; 4p, 40 games: 75.0 % [59.8, 85.8] (fair 25 %), 166.6 vs 128.3.
+  cavemen 2p, 400 games: 92.2 % [89.2, 94.5], 19.2 rounds, median 100.2, p99 101.0 ms, max
+    2685 ms (the deck's unbounded scores cache: full garbage collections; now bounded);
+    3p, 60 games: 78.3 % [66.4, 86.9] (fair 33.3 %), median 100.3, p99 101.5 ms.
+  Earlier, at 50 ms: stoneage 2p 250 games 86.4 % [81.6, 90.1], 277.0 vs 223.9; cavemen 2p
+    260 games 88.1 % [83.6, 91.5]. At 1000 ms, stoneage 2p, 4 games: 4 won, 314.5 vs 225.2.
   stoneage easy vs heuristic: 2p 400 games 60.4 % [55.5, 65.0], 237.1 vs 224.0; 3p 300 games
     48.0 % [42.4, 53.6]; 4p 200 games 45.2 % [38.5, 52.2]. Heuristic mirror 2p: 153.4 points,
     3.1 cards, 5.9 buildings a player; easy mirror: 222.2, 17.1 cards, 3.3 buildings.
-  cavemen 2p strong vs heuristic, 260 games: 88.1 % [83.6, 91.5], median 51.7, p99 60.1 ms;
-    3p, 60 games: 70.0 % [57.5, 80.1] (fair 33.3 %).
 """
 
 from __future__ import annotations

@@ -137,11 +137,21 @@ class Deck:
         return self.cards[card_id]
 
     def scores(self, tableau: tuple[str, ...]) -> Scores:
-        """The tribe's scores and abilities for these tableau cards (cached)."""
+        """The tribe's scores and abilities for these tableau cards (cached: at most
+        SCORES_CACHED tableaux, then the cache starts again, so that a process that plays
+        many games (the clock's bots, the search's rollouts) does not grow without end)."""
         found = self._scores.get(tableau)
         if found is None:
+            if len(self._scores) >= SCORES_CACHED:
+                self._scores.clear()
             found = self._scores[tableau] = _compute_scores(self, tableau)
         return found
+
+
+# Tableaux whose scores a deck keeps. The search bot's rollouts meet some 65,000 new ones
+# a game: unbounded, the cache held millions after a few hundred games, and the garbage
+# collector's full passes over it took seconds (the strong bot's rare 2.7 s decisions).
+SCORES_CACHED = 8192
 
 
 @dataclass(frozen=True, slots=True)

@@ -478,3 +478,22 @@ def test_a_state_whose_deck_file_changed_is_refused_in_a_fresh_process(
     assert load_in_fresh_process() == "accepted"
     path.write_text(quick_deck_text() + "\n# edited\n", encoding="utf-8")
     assert load_in_fresh_process() == "state/corrupt"
+
+
+def test_the_scores_cache_stays_bounded_and_right() -> None:
+    """A deck's cache of tableau scores starts again when full (the search's rollouts
+    meet tens of thousands of tableaux a game; kept for good they slowed the garbage
+    collector by seconds), and a score computed again is the same."""
+    from itertools import combinations
+
+    from engine.cavemen.deck import SCORES_CACHED
+
+    deck = load_deck()
+    first = deck.scores(tuple(deck.deck_ids[:3]))
+    seen = 0
+    for tableau in combinations(deck.deck_ids[:40], 3):
+        deck.scores(tableau)
+        seen += 1
+        assert len(deck._scores) <= SCORES_CACHED
+    assert seen > SCORES_CACHED
+    assert deck.scores(tuple(deck.deck_ids[:3])) == first
