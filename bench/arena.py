@@ -24,9 +24,10 @@ Figures (issue 22; 2 cores shared with other jobs; CPU per decision from thread 
     cards/buildings 16.6/5.8 vs 11.9/5.3, strong CPU ms median 100.6, p99 102.1, max 122.9.
   stoneage 3p (one strong, two heuristic), 60 games: 85.0 % [73.9, 91.9] (fair 33.3 %),
     202.3 vs 146.9; 4p, 40 games: 75.0 % [59.8, 85.8] (fair 25 %), 166.6 vs 128.3.
-  cavemen 2p, 400 games: 92.2 % [89.2, 94.5], 19.2 rounds, median 100.2, p99 101.0 ms, max
-    2685 ms (the deck's unbounded scores cache: full garbage collections; now bounded);
-    3p, 60 games: 78.3 % [66.4, 86.9] (fair 33.3 %), median 100.3, p99 101.5 ms.
+  cavemen 2p, 400 games: 92.5 % [89.5, 94.7], 19.1 rounds a game, strong CPU ms median
+    100.2, p99 101.1, max 114.0. Before the deck's scores cache was bounded: 92.2 %
+    [89.2, 94.5], max 2685 ms (full garbage collections over millions of cached tableaux);
+    3p (then), 60 games: 78.3 % [66.4, 86.9] (fair 33.3 %), median 100.3, p99 101.5 ms.
   Earlier, at 50 ms: stoneage 2p 250 games 86.4 % [81.6, 90.1], 277.0 vs 223.9; cavemen 2p
     260 games 88.1 % [83.6, 91.5]. At 1000 ms, stoneage 2p, 4 games: 4 won, 314.5 vs 225.2.
   stoneage easy vs heuristic: 2p 400 games 60.4 % [55.5, 65.0], 237.1 vs 224.0; 3p 300 games
