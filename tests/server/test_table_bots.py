@@ -22,6 +22,7 @@ from tests.server.helpers import (
     new_game_data,
     new_game_form,
     open_decisions,
+    path_of,
     seats_of,
     text_of,
 )
@@ -257,6 +258,9 @@ def test_the_host_page_and_emails_say_a_bot_plays_and_offer_no_reminder_for_it(
     html = client.get(f"/admin/{created.admin_token}").get_data(as_text=True)
     assert "Rex (bot) : bid for the conch a bot plays this" in text_of(html, "waiting")
     assert "/remind" not in html and "Remind now" not in html
+    ann_page = client.get(path_of(Inbox(app).to(ANN.email)[-1].link("/g/"))).get_data(
+        as_text=True)
+    assert "Rex (bot): bid for the conch – a bot plays this" in text_of(ann_page, "waiting")
     (started_mail,) = Inbox(app).to(ANN.email, "game_started")
     assert "Rex (bot): bid for the conch, a bot plays this" in started_mail.text
     assert "a bot plays this" in started_mail.html
