@@ -92,6 +92,7 @@ from typing import Any, NamedTuple
 
 from engine.core import (
     PLAN_DROPPED,
+    STANDING_OFF,
     Action,
     CardData,
     Decision,
@@ -102,6 +103,7 @@ from engine.core import (
     GameOver,
     IllegalAction,
     InvalidPlan,
+    InvalidStanding,
     JSONObject,
     NotYourTurn,
     PlanClosed,
@@ -109,6 +111,7 @@ from engine.core import (
     Result,
     Rng,
     SetupError,
+    StandingChoice,
     StateCorrupt,
     View,
 )
@@ -218,6 +221,8 @@ class State(NamedTuple):
     end: str | None = None  # buildings | cards | abandoned
     order: tuple[str, ...] = ()  # the use turn's placements still to resolve, in order
     plans: tuple[Plan | None, ...] = ()  # each seat's standing plan or None; () when none has one
+    standing: tuple[tuple[tuple[str, str], ...], ...] = ()  # each seat's standing choices
+    # that are on, as (key, value) pairs by key; () when no seat has one
 
     @property
     def n(self) -> int:
@@ -686,6 +691,8 @@ def view(state: State, seat: int | None) -> View:
         "feeding": list(state.feeding),
         "order": list(state.order) if seat is not None and seat == state.turn else [],
         "plan": _plan_view(state, seat),
+        "standing": ({} if seat is None or not 0 <= seat < state.n else
+                     {k: standing_of(state, seat, k) for k in STANDING}),
         "boards": boards,
         "winners": list(state.winners), "end": state.end,
         "result": None if end is None else end.to_json(),
@@ -825,6 +832,7 @@ def to_json(state: State) -> JSONObject:
         "plans": [None if p is None else {
             "steps": [[at, PLAN_REST if count == REST else count] for at, count in p.steps],
             "next": p.next} for p in state.plans],
+        **({"standing": _standing_json(state)} if state.standing else {}),
     }
 
 
@@ -853,7 +861,8 @@ def from_json(raw: Mapping[str, Any]) -> State:
             tuple(raw["feeding"]), tuple(raw["home"]), Rng.from_json(raw["rng"]),
             tuple(raw["winners"]), raw["end"],
             tuple(raw.get("order", ())),  # absent in states stored before the order
-            _plans_from_json(raw.get("plans"), len(raw["players"])))
+            _plans_from_json(raw.get("plans"), len(raw["players"])),
+            _standing_from_json(raw.get("standing"), len(raw["players"])))
     except StateCorrupt:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -914,6 +923,12 @@ def check_invariants(state: State) -> None:
             "the chosen order names the placements left, each once")
     need(len(state.plans) in (0, n) and (not state.plans or any(state.plans)),
          "a plan or none for each seat, () when none has one")
+    need(len(state.standing) in (0, n) and (not state.standing or any(state.standing)),
+         "standing choices for each seat, () when none has one")
+    for row in state.standing:
+        need(all(k in STANDING and v in STANDING[k] and v != STANDING_OFF for k, v in row)
+             and list(row) == sorted(set(row)) and len({k for k, _ in row}) == len(row),
+             "standing choices the game offers, each key once")
     plan_places = _plan_places(state)
     for plan in state.plans:
         if plan is None:
@@ -944,9 +959,13 @@ def _advance(state: State, events: list[Event]) -> State:
                 state = _resolve(state._replace(order=rest), state.turn, place, events)
                 continue
             if _spots_of(state, state.turn):
+                best = sensible_order(state, state.turn)
                 if order_matters(state, state.turn):
-                    return state  # the seat chooses what to use next, or a whole order
-                state = state._replace(order=sensible_order(state, state.turn))
+                    if standing_of(state, state.turn, "order") != "sensible":
+                        return state  # the seat chooses what to use next, or a whole order
+                    events.append(Event("order_chosen", state.turn, {
+                        "places": list(best), "standing": True}, visible_to=(state.turn,)))
+                state = state._replace(order=best)
                 continue
             nxt = (state.turn + 1) % state.n
             if nxt == state.start:
@@ -1049,12 +1068,16 @@ def _roll_result(state: State, seat: int, place: str, resource: str,
     total = sum(dice)
     extra = sum(_tool_value(t) for t in _tool_ids(board))
     if extra and (total + extra) // value > total // value:
-        return state._replace(step=Step("tools", seat, place, resource, dice))
+        state = state._replace(step=Step("tools", seat, place, resource, dice))
+        use = _standing_tools(state, seat)
+        if use is None:
+            return state  # the seat decides
+        return _finish_roll(state, seat, use, events, standing=True)
     return _gain(state, seat, resource, total // value, place, events)
 
 
 def _finish_roll(state: State, seat: int, use: tuple[str, ...],
-                 events: list[Event]) -> State:
+                 events: list[Event], standing: bool = False) -> State:
     step, resource = _roll(state)
     board = state.boards[seat]
     tools, spent, one_time = list(board.tools), list(board.spent), list(board.one_time)
@@ -1068,7 +1091,8 @@ def _finish_roll(state: State, seat: int, use: tuple[str, ...],
     added = sum(_tool_value(t) for t in use)
     if use:
         events.append(Event("tools_added", seat, {
-            "tiles": tiles, "one_time": [_tool_value(c) for c in cards], "added": added}))
+            "tiles": tiles, "one_time": [_tool_value(c) for c in cards], "added": added,
+            **({"standing": True} if standing else {})}))
     state = _with(state, seat, tools=tuple(sorted(tools, reverse=True)),
                   spent=tuple(sorted(spent, reverse=True)), one_time=tuple(one_time))
     state = state._replace(step=None)
@@ -1276,10 +1300,18 @@ def _begin_feeding(state: State, events: list[Event]) -> State:
         short = board.people - food
         state = _with(state, seat, food=0, short=short)
         events.append(Event("food_short", seat, {"food": food, "short": short}))
-        if sum(board.res) + board.wild >= short:
-            asked.append(seat)
-        else:
+        how = standing_of(state, seat, "feed")
+        if sum(board.res) + board.wild < short:
             state = _starve(state, seat, events)
+        elif how == "pay":
+            pay = _cheapest_pay(state.boards[seat], short)
+            events.append(Event("people_fed_with_resources", seat, {"paid": list(pay),
+                                                                   "standing": True}))
+            state = _with(_pay(state, seat, pay), seat, short=0)
+        elif how == "starve":
+            state = _starve(state, seat, events, standing=True)
+        else:
+            asked.append(seat)
     return state._replace(feeding=tuple(asked))
 
 
@@ -1293,10 +1325,11 @@ def _feed(state: State, seat: int, action: Action, events: list[Event]) -> State
     return _with(state, seat, short=0)
 
 
-def _starve(state: State, seat: int, events: list[Event]) -> State:
+def _starve(state: State, seat: int, events: list[Event], standing: bool = False) -> State:
     board = state.boards[seat]
     events.append(Event("people_starved", seat, {"short": board.short,
-                                                 "points": -STARVE_POINTS}))
+                                                 "points": -STARVE_POINTS,
+                                                 **({"standing": True} if standing else {})}))
     return _with(state, seat, score=board.score - STARVE_POINTS, short=0)
 
 
@@ -1650,6 +1683,102 @@ def _step_blocked(state: State, seat: int, legal: list[Action], at: str,
     return None
 
 
+# --------------------------------------------------------------------------- standing choices
+
+STANDING: dict[str, tuple[str, ...]] = {
+    "tools": (STANDING_OFF, "tiles", "all"),
+    "feed": (STANDING_OFF, "pay", "starve"),
+    "order": (STANDING_OFF, "sensible"),
+}
+"""The standing choices (the ``Standing`` hook) and their values, none on at the start:
+
+- ``tools`` after a roll that some unused tool would raise: ``all``, the tools that
+  reach the highest yield with the fewest pips wasted (as the timeout does: tiles before
+  one-time tools on a tie); ``tiles``, the same among the permanent tiles only, and only
+  where no one-time tool could bring more (else the seat is asked).
+- ``feed`` when Food is short and resources could pay the rest: ``pay``, with the
+  fewest resources of choice, then the least valuable (Wood, Brick, Stone, Gold);
+  ``starve``, keep the resources and lose 10 points.
+- ``order`` where the order of the use turn can matter: ``sensible``, the sensible
+  order (``sensible_order``) as a whole.
+
+Each decides where it applies: the move is played inside ``apply`` with ``standing`` in
+its event's data (``tools_added``, ``people_fed_with_resources``, ``people_starved``;
+``order_chosen``, visible to the seat only), and no decision opens."""
+
+
+def standing_of(state: State, seat: int, key: str) -> str:
+    """``seat``'s standing choice ``key``, STANDING_OFF for none."""
+    if not state.standing:
+        return STANDING_OFF
+    return dict(state.standing[seat]).get(key, STANDING_OFF)
+
+
+def standing_form(state: State, seat: int) -> list[StandingChoice] | None:
+    """The standing choices ``seat`` may set, with its values (the ``Standing`` hook);
+    None once the game is over or for a seat not in the game."""
+    if state.phase == "over" or not 0 <= seat < state.n:
+        return None
+    return [{"key": key, "options": list(options), "value": standing_of(state, seat, key)}
+            for key, options in STANDING.items()]
+
+
+def set_standing(state: State, seat: int, key: str, value: str) -> tuple[State, list[Event]]:
+    """Set ``seat``'s standing choice ``key`` to ``value`` (the ``Standing`` hook); event
+    ``standing_set`` (``key``, ``value``), visible to the seat only; none when it had that
+    value already. Plays nothing. Raises GameOver once the game is over,
+    InvalidStanding for a seat, key or value not offered."""
+    if state.phase == "over":
+        raise GameOver("the game is over")
+    if not isinstance(key, str) or key not in STANDING or not 0 <= seat < state.n:
+        raise InvalidStanding(f"no standing choice {key!r}", key=str(key)[:40],
+                              value=str(value)[:40])
+    if not isinstance(value, str) or value not in STANDING[key]:
+        raise InvalidStanding(f"{key} takes {STANDING[key]}", key=key,
+                              value=str(value)[:40], options=list(STANDING[key]))
+    if standing_of(state, seat, key) == value:
+        return state, []
+    mine = dict(state.standing[seat]) if state.standing else {}
+    mine[key] = value
+    rows = list(state.standing or ((),) * state.n)
+    rows[seat] = tuple(sorted((k, v) for k, v in mine.items() if v != STANDING_OFF))
+    standing = () if not any(rows) else tuple(rows)
+    return (state._replace(standing=standing),
+            [Event("standing_set", seat, {"key": key, "value": value}, visible_to=(seat,))])
+
+
+def _standing_tools(state: State, seat: int) -> tuple[str, ...] | None:
+    """The tools ``seat``'s standing choice adds to the open roll (``STANDING``), or None
+    when it has none or it cannot decide (``tiles``, where a one-time tool could bring
+    more)."""
+    how = standing_of(state, seat, "tools")
+    if how == STANDING_OFF:
+        return None
+    step, resource = _roll(state)
+    value = RESOURCE_VALUE[resource]
+    key = _tools_key(sum(step.dice), value)
+    sets = [(), *_tool_sets(state.boards[seat])]
+    best = min(sets, key=key)
+    if how == "all":
+        return best
+    tiles = min((c for c in sets if all(t.startswith("t") for t in c)), key=key)
+    return tiles if key(tiles)[0] == key(best)[0] and tiles else None
+
+
+def _standing_json(state: State) -> list[dict[str, str]] | None:
+    return [dict(row) for row in state.standing] if state.standing else None
+
+
+def _standing_from_json(raw: Any, n: int) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """The stored standing choices (absent in states stored before them: none)."""
+    if not raw:
+        return ()
+    if not isinstance(raw, list) or len(raw) != n or not all(
+            isinstance(row, dict) for row in raw):
+        raise StateCorrupt("standing choices: a mapping for each seat")
+    return tuple(tuple(sorted(row.items())) for row in raw)
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -1802,16 +1931,30 @@ def _best_tools(state: State, legal: list[Action]) -> Action:
     """The fewest tools reaching the highest yield: the least tool value, permanent
     tiles before one-time tools."""
     step, resource = _roll(state)
-    value = RESOURCE_VALUE[resource]
-    total = sum(step.dice)
+    key = _tools_key(sum(step.dice), RESOURCE_VALUE[resource])
+    return min(legal, key=lambda a: key(a.get("use", ())))
 
-    def key(action: Action) -> tuple[int, int, int, int]:
-        tools = action.get("use", ())
+
+def _tools_key(total: int, value: int) -> Any:
+    """The order of tool sets for a roll of ``total`` pips of a resource worth ``value``:
+    the highest yield, then the fewest pips wasted (the least tool value), then
+    permanent tiles before one-time tools, then the fewest tools."""
+    def key(tools: Sequence[str]) -> tuple[int, int, int, int]:
         added = sum(_tool_value(t) for t in tools)
         one_time = sum(1 for t in tools if not t.startswith("t"))
         return (-((total + added) // value), added, one_time, len(tools))
 
-    return min(legal, key=key)
+    return key
+
+
+def _cheapest_pay(board: Board, size: int) -> tuple[str, ...]:
+    """The payment of ``size`` resources that spends the fewest resources of choice,
+    then the least valuable (Wood first, then Brick, Stone, Gold)."""
+    def key(pay: tuple[str, ...]) -> tuple[int, int]:
+        wild = sum(max(0, pay.count(r) - board.res[i]) for i, r in enumerate(PAYABLE))
+        return (wild, sum(RESOURCE_VALUE[r] for r in pay))
+
+    return min(payments_of_size(board, size), key=key)
 
 
 def pay_value(action: Action) -> int:
