@@ -16,7 +16,7 @@ URLS = [
     ("/g/<raw>/deadline.ics", "GET"), ("/g/<raw>/here", "POST"), ("/g/<raw>/language", "POST"),
     ("/g/<raw>/log/<int(max=2147483647):number>", "GET"),
     ("/g/<raw>/notifications", "POST"), ("/g/<raw>/plan", "POST"), ("/g/<raw>/say", "POST"),
-    ("/g/<raw>/takeback", "POST"), ("/g/<raw>/vacation", "POST"),
+    ("/g/<raw>/standing", "POST"), ("/g/<raw>/takeback", "POST"), ("/g/<raw>/vacation", "POST"),
     ("/handover/<raw>", "GET,POST"), ("/healthz", "GET"), ("/host/confirm/<raw>", "GET,POST"),
     ("/invite/<raw>", "GET,POST"), ("/language", "POST"), ("/my", "GET,POST"),
     ("/my/<raw>", "GET"), ("/my/<raw>/open", "POST"), ("/new", "POST"), ("/rules", "GET"),
