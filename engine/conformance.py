@@ -17,10 +17,12 @@ from engine.core import (
     HasCatalog,
     HasRounds,
     OffersVariants,
+    OrdersCommands,
     Plans,
     Ranks,
     Reveals,
     Searches,
+    SpeaksCommands,
     Stats,
     Translates,
     TranslatesViews,
@@ -36,6 +38,7 @@ _cavemen_rounds: HasRounds = cavemen
 _cavemen_places: Ranks[cavemen.State] = cavemen
 _cavemen_reveals: Reveals[cavemen.State] = cavemen
 _cavemen_search: Searches = cavemen
+_cavemen_words: SpeaksCommands[cavemen.State] = cavemen
 
 STONEAGE: Game[stoneage.State] = stoneage
 _stoneage_stats: Stats[stoneage.State] = stoneage.stats
@@ -49,3 +52,5 @@ _stoneage_plans: Plans[stoneage.State] = stoneage
 _stoneage_places: Ranks[stoneage.State] = stoneage
 _stoneage_reveals: Reveals[stoneage.State] = stoneage
 _stoneage_search: Searches = stoneage
+_stoneage_words: SpeaksCommands[stoneage.State] = stoneage
+_stoneage_commands: OrdersCommands[stoneage.State] = stoneage
