@@ -364,8 +364,11 @@ def listed_commands(mod: EngineGame, state: Any, seat: int, lang: str = "en",
     example = next((speech.say_action(g[0]) for g in shown if len(g) > 1), None)
     moves = tuple(tuple(sorted(g, key=lambda a: a.args[-1][1])) if len(g) > 1 else (g[0],)
                   for g in shown)
-    return Listing(tuple(_line(speech, g) for g in moves),
-                   len(ranked) - sum(len(g) for g in shown), example, moves)
+    lines = [_line(speech.say_action, g) for g in moves]
+    twice = {line for line in lines if lines.count(line) > 1}  # two things of one name
+    lines = [_line(format_action, g) if line in twice else line
+             for line, g in zip(lines, moves, strict=True)]
+    return Listing(tuple(lines), len(ranked) - sum(len(g) for g in shown), example, moves)
 
 
 def command_list(mod: EngineGame, state: Any, seat: int, lang: str = "en") -> list[str]:
@@ -380,10 +383,10 @@ def _group_key(action: Action) -> Any:
     return action
 
 
-def _line(speech: Speech, group: Sequence[Action]) -> str:
+def _line(say: Callable[[Action], str], group: Sequence[Action]) -> str:
     if len(group) == 1:
-        return speech.say_action(group[0])
-    head = speech.say_action(Action(group[0].kind, group[0].args[:-1]))
+        return say(group[0])
+    head = say(Action(group[0].kind, group[0].args[:-1]))
     return f"{head} {_ALTERNATIVES.join(str(a.args[-1][1]) for a in group)}"
 
 

@@ -307,3 +307,23 @@ def test_a_payment_left_out_of_many_gets_the_cheapest_ways_to_pay():
     cheapest = min(sum(mod.data().values[r] for r in a.get("pay"))
                    for a in mod.legal_actions(state, seat) if a.kind == "take")
     assert len(offered) == 5 and paid == sorted(paid) and paid[0] == cheapest
+
+
+def test_two_things_of_one_name_are_listed_by_their_ids():
+    class Twins:  # a game whose two cards share a printed name
+        def __getattr__(self, name):
+            return getattr(get_game("cavemen"), name)
+
+        def card_info(self, state, card_id):
+            info = get_game("cavemen").card_info(state, card_id)
+            return dict(info, name="Twin") if card_id in twins else info
+
+    mod, state, seat, _ = find("cavemen", lambda m, s, seat, k: k == "casualty" and len(
+        m.legal_actions(s, seat)) > 2)
+    first, second = mod.legal_actions(state, seat)[:2]
+    twins = {first.get("card"), second.get("card")}
+    lines = command_list(Twins(), state, seat)
+    assert len(set(lines)) == len(lines) and "lose Twin" not in lines
+    assert format_action(first) in lines and format_action(second) in lines
+    for line in lines:
+        read_command(Twins(), state, seat, line)  # each names one move
