@@ -100,16 +100,14 @@ def _lowered(words: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, 
 
 class Speech:
     """How one reader speaks a game's commands now: the word an email lists for each word
-    of the notation (``say``), and every word read for it (``read_names``): the
-    notation's, the reader's and English words of the game (``command_words``), printed
-    names in both languages, each also without umlauts."""
+    of the notation (``say``), and the names read for it beside the notation's own
+    (``read_names``): the game's words in the reader's language and English
+    (``command_words``) and printed names in both, each also without umlauts."""
 
     def __init__(self, mod: EngineGame, state: Any, lang: str) -> None:
-        hook = getattr(mod, "command_words", None)
-        ask = (lambda lg: _lowered(hook(state, lg))) if hook and state is not None else (
-            lambda lg: {})
-        self.own = ask(lang)
-        self.english = self.own if lang == "en" else ask("en")
+        hook = getattr(mod, "command_words", None) if state is not None else None
+        self.own = _lowered(hook(state, lang)) if hook else {}
+        self.english = self.own if lang == "en" or not hook else _lowered(hook(state, "en"))
         self.cards = _names(mod, state, lang)
         self._read: dict[str, list[list[str]]] = {}
 
@@ -159,7 +157,7 @@ def _spelt(names: list[list[str]]) -> list[list[str]]:
     return found
 
 
-def names_kind(speech: Speech, kind: str, word: str) -> bool:
+def _names_kind(speech: Speech, kind: str, word: str) -> bool:
     """Whether ``word`` (lower case) may name the kind of move ``kind``: the kind itself
     or a prefix of it (two letters or more), a word of it in full, or a prefix of one
     from MIN_VERB_PREFIX letters."""
@@ -175,7 +173,7 @@ def _kind_of(speech: Speech, kinds: Iterable[str], word: str) -> str | None:
     whole = [k for k in kinds if word == k or word in speech.verbs(k)]
     if whole:
         return whole[0] if len(whole) == 1 else None
-    begun = [k for k in kinds if names_kind(speech, k, word)]
+    begun = [k for k in kinds if _names_kind(speech, k, word)]
     return begun[0] if len(begun) == 1 else None
 
 
@@ -188,7 +186,7 @@ def looks_like_a_command(mod: EngineGame, state: Any, line: str, lang: str = "en
         return False
     speech = Speech(mod, state, lang)
     kinds = {a.kind for d in mod.pending(state) for a in mod.legal_actions(state, d.seat)}
-    return any(names_kind(speech, kind, words[0]) for kind in kinds)
+    return any(_names_kind(speech, kind, words[0]) for kind in kinds)
 
 
 def _clean(text: str) -> str:
