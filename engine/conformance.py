@@ -23,6 +23,7 @@ from engine.core import (
     Reveals,
     Searches,
     SpeaksCommands,
+    Standing,
     Stats,
     Translates,
     TranslatesViews,
@@ -49,6 +50,7 @@ _stoneage_catalog: HasCatalog[stoneage.State] = stoneage
 _stoneage_names: Translates[stoneage.State] = stoneage
 _stoneage_rounds: HasRounds = stoneage
 _stoneage_plans: Plans[stoneage.State] = stoneage
+_stoneage_standing: Standing[stoneage.State] = stoneage
 _stoneage_places: Ranks[stoneage.State] = stoneage
 _stoneage_reveals: Reveals[stoneage.State] = stoneage
 _stoneage_search: Searches = stoneage

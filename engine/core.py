@@ -4,7 +4,7 @@ A game is a module that offers :class:`Game`, the one statement of the contract:
 member with its types and meaning. The optional hooks after it (:class:`Explains`,
 :class:`OffersVariants`, :class:`DescribesCards`, :class:`HasCatalog`,
 :class:`Translates`, :class:`TranslatesViews`, :class:`HasRounds`, :class:`Plans`,
-:class:`SpeaksCommands`, :class:`OrdersCommands`) are members a game
+:class:`Standing`, :class:`SpeaksCommands`, :class:`OrdersCommands`) are members a game
 may add; the server finds each with ``getattr(mod, name, None)``. ``engine/conformance.py``
 has mypy check every game module against them; ``tests/engine/test_conformance.py`` plays
 them.
@@ -99,6 +99,14 @@ class InvalidPlan(EngineError):
     ``data``. Nothing is set."""
 
     code = "plan/invalid"
+
+
+class InvalidStanding(EngineError):
+    """A standing choice (``Standing.set_standing``) names a key or a value the game does
+    not offer (``data``: ``key``, ``value``, and ``options`` for a known key). Nothing is
+    set."""
+
+    code = "standing/invalid"
 
 
 class PlanClosed(EngineError):
@@ -600,6 +608,38 @@ class Plans(Protocol[S]):
         clear it), replacing any plan it had; the new state and what happened (events
         visible to that seat only). ``state`` is unchanged. Raises InvalidPlan (with
         ``why``) for words that name no plan, PlanClosed when ``plan_form`` gives None."""
+
+
+StandingChoice: TypeAlias = JSONObject
+"""One standing choice a seat may leave (``Standing.standing_form``): ``key`` (what it
+decides, in the game's words: ``tools``, ``feed``), ``options`` (the values it may take,
+STANDING_OFF first) and ``value`` (the seat's, STANDING_OFF for none)."""
+
+STANDING_OFF = "off"
+"""The value of a standing choice that decides nothing: the seat is asked as usual."""
+
+
+class Standing(Protocol[S]):
+    """``standing_form``, ``set_standing``: a seat may leave standing choices for small
+    decisions (Stone Age: the tools after a roll, paying for feeding, the order of its
+    use turn). Where a standing choice decides, the game plays it inside ``apply`` of
+    the move before and no decision opens (its events say so with ``"standing": true``
+    in their data); where it cannot decide (the choice does not cover the case), the
+    decision opens as usual. Nothing is played that the seat did not choose, none is on
+    at the start, and setting one plays nothing: ``pending`` is the same before and
+    after (an open decision stays open). They live in the state (``to_json``). Without
+    this hook the server offers none (``pbem/services/playing.py``)."""
+
+    def standing_form(self, state: S, seat: int) -> list[StandingChoice] | None:
+        """The standing choices ``seat`` may set, with its values now; None when it may
+        set none now (the game is over, or no such seat)."""
+
+    def set_standing(self, state: S, seat: int, key: str,
+                     value: str) -> tuple[S, list[Event]]:
+        """Set ``seat``'s standing choice ``key`` to ``value`` (STANDING_OFF: none); the
+        new state and its events (visible to that seat only; none when nothing
+        changed). ``state`` is unchanged. Raises InvalidStanding for a key or value the
+        game does not offer, GameOver once the game is over."""
 
 
 class Searches(Protocol):

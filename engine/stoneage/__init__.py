@@ -32,8 +32,10 @@ from engine.stoneage.rules import (
     plan_form,
     result,
     set_plan,
+    set_standing,
     setup,
     setup_with_events,
+    standing_form,
     to_json,
     translation,
     view,
@@ -45,7 +47,8 @@ __all__ = [
     "Spot", "State", "Step", "abandon", "apply", "card_info", "catalog", "check_invariants",
     "choice_effect", "choice_variants", "data", "default_action", "email_choices", "explain",
     "feeding_forecast", "final_scores", "from_json", "legal_actions", "load_data",
-    "parse_data", "pending", "places", "plan_form", "result", "set_plan", "setup",
+    "parse_data", "pending", "places", "plan_form", "result", "set_plan", "set_standing",
+    "setup", "standing_form",
     "setup_with_events", "to_json", "translation", "view",
 ]
 

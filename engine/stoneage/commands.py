@@ -1,7 +1,7 @@
 """Reply commands of Stone Age (hooks of ``engine.core``): their words in each language
 (``commands.toml``, ``SpeaksCommands``) and the order an email lists them in
 (``OrdersCommands``): what a timeout plays first, then each placement that may be
-resolved next (``next``, when the use phase asks that), the email's one-click choices;
+resolved next (``use``), the email's one-click choices;
 then, for a payment, leaving it (decline, starve) and every other way to pay, the
 cheapest first (for a building, the most points first); else the legal order (the
 places as the board has them)."""
@@ -38,6 +38,6 @@ def command_order(state: State, seat: int) -> list[Action]:
                 *sorted(payments, key=pay_value, reverse=most_first)]
     else:
         rest = legal
-    nexts = [a for a in legal if a.kind == "next"]  # each placement that may come next
+    nexts = [a for a in legal if a.kind == "use"]  # each placement that may come next
     return list(dict.fromkeys([default_action(state, seat), *nexts,
                                *email_choices(state, seat), *rest]))

@@ -12,21 +12,23 @@ Decisions (kinds), their actions, and what a timeout plays:
   covers it; else half of the people at home (rounded up, as many as fit) on the first
   open place of the Hunting grounds, Forest, Clay pit, Quarry, River; else the first
   legal place the seat can pay for (the first legal place if none).
-- ``order``: ``order places=(P1, P2, ...)``, the order in which to resolve all of the
-  seat's placements left, asked once a use turn (village places are resolved first,
-  automatically, as doing them first can never hurt), and only when two or more orders
-  are meaningful; the engine then resolves them in that order, stopping only for the
-  follow-up decisions (tools, card, build, pick). Meaningful (``use_orders``): of two
-  placements of which only one can help the other (bring resources that pay for it, or
-  a tool for its dice), that one first (Reading: never worse, as the player may still
-  decline or pay the same); two that cannot help each other in one fixed order, unless
-  both roll dice that a tool at hand may raise (then seeing one roll first may change
-  where the tools go); two that can help each other in either order. So buildings come
-  after every roll and every card that brings resources. What a roll or a "dice for
-  all" tells the player (rather than gives) is not counted. Timeout: the sensible order
-  (``sensible_order``): a tool card the seat can pay now before the rolls, the rolls
-  with the most valuable resource first, then cards that bring resources, buildings,
-  the other cards.
+- ``order``: what to resolve next in the use turn (the rules: "Die Reihenfolge des
+  Handelns darf der Spieler frei wählen"; village places are resolved first, at the
+  start of the turn, as doing them first can never take anything away). Actions: ``use
+  at=PLACE``, resolve that placement next and be asked again after it (after its roll,
+  its payment) where the order of the rest can still matter; or ``order places=(P1,
+  P2, ...)``, a whole order, played out without asking again, stopping only for the
+  follow-up decisions (tools, card, build, pick). Every order is legal: every ``use``,
+  and every whole order of up to ORDERS_LISTED placements (more: the suggested one,
+  the rest one ``use`` at a time). Asked only when the order can change what the seat
+  may do or know (``order_matters``: some two of its placements depend on each other,
+  ``_depends``: one brings what the other pays with or a tool for its dice, or one
+  shows dice or a card before the other asks something); else the placements are
+  resolved in the sensible order without asking. Timeout, and the first choice: the
+  sensible order (``sensible_order``, a suggestion): a tool card the seat can pay now
+  before the rolls, the rolls with the most valuable resource first, then cards that
+  bring resources, buildings, the other cards. The standing choice ``order``
+  (``sensible``) plays it without asking.
 - ``tools``: after a roll, ``tools use=(t2, t1, S07, ...)`` (tiles by value, one-time
   tools by card) or ``no_tools``; asked only when some unused tool would raise the
   yield. Timeout: the tools of least total value that reach the highest yield (on a tie,
@@ -85,11 +87,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from itertools import combinations, combinations_with_replacement
+from itertools import combinations, combinations_with_replacement, permutations
 from typing import Any, NamedTuple
 
 from engine.core import (
     PLAN_DROPPED,
+    STANDING_OFF,
     Action,
     CardData,
     Decision,
@@ -100,6 +103,7 @@ from engine.core import (
     GameOver,
     IllegalAction,
     InvalidPlan,
+    InvalidStanding,
     JSONObject,
     NotYourTurn,
     PlanClosed,
@@ -107,6 +111,7 @@ from engine.core import (
     Result,
     Rng,
     SetupError,
+    StandingChoice,
     StateCorrupt,
     View,
 )
@@ -216,6 +221,8 @@ class State(NamedTuple):
     end: str | None = None  # buildings | cards | abandoned
     order: tuple[str, ...] = ()  # the use turn's placements still to resolve, in order
     plans: tuple[Plan | None, ...] = ()  # each seat's standing plan or None; () when none has one
+    standing: tuple[tuple[tuple[str, str], ...], ...] = ()  # each seat's standing choices
+    # that are on, as (key, value) pairs by key; () when no seat has one
 
     @property
     def n(self) -> int:
@@ -321,7 +328,7 @@ def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
     if kind == "place":
         return _place_actions(state, seat)
     if kind == "order":
-        return [Action("order", (("places", order),)) for order in use_orders(state, seat)]
+        return _order_actions(state, seat)
     board = state.boards[seat]
     if kind == "tools":
         return [NO_TOOLS, *(Action("tools", (("use", combo),))
@@ -355,8 +362,8 @@ def apply(state: State, seat: int, action: Action) -> tuple[State, list[Event]]:
     events: list[Event] = []
     if kind == "place":
         state = _place(state, seat, action.get("at"), action.get("count"), events)
-    elif kind == "order":
-        state = state._replace(order=action.get("places"))
+    elif kind == "order":  # a whole order, or (``use``) only the placement to use next
+        state = state._replace(order=action.get("places") or (action.get("at"),))
     elif kind == "tools":
         state = _finish_roll(state, seat, action.get("use", ()), events)
     elif kind == "card":
@@ -398,8 +405,8 @@ EMAIL_PAYMENTS = 4  # payment choices an email offers as links; the rest on the 
 def email_choices(state: State, seat: int) -> list[Action]:
     """The choices an email offers as one-click links (the game page has them all): each
     place once (with as many people as fit; the link's confirmation page offers every
-    number, see ``choice_variants``), the sensible order of the use phase and the
-    EMAIL_ORDERS - 1 orders nearest to it (fewest pairs the other way round), no tools or
+    number, see ``choice_variants``), the sensible order of the use phase and
+    each placement to use next (with two left: the two whole orders), no tools or
     the timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
     points) beside the first few ways to pay (cheapest first; for a building, the most
     points first)."""
@@ -416,13 +423,11 @@ def email_choices(state: State, seat: int) -> list[Action]:
     if kind in ("card", "build", "feed"):
         payments = sorted(legal[:-1], key=pay_value, reverse=kind == "build")
         return [*payments[:EMAIL_PAYMENTS], legal[-1]]
-    if kind == "order":
-        best = default_action(state, seat).get("places")
-        return sorted(legal, key=lambda a: _inversions(a.get("places"), best))[:EMAIL_ORDERS]
+    if kind == "order":  # the sensible order, then each placement to use next
+        if len(legal[0].get("places")) == 2:  # with two, "use X next" is a whole order
+            return [legal[0], legal[-1]]
+        return [a for a in legal if a.kind == "use" or a == legal[0]]
     return legal
-
-
-EMAIL_ORDERS = 4  # orders an email offers as links: the sensible one and the nearest
 
 
 def _inversions(order: Sequence[str], model: Sequence[str]) -> int:
@@ -464,8 +469,10 @@ def choice_effect(state: State, seat: int, action: Action) -> Effect:
     if not _is_legal(state, seat, action):
         return {}
     kind = action.kind
-    if kind == "place":
-        at, count = action.get("at"), action.get("count")
+    if kind in ("place", "use"):
+        at = action.get("at")
+        count = action.get("count") if kind == "place" else next(
+            s.count for s in _spots_of(state, seat) if s.place == at)
         resource = YIELD.get(at)
         if resource is not None:
             return {"dice": count, "resource": resource, "per": RESOURCE_VALUE[resource],
@@ -519,8 +526,8 @@ def explain(state: State, seat: int, text: str) -> Explanation:
         return {}
     if kind == "place" and verb == "place":
         return _explain_place(state, seat, rest)
-    if kind == "order" and verb == "order":
-        return _explain_order(state, seat, rest)
+    if kind == "order" and verb in ("order", "use"):
+        return _explain_order(state, seat, verb, rest)
     return {}
 
 
@@ -570,9 +577,14 @@ def _explain_place(state: State, seat: int, words: list[str]) -> Explanation:
     return {"why": "place/count", "at": at, "counts": counts}
 
 
-def _explain_order(state: State, seat: int, words: list[str]) -> Explanation:
-    left = [s.place for s in _spots_of(state, seat)]
-    if not words:
+def _explain_order(state: State, seat: int, verb: str, words: list[str]) -> Explanation:
+    """Why ``order P1 P2 ...`` or ``use P`` is refused: ``order/none`` (no place named),
+    ``order/unknown`` (``word``: not a placement left), ``order/twice`` (``place``),
+    ``order/missing`` (``places`` left out of a whole order), ``order/long`` (a whole
+    order other than the suggested one with more than ``most`` placements: name them one
+    at a time). ``places``: the placements left."""
+    left = list(sensible_order(state, seat))
+    if not words or (verb == "use" and len(words) > 1):
         return {"why": "order/none", "places": left}
     unknown = next((w for w in words if w not in left), None)
     if unknown is not None:
@@ -581,11 +593,11 @@ def _explain_order(state: State, seat: int, words: list[str]) -> Explanation:
     if twice is not None:
         return {"why": "order/twice", "place": twice}
     missing = [p for p in left if p not in words]
-    if missing:
+    if missing and verb == "order":
         return {"why": "order/missing", "places": missing}
-    uses = {u.place: u for u in _uses(state, seat)}
-    normal = _normal_order([uses[w] for w in words], _has_tools(state.boards[seat]))
-    return {"why": "order/never_better", "order": list(normal)}
+    if len(left) > ORDERS_LISTED:
+        return {"why": "order/long", "most": ORDERS_LISTED, "places": left}
+    return {}
 
 
 def _is_legal(state: State, seat: int, action: Action) -> bool:
@@ -679,6 +691,8 @@ def view(state: State, seat: int | None) -> View:
         "feeding": list(state.feeding),
         "order": list(state.order) if seat is not None and seat == state.turn else [],
         "plan": _plan_view(state, seat),
+        "standing": ({} if seat is None or not 0 <= seat < state.n else
+                     {k: standing_of(state, seat, k) for k in STANDING}),
         "boards": boards,
         "winners": list(state.winners), "end": state.end,
         "result": None if end is None else end.to_json(),
@@ -818,6 +832,7 @@ def to_json(state: State) -> JSONObject:
         "plans": [None if p is None else {
             "steps": [[at, PLAN_REST if count == REST else count] for at, count in p.steps],
             "next": p.next} for p in state.plans],
+        **({"standing": _standing_json(state)} if state.standing else {}),
     }
 
 
@@ -846,7 +861,8 @@ def from_json(raw: Mapping[str, Any]) -> State:
             tuple(raw["feeding"]), tuple(raw["home"]), Rng.from_json(raw["rng"]),
             tuple(raw["winners"]), raw["end"],
             tuple(raw.get("order", ())),  # absent in states stored before the order
-            _plans_from_json(raw.get("plans"), len(raw["players"])))
+            _plans_from_json(raw.get("plans"), len(raw["players"])),
+            _standing_from_json(raw.get("standing"), len(raw["players"])))
     except StateCorrupt:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -907,6 +923,12 @@ def check_invariants(state: State) -> None:
             "the chosen order names the placements left, each once")
     need(len(state.plans) in (0, n) and (not state.plans or any(state.plans)),
          "a plan or none for each seat, () when none has one")
+    need(len(state.standing) in (0, n) and (not state.standing or any(state.standing)),
+         "standing choices for each seat, () when none has one")
+    for row in state.standing:
+        need(all(k in STANDING and v in STANDING[k] and v != STANDING_OFF for k, v in row)
+             and list(row) == sorted(set(row)) and len({k for k, _ in row}) == len(row),
+             "standing choices the game offers, each key once")
     plan_places = _plan_places(state)
     for plan in state.plans:
         if plan is None:
@@ -937,10 +959,13 @@ def _advance(state: State, events: list[Event]) -> State:
                 state = _resolve(state._replace(order=rest), state.turn, place, events)
                 continue
             if _spots_of(state, state.turn):
-                orders = use_orders(state, state.turn, limit=2)
-                if len(orders) > 1:
-                    return state  # the seat chooses the order
-                state = state._replace(order=orders[0])
+                best = sensible_order(state, state.turn)
+                if order_matters(state, state.turn):
+                    if standing_of(state, state.turn, "order") != "sensible":
+                        return state  # the seat chooses what to use next, or a whole order
+                    events.append(Event("order_chosen", state.turn, {
+                        "places": list(best), "standing": True}, visible_to=(state.turn,)))
+                state = state._replace(order=best)
                 continue
             nxt = (state.turn + 1) % state.n
             if nxt == state.start:
@@ -1043,12 +1068,16 @@ def _roll_result(state: State, seat: int, place: str, resource: str,
     total = sum(dice)
     extra = sum(_tool_value(t) for t in _tool_ids(board))
     if extra and (total + extra) // value > total // value:
-        return state._replace(step=Step("tools", seat, place, resource, dice))
+        state = state._replace(step=Step("tools", seat, place, resource, dice))
+        use = _standing_tools(state, seat)
+        if use is None:
+            return state  # the seat decides
+        return _finish_roll(state, seat, use, events, standing=True)
     return _gain(state, seat, resource, total // value, place, events)
 
 
 def _finish_roll(state: State, seat: int, use: tuple[str, ...],
-                 events: list[Event]) -> State:
+                 events: list[Event], standing: bool = False) -> State:
     step, resource = _roll(state)
     board = state.boards[seat]
     tools, spent, one_time = list(board.tools), list(board.spent), list(board.one_time)
@@ -1062,7 +1091,8 @@ def _finish_roll(state: State, seat: int, use: tuple[str, ...],
     added = sum(_tool_value(t) for t in use)
     if use:
         events.append(Event("tools_added", seat, {
-            "tiles": tiles, "one_time": [_tool_value(c) for c in cards], "added": added}))
+            "tiles": tiles, "one_time": [_tool_value(c) for c in cards], "added": added,
+            **({"standing": True} if standing else {})}))
     state = _with(state, seat, tools=tuple(sorted(tools, reverse=True)),
                   spent=tuple(sorted(spent, reverse=True)), one_time=tuple(one_time))
     state = state._replace(step=None)
@@ -1270,10 +1300,18 @@ def _begin_feeding(state: State, events: list[Event]) -> State:
         short = board.people - food
         state = _with(state, seat, food=0, short=short)
         events.append(Event("food_short", seat, {"food": food, "short": short}))
-        if sum(board.res) + board.wild >= short:
-            asked.append(seat)
-        else:
+        how = standing_of(state, seat, "feed")
+        if sum(board.res) + board.wild < short:
             state = _starve(state, seat, events)
+        elif how == "pay":
+            pay = _cheapest_pay(state.boards[seat], short)
+            events.append(Event("people_fed_with_resources", seat, {"paid": list(pay),
+                                                                   "standing": True}))
+            state = _with(_pay(state, seat, pay), seat, short=0)
+        elif how == "starve":
+            state = _starve(state, seat, events, standing=True)
+        else:
+            asked.append(seat)
     return state._replace(feeding=tuple(asked))
 
 
@@ -1287,10 +1325,11 @@ def _feed(state: State, seat: int, action: Action, events: list[Event]) -> State
     return _with(state, seat, short=0)
 
 
-def _starve(state: State, seat: int, events: list[Event]) -> State:
+def _starve(state: State, seat: int, events: list[Event], standing: bool = False) -> State:
     board = state.boards[seat]
     events.append(Event("people_starved", seat, {"short": board.short,
-                                                 "points": -STARVE_POINTS}))
+                                                 "points": -STARVE_POINTS,
+                                                 **({"standing": True} if standing else {})}))
     return _with(state, seat, score=board.score - STARVE_POINTS, short=0)
 
 
@@ -1335,193 +1374,117 @@ def _game_over(state: State, why: str, events: list[Event]) -> State:
 
 
 class _Use(NamedTuple):
-    """A placement still to resolve, as the order of the use phase sees it."""
+    """A placement still to resolve, as the order of the use phase sees it: what its
+    resolution may show, ask, cost and bring (village places are resolved first, at the
+    start of the use turn, and never reach here)."""
 
     place: str
-    rank: int  # the canonical place among placements whose order changes nothing
-    village: bool  # resolved first, always (see ``_begin_use``)
-    rolls: bool  # dice that tools may raise: a resource place, a "2 dice" card
-    pays: bool  # costs resources: a civilization card or a building
+    group: int  # the sensible order's group (``sensible_order``), then ``rank``
+    rank: int
+    rolls: bool  # dice to which the seat may add tools: a resource place, a "2 dice" card
+    reveals: bool  # shows what nobody knew: dice (rolls, dice for all), a card drawn (G05)
+    asks: bool  # asks the seat something besides tools: pay or leave (a card or building
+    # it can pay for now), a die to pick (dice for all)
+    pays: bool  # may cost resources: a civilization card or a building
     brings_pay: bool  # may bring resources that pay: Wood to Gold, resources of choice
-    brings_tool: bool  # may bring a tool: a tool step, a one-time tool, dice for all
+    brings_tool: bool  # may bring a tool for a roll: a tool step, a one-time tool
 
 
 ROLL_RANK = ("river", "quarry", "clay", "forest", "hunt")  # the most valuable first
-MAX_ORDERS = 720  # the most orders an order decision lists (see ``use_orders``)
+ORDERS_LISTED = 6  # up to this many placements left, every whole order is a legal action
 
 
 def _uses(state: State, seat: int) -> list[_Use]:
-    """The seat's placements still to resolve, with what each needs and may bring."""
+    """The seat's placements still to resolve, with what each may show, ask, cost and
+    bring."""
     board = state.boards[seat]
-    can_tool = not _at_limit(board, "toolmaker")
+    can_step = not _at_limit(board, "toolmaker")
+    spots = _spots_of(state, seat)
+    rolling = any(s.place in YIELD for s in spots)
+    incoming = any(YIELD.get(s.place, "food") != "food" or (
+        s.place.startswith("card") and data().cards[card_in_slot(state, _slot(s.place))].top
+        in ("resource", "any", "dice", "dice_for_all")) for s in spots)
     out = []
-    for spot in _spots_of(state, seat):
+    for spot in spots:
         place = spot.place
-        if place in VILLAGE:
-            out.append(_Use(place, VILLAGE.index(place) - len(VILLAGE), True, False, False,
-                            False, False))
-        elif place in YIELD:
-            out.append(_Use(place, ROLL_RANK.index(place), False, True, False,
+        if place in VILLAGE:  # (only in a position built by hand: inert, first)
+            out.append(_Use(place, 0, VILLAGE.index(place), *(False,) * 6))
+            continue
+        if place in YIELD:
+            out.append(_Use(place, 2, ROLL_RANK.index(place), True, True, False, False,
                             YIELD[place] != "food", False))
-        elif place.startswith("building"):
-            out.append(_Use(place, len(ROLL_RANK) + _slot(place), False, False, True, False,
-                            False))
-        else:
-            top = data().cards[card_in_slot(state, _slot(place))].top
-            out.append(_Use(place, len(ROLL_RANK) + STACKS + _slot(place), False,
-                            top == "dice", True,
-                            top in ("resource", "any", "dice", "dice_for_all"),
-                            can_tool and top in ("tool_step", "one_time_tool",
-                                                 "dice_for_all")))
+            continue
+        slot = _slot(place)
+        if place.startswith("building"):
+            tile = data().buildings[state.stacks[slot][0]]
+            out.append(_Use(place, 4, slot, False, False,
+                            bool(building_payments(board, tile)), True, False, False))
+            continue
+        top = data().cards[card_in_slot(state, slot)].top
+        payable = bool(payments_of_size(board, slot + 1))
+        tool = top == "one_time_tool" or (can_step and top in ("tool_step", "dice_for_all"))
+        brings = top in ("resource", "any", "dice", "dice_for_all")
+        group = 1 if tool and payable and rolling and top != "dice_for_all" else (
+            3 if brings else 5)
+        live = payable or incoming  # else it is left unpaid, whenever it comes
+        out.append(_Use(place, group, slot, top == "dice",
+                        live and top in ("dice", "dice_for_all", "extra_card"),
+                        payable, True, brings, tool))
     return out
 
 
-def _helps(a: _Use, b: _Use) -> bool:
-    """Whether resolving ``a`` first can give ``b`` more to do: resources to pay ``b``
-    with, or a tool for its dice."""
-    return (a.brings_pay and b.pays) or (a.brings_tool and b.rolls)
+def _depends(a: _Use, b: _Use, tools: bool) -> bool:
+    """Whether resolving ``a`` before ``b`` or after it can change what the seat may do
+    or know (``tools``: a tool may be at hand for a roll this turn): one may bring what
+    the other pays with or adds to its dice; or one shows something new (dice, a card)
+    before the other asks the seat something (to pay or leave, which die, which tools).
+    Placements that only cost resources (two cards, a card and a building) do not
+    depend on each other: in either order the seat may take either, or both if it can
+    pay for both, with the same resources."""
+    def feeds(x: _Use, y: _Use) -> bool:
+        return (x.brings_pay and y.pays) or (x.brings_tool and y.rolls)
+
+    def informs(x: _Use, y: _Use) -> bool:
+        return x.reveals and (y.asks or (y.rolls and tools))
+
+    return feeds(a, b) or feeds(b, a) or informs(a, b) or informs(b, a)
 
 
-def _out_of_order(a: _Use, b: _Use, tools: bool) -> bool:
-    """Whether ``a`` then ``b`` (neighbours; ``tools``: a tool may be at hand when the
-    first of them is resolved) can bring nothing that ``b`` then ``a`` cannot: village
-    places come first; of two placements of which only one can help the other, that one
-    first; two that cannot help each other in the canonical order (``rank``), unless
-    both roll dice a tool at hand may raise (seeing one roll first may change where the
-    tools go). Two that can help each other come in either order."""
-    if a.village or b.village:
-        return b.village and (not a.village or b.rank < a.rank)
-    if a.rolls and b.rolls and tools:
-        return False
-    ab, ba = _helps(a, b), _helps(b, a)
-    if ab != ba:
-        return ba
-    return not ab and b.rank < a.rank
-
-
-def _fault(order: Sequence[_Use], at_hand: Sequence[bool]) -> tuple[int, int] | None:
-    """A move that makes ``order`` never worse, or canonical, among the moves that end at
-    its last placement: ``(i, j)``, take the placement at ``i`` and put it at ``j``; None
-    for none. ``at_hand[k]``: whether a tool may be at hand before ``order[k]``. The
-    moves: two neighbours out of order (``_out_of_order``) swapped; the last placement
-    moved before placements none of which can help it, nor roll while a tool may be at
-    hand when it rolls too, if it can help one of them; a placement moved after all
-    those behind it, if it can help none of them, nor compete for a tool with them, and
-    one of them can help it."""
-    last = len(order) - 1
-    if last < 1:
-        return None
-    u = order[last]
-    if _out_of_order(order[last - 1], u, at_hand[last - 1]):
-        return (last, last - 1)
-    for k in range(last - 1, -1, -1):
-        s = order[k]
-        if _helps(s, u) or (u.rolls and s.rolls and at_hand[k]):
-            break
-        if _helps(u, s):
-            return (last, k)
-    for i in range(last - 1, -1, -1):
-        a, gain = order[i], False
-        for k in range(i + 1, last + 1):
-            s = order[k]
-            if _helps(a, s) or (a.rolls and s.rolls and at_hand[k]):
-                break
-            gain = gain or _helps(s, a)
-        else:
-            if gain:
-                return (i, last)
-    return None
-
-
-def _orders(uses: Sequence[_Use], tools: bool, limit: int) -> list[tuple[str, ...]]:
-    """The full orders of ``uses`` that no move of ``_fault`` improves, in canonical
-    order (by ``rank``); at most ``limit`` of them."""
-    out: list[tuple[str, ...]] = []
-    items = sorted(uses, key=lambda u: u.rank)
-    chosen: list[_Use] = []
-    at_hand = [tools]  # whether a tool may be at hand before each chosen placement
-
-    def extend() -> None:
-        if len(chosen) == len(items):
-            out.append(tuple(u.place for u in chosen))
-            return
-        for u in items:
-            if len(out) >= limit:
-                return
-            if u in chosen:
-                continue
-            chosen.append(u)
-            at_hand.append(at_hand[-1] or u.brings_tool)
-            if _fault(chosen, at_hand) is None:
-                extend()
-            chosen.pop()
-            at_hand.pop()
-
-    extend()
-    return out
+def order_matters(state: State, seat: int) -> bool:
+    """Whether the order in which ``seat`` resolves its placements left can change what
+    it may do or know (``_depends`` for some two of them): only then is it asked."""
+    uses = _uses(state, seat)
+    board = state.boards[seat]
+    tools = _has_tools(board) or any(u.brings_tool for u in uses)
+    return any(_depends(a, b, tools) for i, a in enumerate(uses) for b in uses[i + 1:])
 
 
 def _has_tools(board: Board) -> bool:
     return bool(board.tools or board.one_time)
 
 
-def use_orders(state: State, seat: int, limit: int = MAX_ORDERS) -> list[tuple[str, ...]]:
-    """The meaningful orders in which ``seat`` may resolve its placements left, in
-    canonical order: the legal ``order`` actions. Placements that can help one another
-    come in either order, the rest in the one order that is never worse (see
-    ``_out_of_order`` and the module docstring). At most ``limit`` (MAX_ORDERS: only ten
-    placements of which many can help one another have more; the sensible order is
-    always among them)."""
-    found = _orders(_uses(state, seat), _has_tools(state.boards[seat]), limit)
-    if len(found) == limit == MAX_ORDERS:
-        sensible = sensible_order(state, seat)
-        if sensible not in found:
-            found[-1] = sensible
-    return found
-
-
-def _normal_order(uses: Sequence[_Use], tools: bool) -> tuple[str, ...]:
-    """``uses`` (a full order) moved by ``_fault`` until no move applies: a meaningful
-    order that can do all that ``uses`` can."""
-    order = list(uses)
-    moved = True
-    while moved:
-        moved = False
-        at_hand = [tools]
-        for u in order:
-            at_hand.append(at_hand[-1] or u.brings_tool)
-        for end in range(2, len(order) + 1):
-            move = _fault(order[:end], at_hand)
-            if move is not None:
-                order.insert(move[1], order.pop(move[0]))
-                moved = True
-                break
-    return tuple(u.place for u in order)
-
-
 def sensible_order(state: State, seat: int) -> tuple[str, ...]:
-    """The order offered first and played at a timeout: a tool card the seat can pay
-    now before the rolls it may raise, then the rolls (the most valuable resource
-    first), then the cards that bring resources, the buildings, the other cards; made
-    meaningful (``_normal_order``)."""
-    board = state.boards[seat]
-    uses = _uses(state, seat)
-    rolling = any(u.rolls for u in uses)
+    """The order offered first and played at a timeout (a suggestion: any order is
+    legal): a tool card the seat can pay now before the rolls it may raise, then the
+    rolls (the most valuable resource first), the cards that bring resources, the
+    buildings, the other cards."""
+    return tuple(u.place for u in sorted(_uses(state, seat), key=lambda u: (u.group, u.rank)))
 
-    def tool_card(u: _Use) -> bool:  # a tool step or a one-time tool, payable now
-        return (u.brings_tool and not u.rolls and bool(payments_of_size(board, _slot(u.place) + 1))
-                and data().cards[card_in_slot(state, _slot(u.place))].top != "dice_for_all")
 
-    def key(u: _Use) -> tuple[int, int]:
-        if u.village:
-            return (0, u.rank)
-        if rolling and tool_card(u):
-            return (1, u.rank)
-        if u.rolls and not u.pays:
-            return (2, u.rank)
-        return (3, u.rank)
-
-    return _normal_order(sorted(uses, key=key), _has_tools(board))
+def _order_actions(state: State, seat: int) -> list[Action]:
+    """The ``order`` decision's actions: the sensible whole order first; then ``use`` of
+    each placement left (resolve it next and be asked again after it, where the order
+    of the rest can still matter), in the sensible order; then every other whole order
+    (up to ORDERS_LISTED placements; with more, any order is played one ``use`` at a
+    time), nearest to the sensible one first."""
+    best = sensible_order(state, seat)
+    out = [Action("order", (("places", best),))]
+    out += [Action("use", (("at", p),)) for p in best]
+    if len(best) <= ORDERS_LISTED:
+        others = sorted((o for o in permutations(best) if o != best),
+                        key=lambda o: _inversions(o, best))
+        out += [Action("order", (("places", o),)) for o in others]
+    return out
 
 
 # --------------------------------------------------------------------------- plans
@@ -1720,6 +1683,102 @@ def _step_blocked(state: State, seat: int, legal: list[Action], at: str,
     return None
 
 
+# --------------------------------------------------------------------------- standing choices
+
+STANDING: dict[str, tuple[str, ...]] = {
+    "tools": (STANDING_OFF, "tiles", "all"),
+    "feed": (STANDING_OFF, "pay", "starve"),
+    "order": (STANDING_OFF, "sensible"),
+}
+"""The standing choices (the ``Standing`` hook) and their values, none on at the start:
+
+- ``tools`` after a roll that some unused tool would raise: ``all``, the tools that
+  reach the highest yield with the fewest pips wasted (as the timeout does: tiles before
+  one-time tools on a tie); ``tiles``, the same among the permanent tiles only, and only
+  where no one-time tool could bring more (else the seat is asked).
+- ``feed`` when Food is short and resources could pay the rest: ``pay``, with the
+  fewest resources of choice, then the least valuable (Wood, Brick, Stone, Gold);
+  ``starve``, keep the resources and lose 10 points.
+- ``order`` where the order of the use turn can matter: ``sensible``, the sensible
+  order (``sensible_order``) as a whole.
+
+Each decides where it applies: the move is played inside ``apply`` with ``standing`` in
+its event's data (``tools_added``, ``people_fed_with_resources``, ``people_starved``;
+``order_chosen``, visible to the seat only), and no decision opens."""
+
+
+def standing_of(state: State, seat: int, key: str) -> str:
+    """``seat``'s standing choice ``key``, STANDING_OFF for none."""
+    if not state.standing:
+        return STANDING_OFF
+    return dict(state.standing[seat]).get(key, STANDING_OFF)
+
+
+def standing_form(state: State, seat: int) -> list[StandingChoice] | None:
+    """The standing choices ``seat`` may set, with its values (the ``Standing`` hook);
+    None once the game is over or for a seat not in the game."""
+    if state.phase == "over" or not 0 <= seat < state.n:
+        return None
+    return [{"key": key, "options": list(options), "value": standing_of(state, seat, key)}
+            for key, options in STANDING.items()]
+
+
+def set_standing(state: State, seat: int, key: str, value: str) -> tuple[State, list[Event]]:
+    """Set ``seat``'s standing choice ``key`` to ``value`` (the ``Standing`` hook); event
+    ``standing_set`` (``key``, ``value``), visible to the seat only; none when it had that
+    value already. Plays nothing. Raises GameOver once the game is over,
+    InvalidStanding for a seat, key or value not offered."""
+    if state.phase == "over":
+        raise GameOver("the game is over")
+    if not isinstance(key, str) or key not in STANDING or not 0 <= seat < state.n:
+        raise InvalidStanding(f"no standing choice {key!r}", key=str(key)[:40],
+                              value=str(value)[:40])
+    if not isinstance(value, str) or value not in STANDING[key]:
+        raise InvalidStanding(f"{key} takes {STANDING[key]}", key=key,
+                              value=str(value)[:40], options=list(STANDING[key]))
+    if standing_of(state, seat, key) == value:
+        return state, []
+    mine = dict(state.standing[seat]) if state.standing else {}
+    mine[key] = value
+    rows = list(state.standing or ((),) * state.n)
+    rows[seat] = tuple(sorted((k, v) for k, v in mine.items() if v != STANDING_OFF))
+    standing = () if not any(rows) else tuple(rows)
+    return (state._replace(standing=standing),
+            [Event("standing_set", seat, {"key": key, "value": value}, visible_to=(seat,))])
+
+
+def _standing_tools(state: State, seat: int) -> tuple[str, ...] | None:
+    """The tools ``seat``'s standing choice adds to the open roll (``STANDING``), or None
+    when it has none or it cannot decide (``tiles``, where a one-time tool could bring
+    more)."""
+    how = standing_of(state, seat, "tools")
+    if how == STANDING_OFF:
+        return None
+    step, resource = _roll(state)
+    value = RESOURCE_VALUE[resource]
+    key = _tools_key(sum(step.dice), value)
+    sets = [(), *_tool_sets(state.boards[seat])]
+    best = min(sets, key=key)
+    if how == "all":
+        return best
+    tiles = min((c for c in sets if all(t.startswith("t") for t in c)), key=key)
+    return tiles if key(tiles)[0] == key(best)[0] and tiles else None
+
+
+def _standing_json(state: State) -> list[dict[str, str]] | None:
+    return [dict(row) for row in state.standing] if state.standing else None
+
+
+def _standing_from_json(raw: Any, n: int) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """The stored standing choices (absent in states stored before them: none)."""
+    if not raw:
+        return ()
+    if not isinstance(raw, list) or len(raw) != n or not all(
+            isinstance(row, dict) for row in raw):
+        raise StateCorrupt("standing choices: a mapping for each seat")
+    return tuple(tuple(sorted(row.items())) for row in raw)
+
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -1872,16 +1931,30 @@ def _best_tools(state: State, legal: list[Action]) -> Action:
     """The fewest tools reaching the highest yield: the least tool value, permanent
     tiles before one-time tools."""
     step, resource = _roll(state)
-    value = RESOURCE_VALUE[resource]
-    total = sum(step.dice)
+    key = _tools_key(sum(step.dice), RESOURCE_VALUE[resource])
+    return min(legal, key=lambda a: key(a.get("use", ())))
 
-    def key(action: Action) -> tuple[int, int, int, int]:
-        tools = action.get("use", ())
+
+def _tools_key(total: int, value: int) -> Any:
+    """The order of tool sets for a roll of ``total`` pips of a resource worth ``value``:
+    the highest yield, then the fewest pips wasted (the least tool value), then
+    permanent tiles before one-time tools, then the fewest tools."""
+    def key(tools: Sequence[str]) -> tuple[int, int, int, int]:
         added = sum(_tool_value(t) for t in tools)
         one_time = sum(1 for t in tools if not t.startswith("t"))
         return (-((total + added) // value), added, one_time, len(tools))
 
-    return min(legal, key=key)
+    return key
+
+
+def _cheapest_pay(board: Board, size: int) -> tuple[str, ...]:
+    """The payment of ``size`` resources that spends the fewest resources of choice,
+    then the least valuable (Wood first, then Brick, Stone, Gold)."""
+    def key(pay: tuple[str, ...]) -> tuple[int, int]:
+        wild = sum(max(0, pay.count(r) - board.res[i]) for i, r in enumerate(PAYABLE))
+        return (wild, sum(RESOURCE_VALUE[r] for r in pay))
+
+    return min(payments_of_size(board, size), key=key)
 
 
 def pay_value(action: Action) -> int:

@@ -11,7 +11,9 @@ What a seat cannot know, and is drawn anew for each world (``determinise``):
   under the tops, each stack keeping its length;
 - the dice still to come: the state's random source is replaced by a fresh one;
 - the order in which another seat chose to resolve its placements (``order``, shown to
-  that seat only): it is forgotten, so that seat chooses again in the rollout.
+  that seat only): it is forgotten, so that seat chooses again in the rollout;
+- the standing choices of the other seats (each seat sees only its own): they are
+  forgotten, so those seats decide in the rollout.
 The other cards of opponents are known to a player who watched them being taken (they were
 open in the display), so they stay as they are.
 
@@ -77,8 +79,10 @@ def determinise(state: State, seat: int, rng: random.Random) -> State:
         stacks.append((st[0], *tiles[at:at + under]) if st else ())
         at += under
     order = state.order if state.turn == seat else ()
+    standing = tuple(row if s == seat else () for s, row in enumerate(state.standing))
     return state._replace(boards=tuple(boards), pile=pile, stacks=tuple(stacks),
-                          rng=Rng(rng.getrandbits(62)), order=order)
+                          rng=Rng(rng.getrandbits(62)), order=order,
+                          standing=standing if any(standing) else ())
 
 
 def candidates(state: State, seat: int, legal: list[Action], rng: random.Random,

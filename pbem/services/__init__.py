@@ -113,6 +113,7 @@ from pbem.services.playing import (
     act_from_page,
     describe_token,
     set_plan,
+    set_standing,
 )
 from pbem.services.plumbing import LANGUAGES, MAIL_QUEUED, OUTBOX_CHANNEL
 from pbem.services.reading import (
@@ -141,7 +142,7 @@ __all__ = [
     "take_back", "take_back_offer_for",
     # playing
     "BOT_MOVES_IN_A_ROW", "Outcome", "act_by_token", "act_from_page",
-    "describe_token", "set_plan",
+    "describe_token", "set_plan", "set_standing",
     # deadlines
     "Due", "due_bot_moves", "due_reminders", "due_timeouts", "play_bot", "play_bots_due",
     "remind_due", "send_reminder", "time_out", "time_out_due",

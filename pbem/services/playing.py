@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -262,6 +263,45 @@ def set_plan(page_raw: str, plan: str) -> bool:
         seat = get_row(s, Seat, token.seat_id)
         mod = get_game(game.engine)
         state, events = _planned(mod, load_state(mod, game), seat.position, plan, "plan")
+        if not events:
+            return False
+        _commit_state(s, game, mod, state, events, seats_of(s, game.id), played=True)
+        return True
+
+
+MAX_STANDING = 12  # more standing choices than any game offers
+
+
+def set_standing(page_raw: str, choices: Mapping[str, str]) -> bool:
+    """The standing-choices form of a seat's game page (a game with the ``Standing``
+    hook): set each ``key`` to its ``value`` (STANDING_OFF: none), all in one
+    transaction like ``set_plan``, at any time while the game runs; nothing is played
+    and no decision opens or closes (an open one stays open: the player makes it).
+    False when nothing changed. IllegalMove (kind ``standing``) with the game's reason
+    for a key or value it does not offer, or for a game without standing choices;
+    WrongState for a game not running or paused."""
+    if not choices or len(choices) > MAX_STANDING:
+        raise IllegalMove("standing/none" if not choices else "form/too_long", "standing")
+    with session_scope() as s:
+        token = live_token(s, page_raw, TokenKind.PAGE)
+        game = lock_game(s, token.game_id)
+        if game.status != GameStatus.ACTIVE:
+            raise WrongState(gettext("the game is not running"), game_id=game.id)
+        if game.paused_at is not None:
+            raise WrongState(gettext("the host has paused the game; try again when it "
+                                     "resumes"), game_id=game.id)
+        seat = get_row(s, Seat, token.seat_id)
+        mod = get_game(game.engine)
+        hook = getattr(mod, "set_standing", None)
+        if hook is None:
+            raise IllegalMove("standing/closed", "standing")
+        state, events = load_state(mod, game), []
+        for key, value in choices.items():
+            try:
+                state, said = hook(state, seat.position, key, value)
+            except EngineError as exc:
+                raise IllegalMove(exc.code, "standing", exc.data) from None
+            events += said
         if not events:
             return False
         _commit_state(s, game, mod, state, events, seats_of(s, game.id), played=True)

@@ -242,6 +242,11 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
         "plan_form": (mod.plan_form(state, position) if hasattr(mod, "plan_form")
                       and state is not None and position is not None
                       and game.status == GameStatus.ACTIVE else None),
+        # the seat's standing choices (a game that offers them; else None)
+        "standing_form": (mod.standing_form(state, position)
+                          if hasattr(mod, "standing_form") and state is not None
+                          and position is not None
+                          and game.status == GameStatus.ACTIVE else None),
     }
 
 

@@ -204,6 +204,25 @@ def plan(raw: str):
     return show_game_page(raw, notice=notice)
 
 
+@bp.post("/g/<raw>/standing")
+def standing(raw: str):
+    """The seat's standing choices (a game that offers them): one ``standing.<key>`` field
+    a choice, its value (``off``: none). The page again, saying what changed or what was
+    wrong."""
+    require_sig(raw)
+    form = request.form
+    choices = {name.removeprefix("standing."): value for name, value in form.items()
+               if name.startswith("standing.")}
+    try:
+        changed = services.set_standing(raw, choices)
+    except IllegalMove as exc:
+        return show_game_page(raw, 400, refusal=exc)
+    notice = (lazy_gettext("Your standing choices are saved; they decide from your next "
+                           "decision of their kind on.") if changed
+              else lazy_gettext("Your standing choices are as they were."))
+    return show_game_page(raw, notice=notice)
+
+
 MAX_PLAN_ROWS = 12  # more rows than any game's plan form has
 
 

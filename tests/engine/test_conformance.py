@@ -19,6 +19,11 @@ engine contract (engine/core.py, DESIGN.md) at every decision:
   open decision, tells only that seat, round-trips through JSON, keeps the invariants,
   shows in no other seat's view, and the game plays on from it; words that name no
   step are refused with InvalidPlan; a finished game refuses plans with PlanClosed;
+- a game with standing choices (the optional ``Standing`` hook): its form is JSON data,
+  every value ``off`` to begin with; a random value of each, set at any decision point
+  for any seat, changes no open decision, tells only that seat, round-trips through
+  JSON, keeps the invariants, shows in no other seat's view, and the game plays on from
+  it; a key or value not offered is refused with InvalidStanding;
 - the game-specific invariants hold (for Cavemen: every card in one place, no negative
   Food or Teeth, no tribe above its population, ...);
 - state JSON round-trips exactly both ways, also through ``json.dumps``/``json.loads``;
@@ -54,6 +59,7 @@ from hypothesis import strategies as st
 from engine import cavemen, stoneage
 from engine.cavemen.bots import BOTS as CAVEMEN_BOTS
 from engine.core import (
+    STANDING_OFF,
     Action,
     Decision,
     EngineError,
@@ -61,6 +67,7 @@ from engine.core import (
     GameOver,
     IllegalAction,
     InvalidPlan,
+    InvalidStanding,
     NotYourTurn,
     PlanClosed,
     Result,
@@ -243,6 +250,8 @@ def check_decision_point(spec: GameSpec, state: Any, rng: random.Random, sample:
         check_seat(spec, state, seat, rng, sample, refused)
     if hasattr(game, "set_plan"):
         check_plans(spec, state, rng.randrange(n), rng, refused)
+    if hasattr(game, "set_standing"):
+        check_standing(spec, state, rng.randrange(n), rng, refused)
     assert game.to_json(state) == snapshot, "apply changed the state it was given"
     for seat in [*(s for s in range(n) if s not in seats), -1, n]:
         action = game.default_action(state, decisions[0].seat)
@@ -333,6 +342,37 @@ def check_plans(spec: GameSpec, state: Any, seat: int, rng: random.Random,
         game.set_plan(state, seat, "no_such_place 1")
     assert bad.value.code == "plan/invalid"
     refused["plan"] += 1
+
+
+def check_standing(spec: GameSpec, state: Any, seat: int, rng: random.Random,
+                   refused: Counter) -> None:
+    """The ``Standing`` hook at a decision point, for ``seat`` (see the module
+    docstring)."""
+    game = spec.game
+    form = game.standing_form(state, seat)
+    assert form is not None and json.loads(json.dumps(form)) == form
+    assert all(c["options"][0] == STANDING_OFF and c["value"] in c["options"] for c in form)
+    new = state
+    for choice in form:
+        before = random.getstate()
+        new, events = game.set_standing(new, seat, choice["key"],
+                                        rng.choice(choice["options"]))
+        assert random.getstate() == before, "set_standing used global random"
+        assert all(e.visible_to == (seat,) for e in events)
+        check_events(events, len(state.players))
+    assert game.pending(new) == game.pending(state), "a standing choice opened or closed a decision"
+    spec.check_state(new)
+    assert_json_round_trip(game, new)
+    for other in (*(s for s in _seats(state) if s != seat), None):
+        assert game.view(new, other) == game.view(state, other), "a choice shows to another"
+    decision = game.pending(new)[0]
+    played, _ = game.apply(new, decision.seat, game.default_action(new, decision.seat))
+    spec.check_state(played)
+    assert_json_round_trip(game, played)
+    with pytest.raises(InvalidStanding) as bad:
+        game.set_standing(state, seat, form[0]["key"], "no_such_value")
+    assert bad.value.code == "standing/invalid"
+    refused["standing"] += 1
 
 
 def check_game_over(spec: GameSpec, state: Any, last_legal: Sequence[Action]) -> None:

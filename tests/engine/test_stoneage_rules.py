@@ -328,10 +328,11 @@ def test_placement_ends_when_nobody_can_place_and_the_use_phase_begins():
     assert events[:2] == [ev("people_placed", 1, place="card1", count=1),
                           ev("placement_over", round=2)]
     assert state.phase == "use"
-    # no tools, so the rolls go in one order, and before the card they may pay for
-    assert kinds(events)[2:] == ["dice_rolled", "resources_gained"] * 2
-    assert [e.data["place"] for e in events if e.kind == "dice_rolled"] == ["clay", "forest"]
-    assert pending(state) == [Decision(1, "card", (("place", "card1"),))]
+    # the rolls may bring what pays for the card: seat 1 chooses what to use first
+    assert kinds(events)[2:] == []
+    assert pending(state) == [Decision(1, "order", (("places", ("forest", "clay",
+                                                                "card1")),))]
+    assert default_action(state, 1) == order("clay", "forest", "card1")
 
 
 def test_hunting_grounds_take_any_number_of_people_of_every_player():
@@ -496,7 +497,8 @@ def test_the_player_chooses_the_order_of_his_placements():
     state = build(board(tools=(1,)), board(), phase="use", turn=0,
                   spots=[("forest", 0, 2), ("hunt", 0, 1)], rng=rolling((3,), (6, 6)))
     assert pending(state) == [Decision(0, "order", (("places", ("forest", "hunt")),))]
-    assert legal_actions(state, 0) == [order("forest", "hunt"), order("hunt", "forest")]
+    assert legal_actions(state, 0) == [order("forest", "hunt"), Action.of("use", at="forest"),
+                                       Action.of("use", at="hunt"), order("hunt", "forest")]
     state, events = apply(state, 0, order("hunt", "forest"))
     assert events == [ev("dice_rolled", 0, place="hunt", dice=[3], total=3)]
     state, events = apply(state, 0, NO_TOOLS)

@@ -15,8 +15,8 @@ def test_each_games_words_load_and_german_has_a_verb_for_every_kind(game):
     assert "de" in words
     kinds = {"cavemen": ("bid", "pass", "forage", "recruit", "explore", "hunt", "invent",
                          "lose", "discard"),
-             "stoneage": ("place", "order", "tools", "no_tools", "take", "decline", "build",
-                          "pick", "feed", "starve")}[game.NAME]
+             "stoneage": ("place", "order", "use", "tools", "no_tools", "take", "decline",
+                          "build", "pick", "feed", "starve")}[game.NAME]
     assert all(kind in words["de"] for kind in kinds)
 
 

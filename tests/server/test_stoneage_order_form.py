@@ -1,7 +1,8 @@
-"""The order of Stone Age's use phase on the game page (issue 20, 1a): a few orders as
-choices, the sensible one first; many as a place for each position, the sensible order
-filled in; what the player enters is recorded exactly, or refused with the reason and
-nothing written; the orders read in the player's language."""
+"""The order of Stone Age's use phase on the game page (issue 31, 1): the place to use
+next (each placement left), the suggested whole order, or an order of the player's own
+(a place for each position, the suggestion filled in); any order is accepted; what the
+player enters is recorded exactly, or refused with the reason and nothing written; the
+choices read in the player's language."""
 
 from __future__ import annotations
 
@@ -46,52 +47,51 @@ def selected(html: str) -> list[str]:
     return re.findall(r'<option value="(\w+)" selected>', html)
 
 
-def test_a_few_orders_are_offered_as_choices_the_sensible_one_first(app, game, client):
+def test_each_place_to_use_next_and_the_suggested_order_are_choices(app, game, client):
     seat = game.put(few_orders())
     html = client.get(game.pages[seat]).get_data(as_text=True)
     form = decision_form(html)
-    assert form.radios["choice"] == ["order quarry hunt", "order hunt quarry"]
-    assert "Use Quarry, then Hunting grounds" in html
-    status, html = game.post(seat, {"choice": "order hunt quarry"})
+    assert form.radios["choice"] == ["use quarry", "use hunt", "order quarry hunt", "order"]
+    assert "All in the suggested order: Quarry, then Hunting grounds" in html
+    assert "Use Quarry next: 2 dice, about 1 Stone (1 per 5 pips)" in html
+    status, html = game.post(seat, {"choice": "use hunt"})
     assert status == 200, text_of(html, "error")
-    assert game.recorded()[-1] == {"kind": "order", "places": ["hunt", "quarry"]}
+    assert game.recorded()[-1] == {"kind": "use", "at": "hunt"}
 
 
-def test_many_orders_are_a_place_for_each_position_with_the_sensible_order_filled_in(
+def test_an_order_of_the_players_own_is_a_place_for_each_position_the_suggestion_filled_in(
         app, game, client):
     state = many_orders()
-    assert len(rules.legal_actions(state, 0)) == 24
+    assert len(rules.legal_actions(state, 0)) == 1 + 5 + 119
     seat = game.put(state)
     html = client.get(game.pages[seat]).get_data(as_text=True)
-    form = decision_form(html)
-    assert form.hidden["kind"] == "order" and "choice" not in form.radios
     assert html.count('<select name="order.word">') == 5
     assert selected(html) == ["river", "clay", "forest", "hunt", "building1"]
-    places = ["hunt", "forest", "river", "clay", "building1"]
-    status, html = game.post(seat, {"kind": "order", "order.word": places})
+    places = ["building1", "hunt", "forest", "river", "clay"]  # the old engine refused it
+    status, html = game.post(seat, {"choice": "order", "order.word": places})
     assert status == 200, text_of(html, "error")
     assert game.recorded()[-1] == {"kind": "order", "places": places}
 
 
 @pytest.mark.parametrize(("places", "refusal"), [
-    (["building1", "river", "clay", "forest", "hunt"],
-     "That order can bring you nothing that this one cannot: River, then Clay pit, then "
-     "Forest, then Hunting grounds, then building stack 1. Choose it, or another order "
-     "offered."),
     (["river", "river", "forest", "hunt", "building1"],
      "You chose River twice: choose each of your places once."),
+    (["river", "forest", "hunt", "building1", "toolmaker"],
+     "Choose only places where you still have people: River, Clay pit, Forest, Hunting "
+     "grounds, building stack 1."),
 ])
-def test_an_order_not_offered_is_refused_with_the_reason_and_kept_on_the_form(
+def test_an_order_that_is_no_order_of_the_places_is_refused_with_the_reason_and_kept(
         app, game, places, refusal):
     seat = game.put(many_orders())
     before = snapshot(app)
-    status, html = game.post(seat, {"kind": "order", "order.word": places})
+    status, html = game.post(seat, {"choice": "order", "order.word": places})
     assert (status, text_of(html, "error")) == (400, refusal)
     assert snapshot(app) == before
-    assert selected(html) == places  # the form as it was entered
+    # the form as it was entered (a forged place has no option to show)
+    assert selected(html) == [p for p in places if p != "toolmaker"]
 
 
-def test_the_orders_read_in_german(make_app, inbox_for=None):
+def test_the_choices_read_in_german(make_app, inbox_for=None):
     from tests.server.helpers import Inbox
 
     app = make_app(FOLLOW_UP_MINUTES=0)
@@ -102,5 +102,5 @@ def test_the_orders_read_in_german(make_app, inbox_for=None):
     game = Position(app, client, inbox, created.game_id)
     seat = game.put(few_orders())
     html = client.get(game.pages[seat]).get_data(as_text=True)
-    assert "In welcher Reihenfolge nutzt du deine Orte?" in html
-    assert "Steinbruch, dann Jagdgründe nutzen" in html
+    assert "Welchen Ort nutzt du als Nächstes?" in html
+    assert "Alle in der vorgeschlagenen Reihenfolge: Steinbruch, dann Jagdgründe" in html
