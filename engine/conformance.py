@@ -17,10 +17,12 @@ from engine.core import (
     HasCatalog,
     HasRounds,
     OffersVariants,
+    OrdersCommands,
     Plans,
     Ranks,
     Reveals,
     Searches,
+    SpeaksCommands,
     Standing,
     Stats,
     Translates,
@@ -37,6 +39,7 @@ _cavemen_rounds: HasRounds = cavemen
 _cavemen_places: Ranks[cavemen.State] = cavemen
 _cavemen_reveals: Reveals[cavemen.State] = cavemen
 _cavemen_search: Searches = cavemen
+_cavemen_words: SpeaksCommands[cavemen.State] = cavemen
 
 STONEAGE: Game[stoneage.State] = stoneage
 _stoneage_stats: Stats[stoneage.State] = stoneage.stats
@@ -51,3 +54,5 @@ _stoneage_standing: Standing[stoneage.State] = stoneage
 _stoneage_places: Ranks[stoneage.State] = stoneage
 _stoneage_reveals: Reveals[stoneage.State] = stoneage
 _stoneage_search: Searches = stoneage
+_stoneage_words: SpeaksCommands[stoneage.State] = stoneage
+_stoneage_commands: OrdersCommands[stoneage.State] = stoneage

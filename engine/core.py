@@ -4,9 +4,10 @@ A game is a module that offers :class:`Game`, the one statement of the contract:
 member with its types and meaning. The optional hooks after it (:class:`Explains`,
 :class:`OffersVariants`, :class:`DescribesCards`, :class:`HasCatalog`,
 :class:`Translates`, :class:`TranslatesViews`, :class:`HasRounds`, :class:`Plans`,
-:class:`Standing`) are members a game may add; the server finds each with
-``getattr(mod, name, None)``. ``engine/conformance.py`` has mypy check every game module
-against them; ``tests/engine/test_conformance.py`` plays them.
+:class:`Standing`, :class:`SpeaksCommands`, :class:`OrdersCommands`) are members a game
+may add; the server finds each with ``getattr(mod, name, None)``. ``engine/conformance.py``
+has mypy check every game module against them; ``tests/engine/test_conformance.py`` plays
+them.
 
 Nothing here knows a clock, a database or I/O.
 """
@@ -672,6 +673,28 @@ class HasRounds(Protocol):
     def ROUND_EVENT(self) -> str:
         """The kind of the event that begins a round, with its number in its data
         (``{"round": 3}``)."""
+
+
+class SpeaksCommands(Protocol[S_contra]):
+    """``command_words``: the words of reply commands in the reader's language
+    (``pbem/commands.py``; a game keeps them in a words file, ``engine/words.py``).
+    Without it, commands are listed in the notation's words (printed names for ids that
+    read as codes) in every language."""
+
+    def command_words(self, state: S_contra, lang: str) -> Mapping[str, tuple[str, ...]]:
+        """Each word of the notation (a kind of move, or a fixed word a move names) that
+        has words in ``lang``: its words there, the first the one an email lists; each
+        one lower-case word, none standing for two notation words. Empty for a language
+        without words. The notation's own words are read in every language."""
+
+
+class OrdersCommands(Protocol[S_contra]):
+    """``command_order``: the order of an email's list of reply commands, which shows
+    the first ones only when there are many (``pbem/commands.py``). Without it: what a
+    timeout plays, the email's one-click choices, then the legal order."""
+
+    def command_order(self, state: S_contra, seat: int) -> list[Action]:
+        """Every legal action of ``seat``'s open decision, each once, most useful first."""
 
 
 def listed(action: Action, legal: Iterable[Action]) -> bool:

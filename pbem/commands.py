@@ -1,21 +1,37 @@
-"""Typed commands (a reply by email) in the game's notation, with printed names.
+"""Typed commands (a reply by email) in the game's notation, in the reader's words.
 
-The engine's notation names things by id (``recruit H03 teeth``, ``place forest 3``).
-A player reads names (the Wise Woman, the Forest, in their language), so a typed
-command may name a thing by its printed name, in English or the reader's language, or
-by a unique run of words of it, each shortened to a prefix (``hunt mammoth`` for the
-Woolly Mammoth, ``place 3 wald``). ``read_command`` puts the ids back for those names
-and hands the words to the engine's ``parse_action``, which matches them against the
-legal actions (case-insensitive, unique prefixes, any order after the first word) and
-never completes a move: a payment, a count or a card the player did not name is
-refused (IncompleteAction), never guessed. ``command_list`` says the commands a player
-may type now, in the same words. Nothing here writes anything.
+The engine's notation names things by id, in English words (``recruit H03 teeth``,
+``place forest 3``). A player reads names (the Wise Woman, the Forest, in their
+language) and, from a game that gives them (``command_words``), verbs and fixed words of
+their language (``setze wald 3``). A typed command may use any of these: the notation's
+words, the reader's words or English ones, a printed name in the reader's language or in
+English, or a unique run of words of a name, each shortened to a prefix (``hunt
+mammoth`` for the Woolly Mammoth, ``place 3 wald``); a verb of a language other than the
+notation's is read in full or from its first MIN_VERB_PREFIX letters (so that "Wir ..."
+is table talk, not ``wirb``), and a letter with an umlaut may be written without it
+(``huette``, ``hutte``). ``read_command`` puts the notation back and hands the words to
+the engine's ``parse_action``, which matches them against the legal actions
+(case-insensitive, unique prefixes, any order after the first word) and never completes
+a move: a payment, a count or a card the player did not name is refused
+(IncompleteAction), never guessed.
+
+``listed_commands`` says the commands a player may type now, in the reader's words, every
+line exactly legal: one command, or, for moves that differ only in their last number, one
+line offering each of those numbers (``place forest 1 | 2 | 3``: ``expand_line``); the
+most useful first (the game's ``command_order``), at most MAX_LISTED lines, and how many
+moves are left for the game page. ``nearest_commands`` gives the legal commands closest
+to one that was refused. Nothing here writes anything.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any
 
 from engine.core import (
@@ -24,14 +40,24 @@ from engine.core import (
     EngineError,
     IllegalAction,
     InvalidAction,
+    format_action,
     parse_action,
 )
 from engine.core import Game as EngineGame
 from pbem import localize
 
-MAX_LISTED = 16  # a decision with more commands than this lists them in short
+MAX_LISTED = 16  # lines an email lists; the other moves are on the game page
+MAX_NEAREST = 5  # commands a refusal offers instead
+ENGINE_CANDIDATES = 10  # the most moves parse_action names as an ambiguous command's
 MAX_LINE = 200  # longer lines are not read as commands
+MIN_VERB_PREFIX = 4  # letters of a verb of the reader's language that name it
 _CODE_RE = re.compile(r"[0-9A-Z-]")  # an id that reads as a code (H06, SH-snake)
+_ALTERNATIVES = " | "  # between the numbers a listed line offers
+_UMLAUTS = (str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}),
+            str.maketrans({"ä": "a", "ö": "o", "ü": "u", "ß": "ss"}))
+
+
+# --------------------------------------------------------------------------- words
 
 
 def _words(name: str) -> list[str]:
@@ -39,14 +65,25 @@ def _words(name: str) -> list[str]:
     return name.lower().split()
 
 
+def _spellings(words: list[str]) -> list[list[str]]:
+    """``words`` as they are and as a keyboard without umlauts writes them."""
+    out = [words]
+    for table in _UMLAUTS:
+        other = [w.translate(table) for w in words]
+        if other not in out:
+            out.append(other)
+    return out
+
+
 def _ids_of(action: Action) -> list[str]:
     """The words of an action that may be ids of printed things (strings, not numbers)."""
-    out: list[str] = []
-    for _, value in action.args:
-        for word in value if isinstance(value, tuple) else (value,):
-            if isinstance(word, str) and not word.isdigit():
-                out.append(word)
-    return out
+    return [w for w in _flat(action) if isinstance(w, str) and not w.isdigit()]
+
+
+def _flat(action: Action) -> list[Any]:
+    """The values of an action's parameters, in the order the notation writes them."""
+    return [w for _, value in action.args
+            for w in (value if isinstance(value, tuple) else (value,))]
 
 
 def _names(mod: EngineGame, state: Any, lang: str) -> list[Callable[[str], dict[str, Any]]]:
@@ -57,44 +94,165 @@ def _names(mod: EngineGame, state: Any, lang: str) -> list[Callable[[str], dict[
     return found
 
 
+def _lowered(words: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]]:
+    return {k.lower(): tuple(v) for k, v in (words or {}).items() if v}
+
+
+class Speech:
+    """How one reader speaks a game's commands now: the word an email lists for each word
+    of the notation (``say``), and the names read for it beside the notation's own
+    (``read_names``): the game's words in the reader's language and English
+    (``command_words``) and printed names in both, each also without umlauts."""
+
+    def __init__(self, mod: EngineGame, state: Any, lang: str) -> None:
+        hook = getattr(mod, "command_words", None) if state is not None else None
+        self.own = _lowered(hook(state, lang)) if hook else {}
+        self.english = self.own if lang == "en" or not hook else _lowered(hook(state, "en"))
+        self.cards = _names(mod, state, lang)
+        self._read: dict[str, list[list[str]]] = {}
+
+    def say(self, word: Any) -> str:
+        """The word an email lists for a word of the notation (a kind or a value)."""
+        if not isinstance(word, str) or word.isdigit():
+            return str(word)
+        key = word.lower()
+        for table in (self.own, self.english):
+            if key in table:
+                return table[key][0]
+        if not _CODE_RE.search(word):
+            return word
+        return str(self.cards[0](word).get("name", word))
+
+    def say_action(self, action: Action) -> str:
+        """``action`` as the reader may type it."""
+        return " ".join([self.say(action.kind), *(self.say(w) for w in _flat(action))])
+
+    def read_names(self, word: str) -> list[list[str]]:
+        """Every name read for the notation word ``word`` (each a list of words): the
+        game's words for it in the reader's language and English, its printed names."""
+        found = self._read.get(word)
+        if found is None:
+            names = [[w] for w in self._words_for(word)]
+            for lookup in self.cards:
+                names.append(_words(str(lookup(word).get("name", word))))
+            found = self._read[word] = _spelt(names)
+        return found
+
+    def verbs(self, kind: str) -> list[str]:
+        """The game's words for ``kind`` in the reader's language and English."""
+        return [name[0] for name in _spelt([[w] for w in self._words_for(kind)])]
+
+    def _words_for(self, word: str) -> list[str]:
+        key = word.lower()
+        return [w for table in (self.own, self.english) for w in table.get(key, ())]
+
+
+def _spelt(names: list[list[str]]) -> list[list[str]]:
+    """Each name once, as it is and as a keyboard without umlauts writes it."""
+    found: list[list[str]] = []
+    for name in names:
+        for spelled in _spellings(name):
+            if spelled and spelled not in found:
+                found.append(spelled)
+    return found
+
+
+def _names_kind(speech: Speech, kind: str, word: str) -> bool:
+    """Whether ``word`` (lower case) may name the kind of move ``kind``: the kind itself
+    or a prefix of it (two letters or more), a word of it in full, or a prefix of one
+    from MIN_VERB_PREFIX letters."""
+    if word == kind or (len(word) > 1 and kind.startswith(word)):
+        return True
+    return any(word == v or (len(word) >= MIN_VERB_PREFIX and v.startswith(word))
+               for v in speech.verbs(kind))
+
+
+def _kind_of(speech: Speech, kinds: Iterable[str], word: str) -> str | None:
+    """The one kind of ``kinds`` that ``word`` names (a whole word wins), or None."""
+    kinds = sorted(set(kinds))
+    whole = [k for k in kinds if word == k or word in speech.verbs(k)]
+    if whole:
+        return whole[0] if len(whole) == 1 else None
+    begun = [k for k in kinds if _names_kind(speech, k, word)]
+    return begun[0] if len(begun) == 1 else None
+
+
+def looks_like_a_command(mod: EngineGame, state: Any, line: str, lang: str = "en") -> bool:
+    """Whether the first word of ``line`` names the kind of a move some seat may make now
+    (else the line is talk); a single letter only as a whole kind ("I think..." is talk,
+    not ``invent``)."""
+    words = _clean(line).split()
+    if not words:
+        return False
+    speech = Speech(mod, state, lang)
+    kinds = {a.kind for d in mod.pending(state) for a in mod.legal_actions(state, d.seat)}
+    return any(_names_kind(speech, kind, words[0]) for kind in kinds)
+
+
+def _clean(text: str) -> str:
+    return unicodedata.normalize("NFC", text).strip().lower()
+
+
+# --------------------------------------------------------------------------- reading
+
+
 def read_command(mod: EngineGame, state: Any, seat: int, text: str,
                  lang: str = "en") -> Action:
     """The one legal action of ``seat`` that the typed ``text`` names, or the engine's
     error (InvalidAction, IllegalAction, AmbiguousAction, IncompleteAction; the last two
-    carry the ``candidates``). Printed names are read as their ids first."""
+    carry the ``candidates``, in the notation). The reader's words and printed names are
+    read as the notation's words first. A listed line that offers several numbers, typed
+    as it is, names each of them: AmbiguousAction."""
     legal = mod.legal_actions(state, seat)
     if len(text) > MAX_LINE:
         raise InvalidAction("the line is too long to be a command", text=text[:40])
+    text = _clean(text)
+    options = expand_line(text)
+    if len(options) > 1:
+        return _one_of(mod, state, seat, text, options, lang)
     try:
         return parse_action(text, legal)
     except (IllegalAction, InvalidAction):
-        named = _with_ids(mod, state, legal, text, lang)
+        named = _in_notation(Speech(mod, state, lang), legal, text)
         if named is None:
             raise
     return parse_action(named, legal)
 
 
-def _with_ids(mod: EngineGame, state: Any, legal: Sequence[Action], text: str,
-              lang: str) -> str | None:
-    """``text`` with the printed names in it replaced by the ids they name among the
-    legal actions whose kind its first word begins (None: no name found). A run of
-    words names a thing when each is a prefix of the next word of its name, starting at
-    any word of it; the longest run that names exactly one thing wins. A run that names
-    several raises AmbiguousAction."""
-    words = text.strip().lower().split()
-    if len(words) < 2:
+def _one_of(mod: EngineGame, state: Any, seat: int, text: str, options: list[str],
+            lang: str) -> Action:
+    found: list[Action] = []
+    for option in options:
+        try:
+            action = read_command(mod, state, seat, option, lang)
+        except EngineError:
+            continue
+        if action not in found:
+            found.append(action)
+    if not found:
+        raise IllegalAction(f"{text!r} offers no legal action now", text=text)
+    raise AmbiguousAction(f"{text!r} offers {len(found)} moves: write one", text=text,
+                          candidates=[format_action(a) for a in found[:10]])
+
+
+def _in_notation(speech: Speech, legal: Sequence[Action], text: str) -> str | None:
+    """``text`` in the notation: its first word as the kind it names among the legal
+    actions, and the names in the rest as the ids they name among the legal actions of
+    that kind (None: nothing to put back). A run of words names a thing when each is a
+    prefix of the next word of one of its names, starting at any word of it; the longest
+    run that names exactly one thing wins. A run that names several raises
+    AmbiguousAction."""
+    words = _clean(text).split()
+    if not words:
         return None
-    kinds = {a.kind for a in legal if a.kind.startswith(words[0])}
+    kind = _kind_of(speech, {a.kind for a in legal}, words[0])
+    changed = kind is not None and kind != words[0]
+    if kind is not None:
+        words[0] = kind
+    kinds = {kind} if kind else {a.kind for a in legal if a.kind.startswith(words[0])}
     ids = {i for a in legal if a.kind in kinds for i in _ids_of(a)}
-    if not ids:
-        return None
-    spoken: dict[str, list[list[str]]] = {i: [] for i in ids}
-    for lookup in _names(mod, state, lang):
-        for i in ids:
-            name = _words(str(lookup(i).get("name", i)))
-            if name and name not in spoken[i]:
-                spoken[i].append(name)
-    out, pos, changed = [words[0]], 1, False
+    spoken = {i: speech.read_names(i) for i in ids}
+    out, pos = [words[0]], 1
     while pos < len(words):
         found = _longest_name(words, pos, spoken)
         if found is None:
@@ -114,7 +272,7 @@ def _longest_name(words: list[str], pos: int,
     thing's id); None when the word there is an id as it is, or names nothing."""
     for length in range(len(words) - pos, 0, -1):
         run = words[pos:pos + length]
-        if length == 1 and run[0] in spoken:  # an id as it is
+        if length == 1 and any(run[0] == i.lower() for i in spoken):  # an id as it is
             return None
         hits = sorted(i for i, names in spoken.items()
                       if any(_names_run(name, run) for name in names))
@@ -135,63 +293,187 @@ def _names_run(name: list[str], run: list[str]) -> bool:
                for start in range(len(name) - len(run) + 1))
 
 
+def expand_line(line: str) -> list[str]:
+    """The commands a listed line stands for: itself, or, for a line that offers several
+    numbers (``place forest 1 | 2 | 3``), each of them (``place forest 1``, ...)."""
+    parts = [p.strip() for p in line.split("|")]
+    head = parts[0].rsplit(None, 1)
+    if len(parts) < 2 or len(head) < 2 or any(not p or " " in p for p in parts[1:]):
+        return [line.strip()]
+    return [f"{head[0]} {choice}" for choice in (head[1], *parts[1:])]
+
+
+# --------------------------------------------------------------------------- listing
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The commands an email lists: ``lines`` (each a command, or a command offering
+    several numbers, see ``expand_line``), ``more`` (the legal moves no line names: on
+    the game page), ``example`` (a command of the first line that offers several
+    numbers, to show how to write one; None without such a line) and ``moves`` (the
+    moves each line names)."""
+
+    lines: tuple[str, ...] = ()
+    more: int = 0
+    example: str | None = None
+    moves: tuple[tuple[Action, ...], ...] = ()  # each line's moves, as expand_line reads it
+
+
 def spoken_action(action: Action, card: Callable[[str], dict[str, Any]]) -> str:
-    """``action`` as a player may type it: ids that read as codes (``H06``) replaced by
-    their printed names, plain words (``forest``) and numbers as they are."""
+    """``action`` in the notation's words, with ids that read as codes (``H06``) replaced
+    by their printed names (``card``); plain words (``forest``) and numbers as they are.
+    (An email lists commands in the reader's words: ``Speech.say_action``.)"""
     words = [action.kind]
-    for _, value in action.args:
-        for word in value if isinstance(value, tuple) else (value,):
-            words.append(_spoken_word(word, card))
+    for word in _flat(action):
+        if isinstance(word, str) and _CODE_RE.search(word) and not word.isdigit():
+            words.append(str(card(word).get("name", word)))
+        else:
+            words.append(str(word))
     return " ".join(words)
 
 
-def _spoken_word(word: Any, card: Callable[[str], dict[str, Any]]) -> str:
-    if not isinstance(word, str) or not _CODE_RE.search(word) or word.isdigit():
-        return str(word)
-    return str(card(word).get("name", word))
+def ranked_actions(mod: EngineGame, state: Any, seat: int) -> list[Action]:
+    """Every legal action of ``seat``, most useful first: the game's ``command_order``;
+    without it what a timeout plays, the email's one-click choices, then the legal
+    order. Raises the engine's error for a seat with no decision."""
+    legal = mod.legal_actions(state, seat)
+    order = getattr(mod, "command_order", None)
+    if order is not None:
+        first = list(order(state, seat))
+    else:
+        first = [mod.default_action(state, seat), *mod.email_choices(state, seat)]
+    allowed = set(legal)
+    return list(dict.fromkeys([*(a for a in first if a in allowed), *legal]))
+
+
+def listed_commands(mod: EngineGame, state: Any, seat: int, lang: str = "en",
+                    most: int = MAX_LISTED) -> Listing:
+    """The commands ``seat`` may type now (see ``Listing``), in the reader's words."""
+    try:
+        ranked = ranked_actions(mod, state, seat)
+    except EngineError:
+        return Listing()
+    speech = Speech(mod, state, lang)
+    groups: dict[Any, list[Action]] = {}
+    for action in ranked:
+        groups.setdefault(_group_key(action), []).append(action)
+    shown = list(groups.values())[:most]
+    example = next((speech.say_action(g[0]) for g in shown if len(g) > 1), None)
+    moves = tuple(tuple(sorted(g, key=lambda a: a.args[-1][1])) if len(g) > 1 else (g[0],)
+                  for g in shown)
+    lines = [_line(speech.say_action, g) for g in moves]
+    twice = {line for line in lines if lines.count(line) > 1}  # two things of one name
+    lines = [_line(format_action, g) if line in twice else line
+             for line, g in zip(lines, moves, strict=True)]
+    return Listing(tuple(lines), len(ranked) - sum(len(g) for g in shown), example, moves)
 
 
 def command_list(mod: EngineGame, state: Any, seat: int, lang: str = "en") -> list[str]:
-    """The commands ``seat`` may type now, in the reader's names: each legal action, or,
-    for a kind with more than a few, one line that says its words (``place (hunt |
-    forest) (1 | 2 | 3)``; ``discard 2 × (A | B | C)`` for a choice of several things)."""
+    """The lines of ``listed_commands``."""
+    return list(listed_commands(mod, state, seat, lang).lines)
+
+
+def _group_key(action: Action) -> Any:
+    """Moves that differ only in a last parameter that is a number share a line."""
+    if action.args and type(action.args[-1][1]) is int:
+        return action.kind, action.args[:-1], action.args[-1][0]
+    return action
+
+
+def _line(say: Callable[[Action], str], group: Sequence[Action]) -> str:
+    if len(group) == 1:
+        return say(group[0])
+    head = say(Action(group[0].kind, group[0].args[:-1]))
+    return f"{head} {_ALTERNATIVES.join(str(a.args[-1][1]) for a in group)}"
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def nearest_commands(mod: EngineGame, state: Any, seat: int, text: str, lang: str = "en",
+                     most: int = MAX_NEAREST) -> list[str]:
+    """The legal commands closest to the refused ``text``, in the reader's words,
+    closest first (then the most useful): of the kind it names, those whose words differ
+    least from its words (a name misspelt counts less than another name, a number near
+    it less than one far from it); the most useful commands when it names no kind of
+    move open now."""
     try:
-        legal = mod.legal_actions(state, seat)
+        ranked = ranked_actions(mod, state, seat)
     except EngineError:
         return []
-    card = _names(mod, state, lang)[0]
-    if len(legal) <= MAX_LISTED:
-        return [spoken_action(a, card) for a in legal]
-    kinds: dict[str, list[Action]] = {}
-    for a in legal:
-        kinds.setdefault(a.kind, []).append(a)
-    lines: list[str] = []
-    for kind, actions in kinds.items():
-        if len(actions) <= 4:
-            lines.extend(spoken_action(a, card) for a in actions)
+    speech = Speech(mod, state, lang)
+    words = _clean(text[:MAX_LINE]).split()
+    if words:
+        with suppress(EngineError):  # a name of several things: the words as typed
+            words = (_in_notation(speech, ranked, " ".join(words)) or " ".join(words)).split()
+        kind = _kind_of(speech, {a.kind for a in ranked}, words[0])
+        pool = [a for a in ranked if a.kind == kind]
+        if pool:
+            known = {i.lower() for a in pool for i in _ids_of(a)}
+            scored = sorted((_distance(speech, words[1:], a, known), i)
+                            for i, a in enumerate(pool))
+            ranked = [pool[i] for d, i in scored if d <= scored[0][0] + 0.3]
+    return [speech.say_action(a) for a in ranked[:most]]
+
+
+def refusal_candidates(mod: EngineGame, state: Any, seat: int, text: str,
+                       error: EngineError, lang: str = "en") -> tuple[str, ...]:
+    """The commands a refusal of ``text`` offers, in the reader's words: the moves the
+    words could mean (an ambiguous or incomplete command), else (or when they are too
+    many to name) the nearest legal commands."""
+    said = [str(c).lower() for c in error.data.get("candidates", ())]
+    if 0 < len(said) < ENGINE_CANDIDATES:  # all of them (the engine names at most 10)
+        try:
+            legal = {format_action(a).lower(): a for a in mod.legal_actions(state, seat)}
+        except EngineError:
+            return ()
+        if all(c in legal for c in said):
+            speech = Speech(mod, state, lang)
+            return tuple(speech.say_action(legal[c]) for c in said)
+    return tuple(nearest_commands(mod, state, seat, text, lang))
+
+
+def _distance(speech: Speech, typed: list[str], action: Action, known: set[str]) -> float:
+    """How far the typed words (after the kind, in the notation where they could be put
+    back) are from ``action``'s: 1 for each word left over on either side, less for a
+    word like one of the other side's names (not for a word that is the id of another
+    thing, one of ``known``), under 1 for a number off by any amount."""
+    own = [str(w) for w in _flat(action)]
+    typed_words = Counter(w for w in typed if not w.isdigit())
+    action_words = Counter(w.lower() for w in own if not w.isdigit())
+    common = typed_words & action_words
+    left = list((action_words - common).elements())
+    original = {w.lower(): w for w in own}
+    matched: set[int] = set()
+    cost = 0.0
+    for word in (typed_words - common).elements():
+        best, which = 0.0, -1
+        for j, other in enumerate(left if word not in known else ()):
+            names = [[other], *speech.read_names(original[other])]
+            like = max(_likeness(word, n) for name in names for n in name)
+            if like > best:
+                best, which = like, j
+        if best >= 0.6:
+            cost += 1 - best
+            matched.add(which)
         else:
-            lines.append(_in_short(kind, actions, card))
-    return lines
+            cost += 1
+    cost += len(left) - len(matched)
+    mine = sorted(int(w) for w in typed if w.isdigit())
+    theirs = sorted(int(w) for w in own if w.isdigit())
+    cost += sum(0.9 * (1 - 1 / (1 + abs(x - y))) for x, y in zip(mine, theirs, strict=False))
+    return cost + abs(len(mine) - len(theirs)) / 2
 
 
-def _in_short(kind: str, actions: list[Action],
-              card: Callable[[str], dict[str, Any]]) -> str:
-    first = actions[0]
-    if len(first.args) == 1 and isinstance(first.args[0][1], tuple):  # n things of a set
-        pool: list[str] = []
-        for a in actions:
-            for w in a.args[0][1]:
-                if w not in pool:
-                    pool.append(w)
-        size = len(first.args[0][1])
-        return f"{kind} {size} × ({' | '.join(_spoken_word(w, card) for w in pool)})"
-    columns: list[list[str]] = []
-    for a in actions:
-        parts = [_spoken_word(w, card) for _, v in a.args
-                 for w in (v if isinstance(v, tuple) else (v,))]
-        for i, part in enumerate(parts):
-            if i == len(columns):
-                columns.append([])
-            if part not in columns[i]:
-                columns[i].append(part)
-    return " ".join([kind, *(c[0] if len(c) == 1 else f"({' | '.join(c)})" for c in columns)])
+def _likeness(typed: str, word: str) -> float:
+    """How alike a typed word and a word of a name are (1: the same; a prefix: 0.9;
+    ``card1`` and ``card2``, other numbers: not alike)."""
+    if typed == word:
+        return 1.0
+    digits = re.sub(r"\D", "", typed)
+    if digits and digits != re.sub(r"\D", "", word):
+        return 0.0
+    if len(typed) > 1 and word.startswith(typed):
+        return 0.9
+    return SequenceMatcher(None, typed, word).ratio()

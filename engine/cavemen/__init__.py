@@ -58,3 +58,6 @@ __all__ += ["revealed"]
 from engine.cavemen.bots import make_strong  # noqa: E402  (a hook: engine.core.Searches)
 
 __all__ += ["make_strong"]
+from engine.cavemen.commands import command_words  # noqa: E402  (a hook: engine.core.SpeaksCommands)
+
+__all__ += ["command_words"]

@@ -36,7 +36,7 @@ from sqlmodel import Session, col, select
 from engine.registry import get_game
 from pbem import localize
 from pbem.clocks import Stops, running_between
-from pbem.commands import command_list
+from pbem.commands import listed_commands
 from pbem.i18n import clock_text, format_deadline, language, mark, short_time, time_left
 from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
 from pbem.mail.addresses import clock_stops
@@ -137,7 +137,9 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         if row.template == EmailTemplate.RESULT:
             ctx["standing"] = standing(mod, state, position, ctx["names"])
         if row.template == EmailTemplate.DECISION and position is not None:
-            ctx["commands"] = command_list(mod, state, position, language())
+            listing = listed_commands(mod, state, position, language())
+            ctx["commands"], ctx["commands_more"] = list(listing.lines), listing.more
+            ctx["commands_example"] = listing.example
     tz = seat.timezone if seat is not None and to_player else "UTC"
     if game is not None and game.status == GameStatus.ACTIVE and game.paused_at is None:
         ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)

@@ -12,15 +12,17 @@ from another player of the same game, who is told once that the address is not t
 the receiver never writes to anyone who is not a player.
 
 The new text's lines are commands, each matched against the seat's open decision with
-the engine's ``parse_action`` (``pbem.commands``: printed names, unique prefixes, never
-completing a move); consecutive lines play consecutive decisions of the seat, each in a
-transaction of its own, as a click would (``playing.act``). The first line that is a
-command but cannot be played stops the rest. A line whose first word begins no move
-anyone may make now, and everything after it (or after a line ``say:``), is table talk
+the engine's ``parse_action`` (``pbem.commands``: the reader's words and English ones,
+printed names, unique prefixes, never completing a move); consecutive lines play
+consecutive decisions of the seat, each in a transaction of its own, as a click would
+(``playing.act``). The first line that is a command but cannot be played stops the
+rest. A line whose first word names no kind of move anyone may make now (in the seat's
+words or English), and everything after it (or after a line ``say:``), is table talk
 (``talk``). The first line answers the decision of the email replied to:
 once that decision has closed, the reply is refused as late. Then one answer goes back
 in the thread, in the player's language: what was recorded and what happens next, or
-why not, with the commands that would be accepted now (at most
+why not, with the moves the refused line could mean or the legal ones nearest to it,
+and the commands that would be accepted now (at most
 ``REPLY_ANSWERS_PER_HOUR`` answers per seat).
 
 Each message is read once (``InboundMessage``, by its Message-ID). A message to an
@@ -43,11 +45,14 @@ from engine.core import (
     AmbiguousAction,
     EngineError,
     IncompleteAction,
-    format_action,
 )
 from engine.registry import get_game
-from pbem import localize
-from pbem.commands import command_list, read_command, spoken_action
+from pbem.commands import (
+    listed_commands,
+    looks_like_a_command,
+    read_command,
+    refusal_candidates,
+)
 from pbem.db import get_row, read_scope, session_scope
 from pbem.errors import InvalidInput, RateLimited, WrongState
 from pbem.kinds import ENDED, ClosedBy, EmailTemplate, GameStatus, Inbound, MoveSource, TokenKind
@@ -67,8 +72,9 @@ MAX_TALK_LINES = 40  # lines of table talk read from one reply
 @dataclass(frozen=True)
 class Line:
     """What became of one line of a reply: ``status`` ``recorded`` (``action``: the
-    move, JSON) or why not (``illegal``, ``ambiguous``, ``incomplete``: ``candidates``
-    as the player may type them; ``not_your_turn``, ``turn_over``, ``already_recorded``,
+    move, JSON) or why not (``illegal``, ``ambiguous``, ``incomplete``: ``candidates``,
+    the moves it could mean or else the legal moves nearest to it, as the player may
+    type them; ``not_your_turn``, ``turn_over``, ``already_recorded``,
     ``game_over``, ``not_running``, ``paused``)."""
 
     line: str
@@ -241,7 +247,7 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
             return Line(line, "not_running")
         mod = get_game(game.engine)
         state = load_state(mod, game)
-        if not _looks_like_a_command(mod, state, line):
+        if not looks_like_a_command(mod, state, line, seat.language):
             return None
         if game.paused_at is not None:
             return Line(line, "paused")
@@ -263,29 +269,17 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
         return Line(line, "recorded", action.to_json())
 
 
-def _looks_like_a_command(mod: Any, state: Any, line: str) -> bool:
-    """Whether the first word of ``line`` begins the kind of a move some seat may make
-    now (else the line is talk); a single letter only as a whole kind ("I think..." is
-    talk, not ``invent``)."""
-    first = line.lower().split()[0]
-    kinds = {a.kind for d in mod.pending(state) for a in mod.legal_actions(state, d.seat)}
-    return any(kind == first or len(first) > 1 and kind.startswith(first) for kind in kinds)
-
-
 def _refusal(mod: Any, state: Any, position: int, lang: str, line: str,
              exc: EngineError) -> Line:
-    """Why a line is no legal move, with the moves it could have meant, as the player
-    may type them."""
-    legal = mod.legal_actions(state, position)
-    card = localize.lookup(mod, state, localize.translation_for(mod, state, lang))
-    spoken = {format_action(a).lower(): spoken_action(a, card) for a in legal}
-    candidates = tuple(spoken.get(str(c).lower(), str(c))
-                       for c in exc.data.get("candidates", ()))
+    """Why a line is no legal move, with the moves it could have meant (an ambiguous or
+    incomplete command), or else the legal moves nearest to it, as the player may type
+    them."""
+    candidates = refusal_candidates(mod, state, position, line, exc, lang)
     if isinstance(exc, IncompleteAction):
         return Line(line, "incomplete", candidates=candidates)
     if isinstance(exc, AmbiguousAction):
         return Line(line, "ambiguous", candidates=candidates)
-    return Line(line, "illegal")
+    return Line(line, "illegal", candidates=candidates)
 
 
 # --------------------------------------------------------------------------- answers
@@ -326,8 +320,11 @@ def _next(s: Session, game: Game, seat: Seat) -> dict[str, Any]:
     names = [x.name for x in seats_of(s, game.id)]
     pending = mod.pending(state)
     mine = [d for d in pending if d.seat == seat.position]
+    listing = listed_commands(mod, state, seat.position, seat.language) if mine else None
     return {"finished": False, "kind": mine[0].kind if mine else None,
-            "commands": command_list(mod, state, seat.position, seat.language) if mine else [],
+            "commands": list(listing.lines) if listing else [],
+            "commands_more": listing.more if listing else 0,
+            "commands_example": listing.example if listing else None,
             "waiting": [[names[d.seat], d.kind] for d in pending if d.seat != seat.position]}
 
 

@@ -304,6 +304,9 @@ def check_seat(spec: GameSpec, state: Any, seat: int, rng: random.Random, sample
         assert isinstance(effect, dict) and json.loads(json.dumps(effect)) == effect
         variants = getattr(game, "choice_variants", lambda *_: [])(state, seat, action)
         assert not variants or (action in variants and set(variants) <= set(legal))
+    if hasattr(game, "command_order"):  # every legal action once, nothing else
+        ordered = game.command_order(state, seat)
+        assert sorted(map(strict_key, ordered)) == sorted(map(strict_key, legal))
 
 
 def random_plan_text(form: Mapping[str, Any], rng: random.Random) -> str:

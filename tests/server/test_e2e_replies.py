@@ -76,3 +76,81 @@ def test_a_whole_game_only_by_replies(by_reply, game, seed, people):
           f"p99 {p99 * 1000:.0f} ms (n={len(lat)})")
     assert share > 0.8
     assert threading.active_count() < 50
+
+
+LISTS = ("Or answer this email with a command", "Oder antworte auf diese E-Mail mit einem Befehl",
+         "Answer this email with one of these commands", "Antworte auf diese E-Mail mit einem")
+
+
+def listed_in(mail) -> list[str]:
+    """The command lines an email lists, as its reader sees them in the text part: the
+    indented lines after the sentence that introduces them (not the note on lines with
+    numbers, not the count of moves left for the game page)."""
+    lines, out = mail.text.splitlines(), []
+    start = next(i for i, line in enumerate(lines) if line.startswith(LISTS))
+    for line in lines[start + 1:]:
+        if not line.startswith("  "):
+            break
+        if not line.strip().startswith(("(", "…")):
+            out.append(line.strip())
+    return out
+
+
+def offered_in_refusal(answer) -> list[str]:
+    """The commands an answer to a refused reply offers under its reason."""
+    lines = answer.text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(("Not played:",
+                                                                      "Nicht gespielt:")))
+    return [line.strip() for line in lines[start + 2:] if line.startswith("    ")][:10]
+
+
+def test_a_german_player_plays_by_listed_german_commands_and_is_offered_the_nearest(by_reply):
+    """Dee reads German: she answers her first turn with a German command from her
+    email's list (a line offering numbers: one of them), then a turn with a count that
+    place does not take, reads the nearest commands in the answer, and plays one."""
+    from pbem.commands import expand_line
+
+    app, smtp, inbound = by_reply
+    with app.app_context():
+        created = services.create_game("stoneage", [PLAYERS[0], PLAYERS[1], DEE],
+                                       {"hours_per_decision": 48}, seed=5, title="Auf Deutsch",
+                                       confirm_by_email=False, start=True)
+    player = ReplyGame(app, smtp, inbound, created.game_id, 5)
+    steps: list[str] = []
+    while len(steps) < 2:
+        mail, _ = player.new_mail()
+        if mail.template != "decision":
+            continue
+        listed = listed_in(mail)
+        if mail.to_addr != DEE.email:  # the others play the first command listed
+            inbound.reply(mail, expand_line(listed[0])[0])
+            continue
+        assert all(line.split()[0] in ("setze", "reihenfolge", "nutze", "werkzeug",
+                                       "ohne_werkzeug", "nimm", "verzichte", "baue", "wähle",
+                                       "ernähre", "hungere") for line in listed), listed
+        grouped = next(line for line in listed if " | " in line)
+        if not steps:  # one of the numbers of a listed line, as the email says to
+            command = expand_line(grouped)[1]  # two people: more placements follow
+            inbound.reply(mail, command)
+            steps.append(command)
+            continue
+        head, numbers = grouped.split(" | ")[0].rsplit(" ", 1)[0], grouped.split(" | ")
+        wrong = f"{head} {int(numbers[-1]) + 4}"  # more people than that place takes now
+        inbound.reply(mail, wrong)
+        answer = player._wait_for(player._last_answer().message_id)
+        assert answer.headline == f"Nicht gespielt: {wrong}"
+        assert "am nächsten kommen diese:" in answer.text
+        offered = offered_in_refusal(answer)
+        assert offered and offered[0] == f"{head} {numbers[-1]}", offered  # the most it takes
+        inbound.reply(answer, offered[0])
+        steps.append(offered[0])
+
+    with app.app_context(), session_scope() as s:
+        played = [m for m in s.exec(select(Move).where(Move.game_id == created.game_id)
+                                    .order_by(Move.id)) if m.position == 2]
+    assert len(played) == 2 and all(m.source == "player" for m in played)
+    for move, command in zip(played, steps, strict=True):
+        _, at, count = command.split()
+        assert move.action["kind"] == "place" and str(move.action["count"]) == count
+        assert {"jagd": "hunt", "wald": "forest", "lehmgrube": "clay", "steinbruch": "quarry",
+                "fluss": "river"}[at] == move.action["at"]

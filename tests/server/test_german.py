@@ -74,9 +74,9 @@ COMMANDS_RE = re.compile(r"^(?:Or answer this email with a command|Oder antworte
 
 
 def without_commands(text: str) -> str:
-    """A text without the list of reply commands of a decision email: they are written
-    in the game's notation (its verbs, the cards' printed names), the same in every
-    language, as a chess move is."""
+    """A text without the list of reply commands of a decision email: commands in the
+    reader's words, whose names and numbers may be the same in both languages ("gold",
+    "biete 3")."""
     return COMMANDS_RE.sub("", text)
 
 

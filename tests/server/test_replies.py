@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from engine.core import Action
 from pbem import mail
-from pbem.commands import command_list
+from pbem.commands import command_list, expand_line
 from pbem.db import session_scope
 from pbem.kinds import TokenKind
 from pbem.models import InboundMessage, Move, Token
@@ -40,9 +40,16 @@ def answers(inbox, addr: str):
 
 
 def spoken(table, decision, lang="en") -> list[str]:
+    """The lines of commands the decision's email lists."""
     mod, state = game_state(table.app, table.game_id)
     with table.app.app_context():
         return command_list(mod, state, decision.position, lang)
+
+
+def commands(table, decision, lang="en") -> list[str]:
+    """The commands the email lists, one a move (a line offering several numbers names
+    one command for each)."""
+    return [c for line in spoken(table, decision, lang) for c in expand_line(line)]
 
 
 def first_mail(table):
@@ -65,15 +72,15 @@ def test_every_email_to_a_player_has_its_own_reply_address_stored_hashed(table):
 
 def test_a_decision_email_lists_the_commands_it_accepts(table):
     decision, m = first_mail(table)
-    commands = spoken(table, decision)
-    assert commands and all(f"  {c}\n" in m.text for c in commands)
+    lines = spoken(table, decision)
+    assert lines and all(f"  {c}\n" in m.text for c in lines)
     assert "Or answer this email with a command" in m.text
 
 
 def test_a_reply_with_a_command_plays_it_and_answers_in_the_thread(table, inbound):
     decision, m = first_mail(table)
     choice = table.bot_choice(decision)
-    line = next(c for c in spoken(table, decision) if c.split()[0] == choice.kind
+    line = next(c for c in commands(table, decision) if c.split()[0] == choice.kind
                 and (not choice.args or c.endswith(str(choice.args[0][1]))))
     sent = inbound.reply(m, line.upper())  # case does not matter
     (move,) = moves(table.app, table.game_id)
@@ -87,7 +94,7 @@ def test_a_reply_with_a_command_plays_it_and_answers_in_the_thread(table, inboun
 
 def test_the_same_reply_delivered_twice_is_read_once(table, inbound):
     decision, m = first_mail(table)
-    msg = reply_to(m, spoken(table, decision)[0])
+    msg = reply_to(m, commands(table, decision)[0])
     for _ in range(2):
         inbound.send(wire(msg), m.to_addr, [reply_address(m)])
     assert len(moves(table.app, table.game_id)) == 1
@@ -110,7 +117,7 @@ def test_a_command_that_leaves_out_a_word_is_never_completed(table, inbound):
         a.kind == "recruit" for a in game_state(table.app, table.game_id)[0]
         .legal_actions(st, d.position)))
     m = table.mail(decision)
-    recruit = next(c for c in spoken(table, decision) if c.startswith("recruit"))
+    recruit = next(c for c in commands(table, decision) if c.startswith("recruit"))
     name_only = recruit.rsplit(" ", 1)[0]  # without the payment
     before = len(moves(table.app, table.game_id))
     inbound.reply(m, name_only.lower())
@@ -123,7 +130,7 @@ def test_a_command_that_leaves_out_a_word_is_never_completed(table, inbound):
 def test_a_reply_from_a_stranger_is_dropped_unanswered(table, inbound):
     decision, m = first_mail(table)
     sent_before = len(table.inbox.all())
-    inbound.reply(m, spoken(table, decision)[0], sender="mallory@evil.example")
+    inbound.reply(m, commands(table, decision)[0], sender="mallory@evil.example")
     assert moves(table.app, table.game_id) == []
     assert len(table.inbox.all()) == sent_before
 
@@ -131,7 +138,7 @@ def test_a_reply_from_a_stranger_is_dropped_unanswered(table, inbound):
 def test_a_reply_from_another_player_is_told_so_and_plays_nothing(table, inbound):
     decision, m = first_mail(table)
     other = next(p.email for p in PLAYERS if p.email != m.to_addr)
-    inbound.reply(m, spoken(table, decision)[0], sender=other)
+    inbound.reply(m, commands(table, decision)[0], sender=other)
     assert moves(table.app, table.game_id) == []
     assert answers(table.inbox, m.to_addr) == []
     (told,) = answers(table.inbox, other)
@@ -145,7 +152,7 @@ def test_a_reply_from_another_player_is_told_so_and_plays_nothing(table, inbound
 def test_a_forged_reply_address_is_dropped(table, inbound, address):
     decision, m = first_mail(table)
     sent_before = len(table.inbox.all())
-    inbound.reply(m, spoken(table, decision)[0], to=address)
+    inbound.reply(m, commands(table, decision)[0], to=address)
     assert moves(table.app, table.game_id) == []
     assert len(table.inbox.all()) == sent_before
 
@@ -157,7 +164,7 @@ def test_the_receiver_takes_no_mail_for_other_addresses(table, inbound):
 
 def test_a_reply_to_a_closed_decision_is_refused_as_late(table, inbound):
     decision, m = first_mail(table)
-    line = spoken(table, decision)[0]
+    line = commands(table, decision)[0]
     table.play_on_page(decision, table.bot_choice(decision))
     before = len(moves(table.app, table.game_id))
     inbound.reply(m, line)
@@ -177,7 +184,7 @@ def test_a_reply_to_a_closed_decision_is_refused_as_late(table, inbound):
 def test_auto_replies_lists_and_forged_mail_are_never_answered(table, inbound, headers):
     decision, m = first_mail(table)
     sent_before = len(table.inbox.all())
-    inbound.reply(m, spoken(table, decision)[0], headers=headers)
+    inbound.reply(m, commands(table, decision)[0], headers=headers)
     assert moves(table.app, table.game_id) == []
     assert len(table.inbox.all()) == sent_before
 
@@ -193,7 +200,7 @@ def test_a_delivery_report_is_never_answered(table, inbound):
 
 def test_a_reply_that_passes_dmarc_is_played(table, inbound):
     decision, m = first_mail(table)
-    inbound.reply(m, spoken(table, decision)[0], headers={
+    inbound.reply(m, commands(table, decision)[0], headers={
         "Authentication-Results": "mx.pbem.test; spf=pass; dkim=pass; dmarc=pass"})
     assert len(moves(table.app, table.game_id)) == 1
 
@@ -201,7 +208,7 @@ def test_a_reply_that_passes_dmarc_is_played(table, inbound):
 @pytest.mark.parametrize("style", ["german", "html", "signature"])
 def test_mail_programs_replies_are_read(table, inbound, style):
     decision, m = first_mail(table)
-    line = spoken(table, decision)[-1]
+    line = commands(table, decision)[-1]
     kwargs = {"german": {"lang": "de"}, "html": {"html": True},
               "signature": {"signature": "Ann\nSent from my phone"}}[style]
     inbound.reply(m, line, **kwargs)
@@ -212,7 +219,7 @@ def test_mail_programs_replies_are_read(table, inbound, style):
 
 def test_a_large_attachment_does_not_stop_the_command(table, inbound):
     decision, m = first_mail(table)
-    msg = reply_to(m, spoken(table, decision)[0])
+    msg = reply_to(m, commands(table, decision)[0])
     msg.add_attachment(b"\0" * (10 * 1024 * 1024), maintype="application",
                        subtype="octet-stream", filename="big.bin")
     inbound.send(wire(msg), m.to_addr, [reply_address(m)])
@@ -223,7 +230,7 @@ def test_every_message_read_is_noted_once(table, inbound):
     decision, m = first_mail(table)
     inbound.reply(m, "bid banana")
     inbound.reply(m, "hello")
-    inbound.reply(m, spoken(table, decision)[0])
+    inbound.reply(m, commands(table, decision)[0])
     with table.app.app_context(), session_scope() as s:
         rows = list(s.exec(select(InboundMessage).order_by(InboundMessage.id)))
     assert [r.outcome for r in rows] == ["refused", "talk", "played"]
@@ -268,7 +275,7 @@ def test_the_dev_mailbox_reply_box_answers_through_the_receiver(make_app):
         names = re.findall(r'href="/dev/mail/([^"]+\.eml)"', listing)
         decision = open_decisions(app, created.game_id)[0]
         mod, state = game_state(app, created.game_id)
-        line = command_list(mod, state, decision.position)[0]
+        line = expand_line(command_list(mod, state, decision.position)[0])[0]
         for name in names:
             page = client.get(f"/dev/mail/{name}").get_data(as_text=True)
             if PLAYERS[decision.position].email in page:
@@ -286,7 +293,7 @@ def test_a_reply_to_a_game_that_ended_says_so(table, inbound):
     from pbem import services
 
     decision, m = first_mail(table)
-    line = spoken(table, decision)[0]
+    line = commands(table, decision)[0]
     with table.app.app_context():
         services.abandon_game(table.admin)
     inbound.reply(m, line)
@@ -366,7 +373,7 @@ def test_the_receiver_speaks_lmtp_too(table):
     controller = receive.smtp_receiver(table.app, services.receive_reply, host="127.0.0.1",
                                        port=port, lmtp=True)
     try:
-        msg = reply_to(m, spoken(table, decision)[0])
+        msg = reply_to(m, commands(table, decision)[0])
         with smtplib.LMTP("127.0.0.1", port) as lmtp:
             lmtp.sendmail(m.to_addr, [reply_address(m)], wire(msg))
     finally:
@@ -393,7 +400,7 @@ def test_the_inbound_command_receives_replies(table, db_url, tmp_path):
     proc = subprocess.Popen([flask, "--app", "pbem", "pbem", "inbound"], env=env,
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        msg = reply_to(m, spoken(table, decision)[0])
+        msg = reply_to(m, commands(table, decision)[0])
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -428,3 +435,17 @@ def test_the_dev_reply_box_refuses_bad_posts(make_app):
                        environ_base={"REMOTE_ADDR": "203.0.113.9"}).status_code == 404
     down = client.post(f"/dev/mail/{name}/reply", data={"csrf": csrf, "text": "pass"})
     assert down.status_code == 502  # no receiver on that port: said, not a 500
+
+
+def test_a_bid_above_your_teeth_is_answered_with_the_nearest_bids(table, inbound):
+    decision, m = first_mail(table)
+    highest = max(int(c.split()[1]) for c in commands(table, decision) if c.startswith("bid"))
+    inbound.reply(m, "bid 99")
+    assert moves(table.app, table.game_id) == []
+    (answer,) = answers(table.inbox, m.to_addr)
+    assert answer.headline == "Not played: bid 99"
+    assert ("this is not a move you can make now; the nearest you can make:\n"
+            f"    bid {highest}\n    bid {highest - 1}\n") in answer.text
+    inbound.reply(answer, f"bid {highest}")  # as the answer offers it
+    (move,) = moves(table.app, table.game_id)
+    assert move.action == {"kind": "bid", "amount": highest}
