@@ -477,3 +477,54 @@ def _likeness(typed: str, word: str) -> float:
     if len(typed) > 1 and word.startswith(typed):
         return 0.9
     return SequenceMatcher(None, typed, word).ratio()
+
+
+# --------------------------------------------------------------------------- standing choices
+
+STANDING_VERB = "standing"  # the notation's word for a line that sets a standing choice
+
+
+def standing_commands(mod: EngineGame, state: Any, seat: int, lang: str = "en",
+                      key: str | None = None) -> list[str]:
+    """The lines that set ``seat``'s standing choices (a game with the ``Standing``
+    hook), in the reader's words: ``standing KEY VALUE`` for each value of each key (of
+    ``key`` only, if given), the one in force left out. Empty for a game without
+    standing choices, or once none may be set."""
+    form = _standing_form(mod, state, seat)
+    speech = Speech(mod, state, lang)
+    return [" ".join(speech.say(w) for w in (STANDING_VERB, c["key"], option))
+            for c in form if key is None or c["key"] == key
+            for option in c["options"] if option != c["value"]]
+
+
+def _standing_form(mod: EngineGame, state: Any, seat: int) -> list[dict[str, Any]]:
+    hook = getattr(mod, "standing_form", None)
+    if hook is None or state is None:
+        return []
+    return list(hook(state, seat) or [])
+
+
+def read_standing(mod: EngineGame, state: Any, seat: int, text: str,
+                  lang: str = "en") -> tuple[str, str] | None:
+    """The standing choice a line sets (``standing tools all``; the key and value in the
+    notation, in the reader's words or English, each word whole), or None for a line
+    that does not begin with the standing verb (in full: it is read before any move, so
+    a sentence must never be taken for one). Raises InvalidAction for a line that
+    begins with it but names no key and value the game offers the seat now."""
+    words = _clean(text[:MAX_LINE]).split()
+    speech = Speech(mod, state, lang)
+    if not words or not _names_word(speech, STANDING_VERB, words[0]):
+        return None
+    form = _standing_form(mod, state, seat)
+    if len(words) == 3:
+        for choice in form:
+            if _names_word(speech, choice["key"], words[1]):
+                for option in choice["options"]:
+                    if _names_word(speech, option, words[2]):
+                        return choice["key"], option
+    raise InvalidAction("no such standing choice", text=text[:40])
+
+
+def _names_word(speech: Speech, word: str, typed: str) -> bool:
+    """Whether ``typed`` is the notation word ``word`` or one of its words, in full."""
+    return [typed] in [[word], *speech.read_names(word)]

@@ -290,22 +290,28 @@ def set_standing(page_raw: str, choices: Mapping[str, str]) -> bool:
         if game.paused_at is not None:
             raise WrongState(gettext("the host has paused the game; try again when it "
                                      "resumes"), game_id=game.id)
-        seat = get_row(s, Seat, token.seat_id)
-        mod = get_game(game.engine)
-        hook = getattr(mod, "set_standing", None)
-        if hook is None:
-            raise IllegalMove("standing/closed", "standing")
-        state, events = load_state(mod, game), []
-        for key, value in choices.items():
-            try:
-                state, said = hook(state, seat.position, key, value)
-            except EngineError as exc:
-                raise IllegalMove(exc.code, "standing", exc.data) from None
-            events += said
-        if not events:
-            return False
-        _commit_state(s, game, mod, state, events, seats_of(s, game.id), played=True)
-        return True
+        return store_standing(s, game, get_row(s, Seat, token.seat_id), choices)
+
+
+def store_standing(s: Session, game: Game, seat: Seat, choices: Mapping[str, str]) -> bool:
+    """Set ``seat``'s standing choices in the locked running ``game`` (the page's form, a
+    reply's line): the state and its events stored as for a plan; False when nothing
+    changed. IllegalMove (kind ``standing``) for what the game does not offer."""
+    mod = get_game(game.engine)
+    hook = getattr(mod, "set_standing", None)
+    if hook is None:
+        raise IllegalMove("standing/closed", "standing")
+    state, events = load_state(mod, game), []
+    for key, value in choices.items():
+        try:
+            state, said = hook(state, seat.position, key, value)
+        except EngineError as exc:
+            raise IllegalMove(exc.code, "standing", exc.data) from None
+        events += said
+    if not events:
+        return False
+    _commit_state(s, game, mod, state, events, seats_of(s, game.id), played=True)
+    return True
 
 
 def _parsed(mod: EngineGame, state: Any, decision: Decision, command: str) -> Action:

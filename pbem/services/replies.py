@@ -51,7 +51,9 @@ from pbem.commands import (
     listed_commands,
     looks_like_a_command,
     read_command,
+    read_standing,
     refusal_candidates,
+    standing_commands,
 )
 from pbem.db import get_row, read_scope, session_scope
 from pbem.errors import InvalidInput, RateLimited, WrongState
@@ -60,7 +62,7 @@ from pbem.mail.inbound import Incoming, read_message, read_report
 from pbem.models import Decision, Game, InboundMessage, Outbox, Seat, Token, utcnow
 from pbem.services import talk
 from pbem.services.bounces import record_bounce
-from pbem.services.playing import act
+from pbem.services.playing import act, store_standing
 from pbem.services.plumbing import PAGE_LINK, load_state, lock_game, queue_email, seats_of
 from pbem.tokens import hash_token, is_live
 
@@ -196,11 +198,11 @@ def _play_reply(record: int, incoming: Incoming, token: Token, seat: Seat) -> Re
             talk = lines[i:] + talk
             break
         results.append(result)
-        if result.status != "recorded":
+        if result.status not in ("recorded", "standing"):
             ignored = lines[i + 1:]
             break
     said = _talk(token.game_id, seat.id, talk) if talk else None
-    played = any(r.status == "recorded" for r in results)
+    played = any(r.status in ("recorded", "standing") for r in results)
     outcome = (Inbound.PLAYED if played else Inbound.REFUSED if results
                else Inbound.TALK if said else Inbound.EMPTY)
     # table talk alone, posted, needs no answer: the player's next email shows it
@@ -247,6 +249,9 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
             return Line(line, "not_running")
         mod = get_game(game.engine)
         state = load_state(mod, game)
+        standing = _standing_line(s, game, seat, mod, state, line)
+        if standing is not None:
+            return standing
         if not looks_like_a_command(mod, state, line, seat.language):
             return None
         if game.paused_at is not None:
@@ -267,6 +272,26 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
             return _refusal(mod, state, decision.position, seat.language, line, exc)
         act(s, game, seat, decision, action, MoveSource.PLAYER, state, by_email=last)
         return Line(line, "recorded", action.to_json())
+
+
+def _standing_line(s: Session, game: Game, seat: Seat, mod: Any, state: Any,
+                   line: str) -> Line | None:
+    """A line that sets a standing choice (``standing tools all``, in the player's words:
+    ``commands.read_standing``), set at once whether or not a decision is open: status
+    ``standing`` (``action``: the key and value), or ``standing_invalid`` with the lines
+    that would be accepted. None for a line that is no such line."""
+    try:
+        chosen = read_standing(mod, state, seat.position, line, seat.language)
+    except EngineError:
+        return Line(line, "standing_invalid", candidates=tuple(
+            standing_commands(mod, state, seat.position, seat.language)))
+    if chosen is None:
+        return None
+    if game.paused_at is not None:
+        return Line(line, "paused")
+    key, value = chosen
+    store_standing(s, game, seat, {key: value})
+    return Line(line, "standing", {"key": key, "value": value})
 
 
 def _refusal(mod: Any, state: Any, position: int, lang: str, line: str,

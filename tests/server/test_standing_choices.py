@@ -125,3 +125,83 @@ def test_the_standing_choices_read_in_german(make_app):
     html = client.get(game.pages[0]).get_data(as_text=True)
     assert "Daueranweisungen" in html and "Werkzeuge nach einem Wurf" in html
     assert "Jedes Mal fragen" in text_of(html, "standing-feed")
+
+
+# --------------------------------------------------------------------------- by reply
+
+
+def standing_of(app, game_id: str, seat: int) -> dict[str, str]:
+    from tests.server.helpers import game_state
+
+    mod, state = game_state(app, game_id)
+    return {c["key"]: c["value"] for c in mod.standing_form(state, seat)}
+
+
+@pytest.fixture
+def inbound_for(make_app):
+    """A Stone Age game of two who read ``lang``, with a receiver; the decision email of
+    the player asked first, and that seat."""
+    from tests.server.helpers import Inbox
+    from tests.server.replying import Inbound
+
+    made = []
+
+    def make(lang: str):
+        app = make_app(FOLLOW_UP_MINUTES=0)
+        inbox = Inbox(app)
+        players = [dataclasses.replace(p, language=lang) for p in PLAYERS[:2]]
+        created = start_game(app, players=players, game="stoneage")
+        game = Position(app, app.test_client(), inbox, created.game_id)
+        receiver = Inbound(app)
+        made.append(receiver)
+        (decision,) = open_decisions(app, game.game_id)
+        mail = inbox.to(game.seats[decision.position].email, "decision")[-1]
+        return app, game, inbox, receiver, mail, decision.position
+
+    yield make
+    for receiver in made:
+        receiver.stop()
+
+
+@pytest.mark.parametrize(("lang", "line", "said"), [
+    ("en", "standing tools all", "Your standing choice is set: Tools after a roll – Add "
+                                 "tools whenever they raise what I get"),
+    ("de", "dauer werkzeug alle", "Deine Daueranweisung ist gesetzt: Werkzeuge nach einem "
+                                  "Wurf – Werkzeuge immer einsetzen"),
+    ("de", "standing tools all", "Deine Daueranweisung ist gesetzt"),
+])
+def test_a_reply_sets_a_standing_choice_and_is_answered(inbound_for, lang, line, said):
+    app, game, inbox, inbound, mail, seat = inbound_for(lang)
+    inbound.reply(mail, line)
+    assert standing_of(app, game.game_id, seat)["tools"] == "all"
+    (answer,) = inbox.to(mail.to_addr, "reply")
+    assert said in answer.text
+    assert [d.kind for d in open_decisions(app, game.game_id)] == ["place"]  # still open
+
+
+def test_a_reply_with_a_standing_choice_not_offered_lists_those_that_are(inbound_for):
+    app, game, inbox, inbound, mail, seat = inbound_for("en")
+    before = standing_of(app, game.game_id, seat)
+    inbound.reply(mail, "standing tools sometimes")
+    assert standing_of(app, game.game_id, seat) == before
+    (answer,) = inbox.to(mail.to_addr, "reply")
+    assert "this is no standing choice the game offers; you can write:" in answer.text
+    assert "    standing tools all\n" in answer.text and "    standing feed pay\n" in answer.text
+
+
+def test_a_reply_with_a_standing_choice_then_a_move_does_both(inbound_for):
+    app, game, inbox, inbound, mail, seat = inbound_for("en")
+    inbound.reply(mail, "standing feed pay\nplace hunt 2")
+    assert standing_of(app, game.game_id, seat)["feed"] == "pay"
+    (answer,) = inbox.to(mail.to_addr, "reply")
+    assert answer.text.startswith("Recorded: Place 2 people on Hunting grounds.")
+    assert "Your standing choice is set: Feeding when Food is short" in answer.text
+
+
+@pytest.mark.parametrize(("lang", "word"), [("en", "standing"), ("de", "dauer")])
+def test_the_word_the_hint_names_answers_with_the_standing_commands(inbound_for, lang, word):
+    app, game, inbox, inbound, mail, seat = inbound_for(lang)
+    inbound.reply(mail, word)
+    (answer,) = inbox.to(mail.to_addr, "reply")
+    line = "standing tools all" if lang == "en" else "dauer werkzeug alle"
+    assert f"    {line}\n" in answer.text
