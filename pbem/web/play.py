@@ -255,10 +255,10 @@ MAX_FORM_WORDS = 40
 
 def form_command(form) -> str:
     """The full decision form of any game as a command in the game's notation: ``choice``
-    (a radio: a whole action as written, or a verb), else ``kind`` (the verb of a form
-    with one), followed by the fields of that verb only: ``<verb>.word`` and
-    ``<verb>.cards`` (words, repeatable), ``<verb>.amount`` (a number) and
-    ``<verb>.count.<word>`` (the word N times, e.g. ``take.count.wood=2``). Fields of
+    (a radio: a whole action as written, taken as it is; or a verb), else ``kind`` (the
+    verb of a form with one); a verb is followed by the fields of that verb only:
+    ``<verb>.word`` and ``<verb>.cards`` (words, repeatable), ``<verb>.amount`` (a
+    number) and ``<verb>.count.<word>`` (the word N times, e.g. ``take.count.wood=2``). Fields of
     another verb are ignored, so "leave it" is read as itself whatever the pay fields
     hold. Nothing here knows a game or completes anything: the engine matches the words
     against the legal actions in full. Raises IllegalMove for a count that is not a
@@ -266,7 +266,11 @@ def form_command(form) -> str:
     choice = form.get("choice", "").strip() or form.get("kind", "").strip()
     if not choice:
         return ""
-    verb = choice.split()[0]
+    if len(choice.split()) > 1:  # a whole action: nothing of its verb's fields is added
+        if len(choice) > MAX_FORM_WORDS * 40:
+            raise IllegalMove("form/too_long", choice.split()[0])
+        return choice
+    verb = choice
     words = [choice, *form.getlist(f"{verb}.word"), *form.getlist(f"{verb}.cards")]
     amount = form.get(f"{verb}.amount", "").strip()
     if amount:

@@ -169,7 +169,8 @@ def answer_form(page: Page, choice: Action) -> None:
         for tool in choice.get("use", ()):
             box = form.locator(f'input[name="tools.word"][value="{tool}"]:not(:checked)').first
             box.check()
-    elif choice.kind == "order":  # many orders: a place for each position
+    elif choice.kind == "order":  # an order of one's own: a place for each position
+        form.locator('input[name=choice][value="order"]').check()
         for i, place in enumerate(choice.get("places")):
             form.locator('select[name="order.word"]').nth(i).select_option(place)
     elif choice.kind in ("take", "build", "feed"):

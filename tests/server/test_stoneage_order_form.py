@@ -104,3 +104,16 @@ def test_the_choices_read_in_german(make_app, inbox_for=None):
     html = client.get(game.pages[seat]).get_data(as_text=True)
     assert "Welchen Ort nutzt du als Nächstes?" in html
     assert "Alle in der vorgeschlagenen Reihenfolge: Steinbruch, dann Jagdgründe" in html
+
+
+def test_a_whole_order_chosen_as_offered_is_read_as_it_is_whatever_the_selects_hold(
+        app, game):
+    """The selects of "an order of my own" are sent with every choice: a whole order
+    chosen among the offered ones takes none of their words."""
+    seat = game.put(many_orders())
+    status, html = game.post(seat, {"choice": "order river clay forest hunt building1",
+                                    "order.word": ["hunt", "forest", "river", "clay",
+                                                   "building1"]})
+    assert status == 200, text_of(html, "error")
+    assert game.recorded()[-1] == {"kind": "order", "places": ["river", "clay", "forest",
+                                                               "hunt", "building1"]}
