@@ -218,6 +218,7 @@ class Played:
     on_page: int = 0  # decisions made on the game page after MAX_TRIES refused tries
     stale: int = 0  # emails read when their decision had closed already
     no_offer: int = 0  # decision emails offering neither a link nor a command
+    no_commands: int = 0  # decision emails listing no reply command
     samples: list[Sample] = field(default_factory=list)
     # read from the database once the game is over (or left)
     opened: Counter = field(default_factory=Counter)  # decision kind -> decisions opened
@@ -376,9 +377,10 @@ class EmailPlayers(Bench):
         """Try what the email offers, uniformly at random, until one plays; after
         MAX_TRIES refusals, decide on the game page."""
         offers = [("link", p) for p in got.links if p.startswith("/a/")]
-        offers += [("command", c) for c in listed_commands(text_of(got), self.heads)]
-        if not offers:
-            self.game.no_offer += 1
+        listed = listed_commands(text_of(got), self.heads)
+        offers += [("command", c) for c in listed]
+        self.game.no_offer += not offers
+        self.game.no_commands += not listed
         lang = language_of(got)
         dropped: set[tuple[str, str]] = set()
         for i in range(MAX_TRIES):
@@ -560,7 +562,8 @@ def report(engine_name: str, n: int, games: list[Played], seconds: float) -> Lin
               f"{share(sum(a.played for a in mine), len(mine))} first tries")
     print(f"  {'decided on the game page':<36}{sum(g.on_page for g in games)} (after "
           f"{MAX_TRIES} refused tries); emails offering nothing: "
-          f"{sum(g.no_offer for g in games)}; read after their decision closed: "
+          f"{sum(g.no_offer for g in games)}, listing no command: "
+          f"{sum(g.no_commands for g in games)}; read after their decision closed: "
           f"{sum(g.stale for g in games)}")
     kinds: Counter = Counter()
     for g in games:
@@ -580,20 +583,23 @@ def report(engine_name: str, n: int, games: list[Played], seconds: float) -> Lin
 
 
 def refused_most(tried: Sequence[Attempt], most: int = 10) -> None:
-    """The commands (as sent, with their reason) refused most often, and the listed
-    line each came from."""
+    """The commands refused most often, by their shape (the command as sent, its
+    numbers as ``n``: ``place toolmaker n``, with the numbers sent), with the reason
+    the answer gave and the line the email listed (a pattern, or the command itself)."""
     refused = [a for a in tried if a.channel == "command" and not a.played]
-    counts = Counter((a.kind, a.sent, a.reason) for a in refused)
-    listed: dict[tuple[str, str, str], str] = {}
+    shapes: dict[tuple[str, str], list[Attempt]] = defaultdict(list)
     for a in refused:
-        listed.setdefault((a.kind, a.sent, a.reason), a.listed)
-    by_reason = Counter(a.reason for a in refused)
+        shapes[re.sub(r"\b\d+\b", "n", a.sent), a.reason].append(a)
+    by_reason = Counter(f"{a.kind} {a.reason}" for a in refused)
     print(f"  refused commands: {len(refused)} ("
           + ", ".join(f"{r} {c}" for r, c in by_reason.most_common()) + ")")
-    for (kind, sent, reason), c in counts.most_common(most):
-        source = listed[kind, sent, reason]
-        source = "" if source == sent else f"   from: {source[:70]}{'…' * (len(source) > 70)}"
-        print(f"    {c:>4}  {sent:<34} {reason:<9} ({kind}){source}")
+    for (shape, reason), group in sorted(shapes.items(), key=lambda x: -len(x[1]))[:most]:
+        numbers = sorted({int(n) for a in group for n in re.findall(r"\b\d+\b", a.sent)})
+        sent = shape + (f" (n: {', '.join(map(str, numbers))})" if numbers else "")
+        listed = group[0].listed
+        source = "" if listed == group[0].sent else \
+            f"   from: {listed[:60]}{'…' * (len(listed) > 60)}"
+        print(f"    {len(group):>4}  {sent:<36} {reason}{source}")
 
 
 LEGEND = ("dec/p/r: decisions opened per player per round, pooled over the games; "
