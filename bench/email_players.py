@@ -556,10 +556,12 @@ def report(engine_name: str, n: int, games: list[Played], seconds: float) -> Lin
         every = [a for a in tried if a.channel == channel]
         print(f"  {'first try played, ' + label:<36}{share(ok, total)} first tries "
               f"(every try: {share(sum(a.played for a in every), len(every))})")
-    for lang in ("en", "de"):
-        mine = [a for a in tried if a.first and a.channel == "command" and a.lang == lang]
-        print(f"  {'  reply commands, players in ' + lang:<36}"
-              f"{share(sum(a.played for a in mine), len(mine))} first tries")
+    firsts = [a for a in tried if a.first and a.channel == "command"]
+    for label, mine in [
+            ("  reply commands, players in en", [a for a in firsts if a.lang == "en"]),
+            ("  reply commands, players in de", [a for a in firsts if a.lang == "de"]),
+            ("  reply commands from a pattern", [a for a in firsts if is_pattern(a.listed)])]:
+        print(f"  {label:<36}{share(sum(a.played for a in mine), len(mine))} first tries")
     print(f"  {'decided on the game page':<36}{sum(g.on_page for g in games)} (after "
           f"{MAX_TRIES} refused tries); emails offering nothing: "
           f"{sum(g.no_offer for g in games)}, listing no command: "
