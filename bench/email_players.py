@@ -56,7 +56,69 @@ of the element ``id="choices"`` (the end of the choices), per kind and overall.
     .venv/bin/python bench/email_players.py --configs stoneage:4 --standing
     .venv/bin/python bench/email_players.py --quick          # one short game each (smoke)
 
-BEFORE: figures at the end of this text.
+Before (issue 31 not started): 2026-11-28, main at 47ce69a, on the shared 2-CPU machine
+(other work running: the times vary; the counts do not, a run is reproducible to the
+last figure). The default run, 3 games of each configuration, seeds 1 to 3 (205 s):
+
+    .venv/bin/python bench/email_players.py --height
+    configuration  games done rounds dec/p/r  e/p/r     cmd    (n)    link    (n)
+    Stone Age 2p       3    3   27.3    7.14  10.04   96.1%    457  100.0%    714
+    Stone Age 4p       3    3   18.0    6.98   9.70   95.3%    552  100.0%    956
+    Cavemen 4p         3    3   41.7    2.21   3.47  100.0%    597  100.0%    506
+
+10 games of each, seeds 1 to 10 (518 s):
+
+    .venv/bin/python bench/email_players.py --games 10 --height
+    configuration  games done rounds dec/p/r  e/p/r     cmd    (n)    link    (n)
+    Stone Age 2p      10   10   25.2    7.32  10.28   96.6%   1433  100.0%   2256
+    Stone Age 4p      10   10   18.3    6.92   9.65   96.1%   1880  100.0%   3183
+    Cavemen 4p        10   10   34.6    2.15   3.38  100.0%   1592  100.0%   1390
+
+    per game (10 games)        Stone Age 2p                Stone Age 4p
+    decisions/player/round     mean 7.33, median 7.37      mean 6.92, median 6.96
+    emails/player/round        mean 10.28, median 10.32    mean 9.65, median 9.64
+      of which decisions       7.32                        6.92
+      answers to replies       2.86                        2.58
+    commands from a pattern    54.6 % of 108 first tries   45.9 % of 135
+    commands, en / de players  96.2 % / 97.0 %             95.3 % / 97.0 %
+    decisions by kind          place 53.9 %, tools 15.7,   place 55.7 %, tools 12.9,
+                               card 12.2, order 9.5,       order 9.3, card 8.9, feed 5.1,
+                               feed 4.0, build 2.7,        pick 5.0, build 3.1
+                               pick 2.1
+    refused commands           54: place illegal 44,       79: place illegal 69, order
+                               order ambiguous 10          ambiguous 9, card illegal 1
+    refused most               place toolmaker n (2-7) 9,  place hut n (1, 3-8) 11,
+                               place field n (3-5) 7,      place building1 n (2-5) 8,
+                               place building2 n 6         place card4 n (2, 4, 5) 7
+
+    Stone Age decision emails at 390 px in Chromium (10 games): 84 emails (42 German);
+    px, median / max
+      kind           n      to the end of #choices           whole email
+      build         12                483 /    709        2890 /   3415
+      card          12                723 /   1059        2907 /   4083
+      feed          12                513 /    560        2628 /   3467
+      order         12                554 /    861        3244 /   4035
+      pick          12                467 /    521        3156 /   3552
+      place         12               1447 /   1725        3678 /   4100
+      tools         12                444 /    553        2960 /   3252
+      overall       84                533 /   1725        3042 /   4100
+      worst, to the end of the choices: 1725 px, a place email of round 1 (seed 1, de)
+      worst, whole email: 4100 px, a place email of round 13 (seed 2, en)
+
+What they say: one-click links always play; a reply command from the email's own list
+plays at the first try 96-97 % of the time in Stone Age (100 % in Cavemen), and every
+refusal comes from a line that is a pattern: ``place (hunt | ... | building2) (1 | ...
+| 9)`` filled in with a count the place does not take (Toolmaker, Field, buildings and
+cards take 1 person, the Hut exactly 2: ``place hut 1`` too), and ``order n × (...)`` filled in
+with an order the engine does not allow today (refused as "ambiguous": the same words
+in another order are legal). Only about half of the commands filled in from a pattern
+play (54.6 %, 45.9 %); a pattern is one offer among some 15 links and lines of a
+placement email, so it weighs little in the share over all commands. Nobody needed the
+game page (4 tries were always enough), no email offered nothing. These players choose
+at random, so their games are longer (25 and 18 rounds) and their decisions per round
+higher than bench/inbox.py's heuristic players': compare before and after within this
+bench. Heights: the sample is 6 emails per kind and language (``--height-sample``);
+the choices of a placement email end at 1,447 px (median) and 1,725 px (max).
 """
 
 from __future__ import annotations
