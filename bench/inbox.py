@@ -170,6 +170,7 @@ import textwrap
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from email.message import EmailMessage
 from email.utils import parseaddr
 from html.parser import HTMLParser
 from pathlib import Path
@@ -279,6 +280,8 @@ class Received:
     kind: str
     decision_id: int | None
     links: list[str]  # the paths of its text part's links, in order
+    msg: EmailMessage | None = None  # the message itself
+    context: dict[str, Any] = field(default_factory=dict)  # its Outbox row's context
 
     def first(self, prefix: str) -> str | None:
         return next((p for p in self.links if p.startswith(prefix)), None)
@@ -338,7 +341,8 @@ class Bench:
             body = msg.get_body(("plain",))
             text = body.get_content() if body is not None else ""
             out.append(Received(parseaddr(str(msg["To"]))[1].lower(), kind_of(row),
-                                row.context.get("decision_id"), LINK_RE.findall(text)))
+                                row.context.get("decision_id"), LINK_RE.findall(text), msg,
+                                row.context))
         return out
 
     # -- links and forms
@@ -421,6 +425,12 @@ class Bench:
                 raise RuntimeError(f"POST /a/<token> ({action}): {resp.status_code}: "
                                    f"{resp.get_data(as_text=True)[:300]}")
             return self.after(resp, rng, how)
+        self.answer_on_page(mail_, decision, action, rng, how)
+
+    def answer_on_page(self, mail_: Received, decision: Decision, action: Action,
+                       rng: random.Random, how: Counter) -> None:
+        """Make ``action`` for ``decision`` on the game page the email links to (its
+        decision form, filled in as a person would)."""
         page_link = mail_.first("/g/")
         if page_link is None:
             raise RuntimeError(f"a {decision.kind} email without a game page link")

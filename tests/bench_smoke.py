@@ -42,6 +42,8 @@ BENCHES: dict[str, tuple[list[str], str | list[str]]] = {
                         "--tail", "0.1"],
                        r"postgresql +10 due timeouts in [\d.]+ s; confirm POST during: p50"),
     "inbox.py": (["--quick"], r"Cavemen 4p +page +1 "),  # run by test_bench_inbox_smoke
+    # run in-process by test_bench_email_players_smoke
+    "email_players.py": (["--quick"], r"Cavemen 4p +1 +0 +3\.0 "),
     "reply_latency.py": (["--games", "1", "--db", "sqlite", "--poll", "0.05"],
                          r"sqlite: reply -> next decision email: median +\d+ ms, p99 +\d+ ms"),
     "stoneage_decisions.py": (["--games", "2"], r"order +[\d.]+ a game +[\d.]+ %"),
