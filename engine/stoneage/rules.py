@@ -396,9 +396,10 @@ EMAIL_PAYMENTS = 4  # payment choices an email offers as links; the rest on the 
 
 
 def email_choices(state: State, seat: int) -> list[Action]:
-    """The choices an email offers as one-click links (the game page has them all): each
-    place once (with as many people as fit; the link's confirmation page offers every
-    number, see ``choice_variants``), the sensible order of the use phase and the
+    """The choices an email offers as one-click links (the game page has them all): every
+    legal placement (each place with each number of people it takes now, fewest first:
+    the email shows a place as one row of count links), the sensible order of the use
+    phase and the
     EMAIL_ORDERS - 1 orders nearest to it (fewest pairs the other way round), no tools or
     the timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
     points) beside the first few ways to pay (cheapest first; for a building, the most
@@ -406,10 +407,7 @@ def email_choices(state: State, seat: int) -> list[Action]:
     kind = decision_kind(state, seat)
     legal = legal_actions(state, seat)
     if kind == "place":
-        most: dict[str, Action] = {}
-        for a in legal:
-            most[a.get("at")] = a  # counts ascend: the last is the most people
-        return list(most.values())
+        return legal
     if kind == "tools":
         best = default_action(state, seat)
         return [NO_TOOLS] if best == NO_TOOLS else [best, NO_TOOLS]
