@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import tomllib
+from typing import Any
 
 from flask import Flask, Response, current_app, request
 from flask_babel import get_locale
@@ -141,6 +142,23 @@ def marks(names: list[str]) -> list[str]:
     return out
 
 
+def runs(items: list[Any], key: str) -> list[tuple[Any, list[Any]]]:
+    """Consecutive ``items`` with the same value at ``key`` (a dotted path of dictionary
+    keys, ``"action.at"``), in order: ``[(value, [items...]), ...]`` (Jinja's
+    ``groupby`` sorts, and a ``selectattr`` per group costs a pass over all)."""
+    path = key.split(".")
+    out: list[tuple[Any, list[Any]]] = []
+    for item in items:
+        value = item
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if out and out[-1][0] == value:
+            out[-1][1].append(item)
+        else:
+            out.append((value, [item]))
+    return out
+
+
 @functools.cache
 def styles() -> dict[str, str]:
     """The shared styles and every game's own (a game may not redefine a shared one)."""
@@ -234,4 +252,5 @@ def init_app(app: Flask) -> None:
     app.jinja_env.globals["memo"] = memo
     app.jinja_env.filters["data_key"] = data_key
     app.jinja_env.filters["marks"] = marks
+    app.jinja_env.filters["runs"] = runs
     app.add_url_rule("/ui.css", "ui_css", css_view)
