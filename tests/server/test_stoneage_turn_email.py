@@ -298,3 +298,33 @@ def test_the_text_part_lists_each_place_with_a_line_for_each_count(app, inbox):
     # every link of the HTML part is in the text part, and the other way round
     assert sorted(set(email.text_links())) == sorted(set(email.html_links()))
 
+
+
+def test_a_daily_digest_lists_a_placement_as_the_same_rows_of_count_links(app, client,
+                                                                          frozen):
+    from tests.server.test_address_settings import save, unsubscribe_link
+    from tests.server.timekit import at, new_game, tick
+
+    created = new_game(app, game="stoneage")  # Cy places first
+    save(client, unsubscribe_link(app, created.game_id, PLAYERS[2].email), delivery="digest",
+         digest_hour="8", timezone="Europe/Berlin")
+    at(frozen, 22.05)  # Tuesday 08:03 in Berlin
+    tick(app)
+    (digest,) = [m for m in inbox_of(app) if m.template == "digest"
+                 and m.to_addr == PLAYERS[2].email]
+    rows = rows_of(digest.html)
+    assert [label for _, label in rows["forest"].links] == [f"×{n}" for n in range(1, 6)]
+    assert [bound(app, url) for url, _ in rows["hut"].links] == [
+        Action.of("place", at="hut", count=2)]
+    assert rows["card1"].links == []  # nothing to pay with: greyed, no link
+    text = text_rows(digest.text.replace("\n    ", "\n  ", ))  # the digest indents more
+    forest = next(r for r in text if r.startswith("Forest: "))
+    assert [words for words, _ in text[forest]] == ["1 person"] + [
+        f"{n} people" for n in range(2, 6)]
+    assert sorted(set(digest.text_links())) == sorted(set(digest.html_links()))
+
+
+def inbox_of(app) -> list[Mail]:
+    from tests.server.helpers import Inbox
+
+    return Inbox(app).all()
