@@ -399,11 +399,10 @@ def email_choices(state: State, seat: int) -> list[Action]:
     """The choices an email offers as one-click links (the game page has them all): every
     legal placement (each place with each number of people it takes now, fewest first:
     the email shows a place as one row of count links), the sensible order of the use
-    phase and the
-    EMAIL_ORDERS - 1 orders nearest to it (fewest pairs the other way round), no tools or
-    the timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
-    points) beside the first few ways to pay (cheapest first; for a building, the most
-    points first)."""
+    phase and the EMAIL_ORDERS - 1 orders nearest to it (fewest pairs the other way
+    round), no tools or the timeout's tools, the dice-for-all pick, and leaving a card or
+    building (or losing 10 points) beside the first few ways to pay (cheapest first; for
+    a building, the most points first)."""
     kind = decision_kind(state, seat)
     legal = legal_actions(state, seat)
     if kind == "place":
