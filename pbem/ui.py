@@ -56,9 +56,12 @@ STYLES: dict[str, str] = {
     "ch-row-why": "font-size:14px;color:#5c3d00;font-style:italic",
     "ch-count": ("display:inline-block;box-sizing:border-box;min-width:40px;height:40px;"
               "margin:0 4px 4px 0;padding:0 6px;border-radius:8px;background:#1b5e8c;"
-              "color:#ffffff;font-weight:bold;font-size:16px;line-height:40px;"
+              "color:#fff;font-weight:bold;font-size:16px;line-height:40px;"
               "text-align:center;text-decoration:none;vertical-align:middle"),
-    "ch-count-two": "height:44px;padding-top:4px;line-height:20px",
+    "ch-count-two": ("display:inline-block;box-sizing:border-box;min-width:40px;height:44px;"
+                     "margin:0 4px 4px 0;padding:4px 6px 0 6px;border-radius:8px;"
+                     "background:#1b5e8c;color:#fff;font-weight:bold;font-size:16px;"
+                     "line-height:20px;text-align:center;text-decoration:none"),
     "ch-count-yield": "display:block;font-size:12px;font-weight:normal;line-height:14px",
     "ch-counts": "margin:4px 0 0 0",
     "ch-intro": "margin:0 0 4px 0;font-size:13px;color:#595959",
