@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import tomllib
+from typing import Any
 
 from flask import Flask, Response, current_app, request
 from flask_babel import get_locale
@@ -41,6 +42,53 @@ STYLES: dict[str, str] = {
     "btn-block": "display:block;text-align:left",
     "btn-alt": "background:#ffffff;color:#1b5e8c",
     "btn-note": "display:block;font-weight:normal;font-size:14px",
+    # a turn email's choices as short rows: a list, one row a choice (or a place with its
+    # count links, each a fingertip: 44 x 40 px); a row the reader cannot take is greyed
+    "ch-rows": "list-style:none;margin:0 0 10px 0;padding:0",
+    "ch-row": ("margin:0;padding:5px 0 4px 0;border-top:1px solid #d6d6d6;line-height:1.35;"
+            "font-size:15px"),
+    "ch-row-off": "color:#595959;background:#f4f4f4;padding-left:6px;padding-right:6px",
+    "ch-row-name": ("display:inline-block;min-width:104px;margin:0 4px 4px 0;font-weight:bold;"
+                 "font-size:16px;vertical-align:middle"),
+    "ch-row-tag": ("display:inline-block;padding:0 6px;border-radius:8px;background:#e9edf1;"
+                "color:#1f1f1f;font-size:12px;font-weight:normal;vertical-align:middle"),
+    "ch-row-note": "font-size:14px;color:#3d3d3d;vertical-align:middle",
+    "ch-row-why": "font-size:14px;color:#5c3d00;font-style:italic",
+    "ch-count": ("display:inline-block;box-sizing:border-box;min-width:40px;height:40px;"
+              "margin:0 4px 4px 0;padding:0 6px;border-radius:8px;background:#1b5e8c;"
+              "color:#fff;font-weight:bold;font-size:16px;line-height:40px;"
+              "text-align:center;text-decoration:none;vertical-align:middle"),
+    "ch-count-two": ("display:inline-block;box-sizing:border-box;min-width:40px;height:44px;"
+                     "margin:0 4px 4px 0;padding:4px 6px 0 6px;border-radius:8px;"
+                     "background:#1b5e8c;color:#fff;font-weight:bold;font-size:16px;"
+                     "line-height:20px;text-align:center;text-decoration:none"),
+    "ch-count-yield": "display:block;font-size:12px;font-weight:normal;line-height:14px",
+    "ch-counts": "margin:4px 0 0 0",
+    "ch-intro": "margin:0 0 4px 0;font-size:13px;color:#595959",
+    "ch-row-plain": "margin:0 0 6px 0;padding:0",
+    "ch-pick": ("display:block;box-sizing:border-box;min-height:44px;padding:8px 12px;"
+             "border:2px solid #1b5e8c;border-radius:8px;background:#eef4fa;color:#0f4870;"
+             "font-weight:bold;font-size:16px;line-height:1.3;text-decoration:none"),
+    "ch-pick-off": "border:1px dashed #8a8a8a;background:#f4f4f4;color:#595959",
+    "ch-pick-note": "display:block;font-weight:normal;font-size:14px;color:#3d3d3d",
+    # a player's colour on a board picture, by seat (white or black text at 4.5:1 or
+    # better); never alone: a token also carries the player's mark (see ``marks``)
+    "tok": ("display:inline-block;box-sizing:border-box;min-width:22px;padding:1px 6px;"
+            "margin:0 3px 3px 0;border-radius:11px;border:1px solid #1f1f1f;font-weight:bold;"
+            "font-size:13px;line-height:18px;text-align:center;white-space:nowrap;"
+            "vertical-align:middle"),
+    "pc-0": "background:#b3261e;color:#ffffff",
+    "pc-1": "background:#1f5a94;color:#ffffff",
+    "pc-2": "background:#2e6b2e;color:#ffffff",
+    "pc-3": "background:#f2c14e;color:#1f1f1f",
+    "pc-4": "background:#6a3d9a;color:#ffffff",
+    "panel-pc-0": "border-left:6px solid #b3261e",
+    "panel-pc-1": "border-left:6px solid #1f5a94",
+    "panel-pc-2": "border-left:6px solid #2e6b2e",
+    "panel-pc-3": "border-left:6px solid #d9a21b",
+    "panel-pc-4": "border-left:6px solid #6a3d9a",
+    "legend": "margin:0 0 8px 0;font-size:14px;line-height:1.6",
+    "legend-item": "display:inline-block;margin:0 10px 0 0;white-space:nowrap",
     "ask": "font-size:20px;line-height:1.3;margin:0 0 4px 0",
     "when": "margin:0 0 12px 0;color:#3d3d3d",
     "heads-up": ("margin:0 0 12px 0;padding:6px 10px;border-left:4px solid #8a5a00;"
@@ -77,6 +125,41 @@ STYLES: dict[str, str] = {
     "right": "float:right",
     "line": "margin:0 0 2px 0",
 }
+
+
+def marks(names: list[str]) -> list[str]:
+    """A short mark for each player, for the tokens of a board picture (a colour is never
+    the only sign): the name's first letter, or as many first letters as tell it from
+    the others' (at most three), else its seat's number."""
+    clean = [(name.strip() or "?") for name in names]
+    out = []
+    for i, name in enumerate(clean):
+        for size in (1, 2, 3):
+            mark = name[:size].upper() if size == 1 else name[0].upper() + name[1:size]
+            others = [n[:size].lower() for j, n in enumerate(clean) if j != i]
+            if name[:size].lower() not in others:
+                break
+        else:
+            mark = str(i + 1)
+        out.append(mark)
+    return out
+
+
+def runs(items: list[Any], key: str) -> list[tuple[Any, list[Any]]]:
+    """Consecutive ``items`` with the same value at ``key`` (a dotted path of dictionary
+    keys, ``"action.at"``), in order: ``[(value, [items...]), ...]`` (Jinja's
+    ``groupby`` sorts, and a ``selectattr`` per group costs a pass over all)."""
+    path = key.split(".")
+    out: list[tuple[Any, list[Any]]] = []
+    for item in items:
+        value = item
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if out and out[-1][0] == value:
+            out[-1][1].append(item)
+        else:
+            out.append((value, [item]))
+    return out
 
 
 @functools.cache
@@ -171,4 +254,6 @@ def init_app(app: Flask) -> None:
     app.jinja_env.globals["ui"] = ui
     app.jinja_env.globals["memo"] = memo
     app.jinja_env.filters["data_key"] = data_key
+    app.jinja_env.filters["marks"] = marks
+    app.jinja_env.filters["runs"] = runs
     app.add_url_rule("/ui.css", "ui_css", css_view)

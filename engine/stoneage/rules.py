@@ -403,20 +403,17 @@ EMAIL_PAYMENTS = 4  # payment choices an email offers as links; the rest on the 
 
 
 def email_choices(state: State, seat: int) -> list[Action]:
-    """The choices an email offers as one-click links (the game page has them all): each
-    place once (with as many people as fit; the link's confirmation page offers every
-    number, see ``choice_variants``), the sensible order of the use phase and
-    each placement to use next (with two left: the two whole orders), no tools or
-    the timeout's tools, the dice-for-all pick, and leaving a card or building (or losing 10
-    points) beside the first few ways to pay (cheapest first; for a building, the most
-    points first)."""
+    """The choices an email offers as one-click links (the game page has them all): every
+    legal placement (each place with each number of people it takes now, fewest first:
+    the email shows a place as one row of count links), the sensible order of the use
+    phase and each placement to use next (with two left: the two whole orders), no tools
+    or the timeout's tools, the dice-for-all pick, and leaving a card or building (or
+    losing 10 points) beside the first few ways to pay (cheapest first; for a building,
+    the most points first)."""
     kind = decision_kind(state, seat)
     legal = legal_actions(state, seat)
     if kind == "place":
-        most: dict[str, Action] = {}
-        for a in legal:
-            most[a.get("at")] = a  # counts ascend: the last is the most people
-        return list(most.values())
+        return legal
     if kind == "tools":
         best = default_action(state, seat)
         return [NO_TOOLS] if best == NO_TOOLS else [best, NO_TOOLS]

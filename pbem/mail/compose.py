@@ -105,10 +105,12 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     (``render_row`` picks the reader's): the message, the last event it tells of and the
     held rows it sums up."""
     specs = row.context["links"]
+    # a choice the reader cannot pay for now is shown without a link: no token for it
+    linked = {name: spec for name, spec in specs.items() if not unpayable(spec)}
     *urls, unsubscribe = mint_links(
-        s, [*specs.values(), {"kind": TokenKind.UNSUBSCRIBE,
-                              "action": {"address": row.rcpt, "of": row.template}}], row)
-    links = dict(zip(specs, urls, strict=True))
+        s, [*linked.values(), {"kind": TokenKind.UNSUBSCRIBE,
+                               "action": {"address": row.rcpt, "of": row.template}}], row)
+    links = dict(zip(linked, urls, strict=True))
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
                            "base_url": current_app.config["BASE_URL"],
                            "unsubscribe": unsubscribe, "seats": [],
@@ -119,9 +121,10 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     if game is not None:  # the players, also before the game starts (confirm, invitation)
         ctx["seats"] = conn.execute(_SEATS, {"game_id": game.id}).all()
     ctx["names"] = [x.name for x in ctx["seats"]]  # by position
-    # a decision's choices: its one-click links, (name, spec) in order
-    ctx["choices"] = [(name, spec) for name, spec in specs.items()
-                      if spec.get("kind") == TokenKind.ACTION]
+    # a decision's choices in order: each its spec (action, effect, variants), ``name``
+    # and ``url`` (its one-click link; None for one the reader cannot pay for now)
+    ctx["choices"] = [dict(spec, name=name, url=links.get(name))
+                      for name, spec in specs.items() if spec.get("kind") == TokenKind.ACTION]
     if game is not None and game.state:
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
@@ -167,6 +170,14 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     if row.context.get("in_reply_to"):  # an answer to a reply: in the reply's thread
         thread.append(row.context["in_reply_to"])
     return build_message(row, game, ctx, thread), seen, merged
+
+
+def unpayable(spec: dict[str, Any]) -> bool:
+    """Whether a link spec is a one-click choice the reader cannot pay for now (its
+    ``effect`` says ``affordable: false``, see ``engine.core``'s ``choice_effect``): the
+    email shows it greyed, with the reason, and mints no token for it."""
+    return (spec.get("kind") == TokenKind.ACTION
+            and (spec.get("effect") or {}).get("affordable") is False)
 
 
 def reply_to(s: Session, row: Outbox, game: Game | None, seat: Seat | None,

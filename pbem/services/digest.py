@@ -127,11 +127,13 @@ def prepare_digest(s: Session, row: Outbox) -> str | None:
         legal = mod.legal_actions(state, seat.position)
         for i, action in enumerate(mod.email_choices(state, seat.position)):
             name = f"d{decision.id}c{i}"
-            links[name] = {"kind": TokenKind.ACTION, "game_id": game.id, "seat_id": seat.id,
-                           "decision_id": decision.id, "action": action.to_json()}
+            effect = mod.choice_effect(state, seat.position, action)
+            if effect.get("affordable") is not False:  # else shown greyed, without a link
+                links[name] = {"kind": TokenKind.ACTION, "game_id": game.id,
+                               "seat_id": seat.id, "decision_id": decision.id,
+                               "action": action.to_json()}
             turn["choices"].append({
-                "link": name, "action": action.to_json(),
-                "effect": mod.choice_effect(state, seat.position, action),
+                "link": name, "action": action.to_json(), "effect": effect,
                 "variants": variants_of(mod, state, seat.position, action)})
         turn["more"] = len(legal) > len(turn["choices"])
     newest = max((seat for _, seat, _ in found), key=lambda x: x.id or 0)

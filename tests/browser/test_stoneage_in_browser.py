@@ -81,12 +81,12 @@ def test_a_stone_age_game_is_played_to_its_end_in_the_browser(live_server, page:
         if decision is None or decision.id != mail_decision(app, page):
             continue  # already answered on the page of an earlier move
         choice = bot_choice(app, decision, rng)
-        label = link_label(app, page, choice)
-        if label is not None:
-            follow(page, html_link(page, label), "**/a/**")
+        link = choice_link(app, page, choice)
+        if link is not None:
+            follow(page, link, "**/a/**")
             numbers = page.locator("input[name=choice]")
-            if numbers.count():  # a place's link: how many people go there
-                page.locator(f'input[name=choice][value="{choice}"]').check()
+            if numbers.count():  # a place's count link: its number is chosen already
+                expect(page.locator(f'input[name=choice][value="{choice}"]')).to_be_checked()
             page.locator("#confirm").click()
         else:
             follow(page, html_link(page, "More choices, and the whole board"), "**/g/**")
@@ -139,18 +139,16 @@ def bot_choice(app, decision: Decision, rng: random.Random) -> Action:
     return mod.BOTS["heuristic"](state, decision.position, rng)
 
 
-def link_label(app, page: Page, choice: Action) -> str | None:
-    """The words of the email's one-click link for ``choice``, if it has one (for a
-    placement: the link of its place, whose page offers each number of people)."""
+def choice_link(app, page: Page, choice: Action):
+    """The email's one-click link for ``choice``, if it has one (for a placement: the
+    count link of its place and number), as a locator in the email's frame."""
     links = page.frame_locator("iframe").locator("a[href*='/a/']").evaluate_all(
-        "els => els.map(a => [a.getAttribute('href'), a.innerText])")  # one round trip
+        "els => els.map(a => a.getAttribute('href'))")  # one round trip
     with app.app_context(), read_scope() as s:
-        for href, words in links:
+        for href in links:
             token = s.get(Token, hash_token(href.rsplit("/a/", 1)[1]))
-            bound = Action.from_json(token.action)
-            if bound == choice or (bound.kind == choice.kind == "place"
-                                   and bound.get("at") == choice.get("at")):
-                return words.strip()
+            if Action.from_json(token.action) == choice:
+                return page.frame_locator("iframe").locator(f'a[href="{href}"]')
     return None
 
 

@@ -1,13 +1,11 @@
 """A Stone Age placement in Chromium at phone width, as the player sees it: the turn
-email's HTML part (in the dev mailbox) names the coming feeding and each place's numbers
-of people with their yields; a place's link opens a page that asks how many (the browser
-will not send it without a number), and the number chosen is what is recorded; a card the
-player cannot pay for warns on its page; the game page's placement list names the yields
-and the warnings too."""
+email's HTML part (in the dev mailbox) names the coming feeding and shows each place as a
+row with a link for each number of people and the average yield of each; a card the
+player cannot pay for is greyed with the reason and is no link; a count link opens a page
+with that number chosen (another is one tick away), and the number confirmed is what is
+recorded; the game page's placement list names the yields and the warnings too."""
 
 from __future__ import annotations
-
-import re
 
 from playwright.sync_api import Page, expect
 
@@ -17,12 +15,12 @@ from tests.browser.mailbox import Mailbox, follow, html_link
 PLAYERS = [services.PlayerIn("Ann", "ann@example.test", "en", "UTC"),
            services.PlayerIn("Bob", "bob@example.test", "en", "UTC")]
 SEED = 3
-FOREST = re.compile(r"^Place 1 to 5 people on Forest: about 1, 2, 3, 4 or 5 Wood")
+FOREST = "1 Wood per 3 pips"
 ENOUGH = ("Feeding at the end of this round: 5 people eat 5 Food; you have 12 and "
           "agriculture adds 0: enough.")
 
 
-def test_a_placement_from_the_email_chooses_its_number_on_the_confirmation_page(
+def test_a_count_link_from_the_email_opens_its_number_ready_to_confirm(
         live_server, page: Page):
     with live_server.app.app_context():
         services.create_game("stoneage", PLAYERS, seed=SEED, confirm_by_email=False,
@@ -35,26 +33,21 @@ def test_a_placement_from_the_email_chooses_its_number_on_the_confirmation_page(
     box.open(turn)
     email = page.frame_locator("iframe")
     expect(email.locator("#hint")).to_have_text(ENOUGH)
-    expect(email.locator("a", has_text=FOREST)).to_have_count(1)
-    card = email.locator("a", has_text="civilization card costing 2")
-    expect(card).to_contain_text("you cannot pay for it now: it costs 2 resources, you have 0")
-    mail_url = page.url
+    forest = email.locator("#place-rows li[data-place=forest]")
+    expect(forest).to_contain_text(FOREST)
+    expect(forest.locator("a")).to_have_text(["×1≈1", "×2≈2", "×3≈3", "×4≈4", "×5≈5"])
+    card = email.locator("#place-rows li[data-place=card2]")
+    expect(card).to_contain_text("You cannot pay for it now: it costs 2 resources, you have 0")
+    expect(card.locator("a")).to_have_count(0)
 
-    # the card's page warns before the confirmation
-    follow(page, html_link(page, card.inner_text().strip()), "**/a/**")
-    expect(page.locator("#caution")).to_be_visible()
-    expect(page.locator("#caution")).to_contain_text("You cannot pay for it now")
-
-    # the forest's page: no number, no move; two people chosen, two recorded
-    page.goto(mail_url)
-    follow(page, html_link(page, email.locator("a", has_text=FOREST).inner_text().strip()),
-           "**/a/**")
+    # the forest's ×3: three people chosen already; two chosen instead, two recorded
+    follow(page, forest.locator("a").nth(2), "**/a/**")
+    expect(page.locator("#action")).to_have_text(
+        "Place 3 people on Forest: 3 dice, about 3 Wood (1 per 3 pips)")
     expect(page.locator("#variants legend")).to_have_text(
         "How many people do you place on Forest?")
     expect(page.locator("input[name=choice]")).to_have_count(5)
-    page.locator("#confirm").click()  # nothing chosen: the browser asks for a number
-    expect(page.locator("#recorded")).to_have_count(0)
-    assert page.locator("input[name=choice]").first.evaluate("e => !e.validity.valid")
+    expect(page.get_by_label("Place 3 people on Forest: 3 dice, about 3 Wood")).to_be_checked()
     page.get_by_label("Place 2 people on Forest: 2 dice, about 2 Wood").check()
     page.locator("#confirm").click()
     expect(page.locator("#recorded")).to_have_text("Recorded: Place 2 people on Forest")

@@ -1623,11 +1623,18 @@ def test_with_one_person_at_home_a_resource_place_offers_no_variants():
     assert choice_variants(state, 0, place("forest")) == []
 
 
-def test_the_email_offers_each_place_once_with_the_most_people():
-    state = build(board(), board())
+def test_the_email_offers_every_number_of_people_each_place_takes_now():
+    state = build(board(), board(), board(), spots=[("forest", 1, 5), ("toolmaker", 2, 1)],
+                  turn=0)
     offered = email_choices(state, 0)
-    assert place("hunt", 5) in offered and place("forest", 5) in offered
-    assert len({a.get("at") for a in offered}) == len(offered)
+    counts: dict[str, list[int]] = {}
+    for a in offered:
+        counts.setdefault(a.get("at"), []).append(a.get("count"))
+    assert counts["hunt"] == [1, 2, 3, 4, 5]
+    assert counts["forest"] == [1, 2]  # 7 spaces, 5 taken
+    assert counts["hut"] == [2] and counts["card1"] == [1]
+    assert "toolmaker" not in counts
+    assert offered == legal_actions(state, 0)
 
 
 def test_the_view_forecasts_the_coming_feeding():

@@ -3,9 +3,10 @@ received by a real SMTP server and the pages their links open, over real HTTP.
 
 As in test_e2e.py (Cavemen): the host creates the game on the home page, confirms it from
 the email, the others accept; every decision email is answered by the heuristic bot's
-choice, with its one-click link when the email has one (a place's link asks on its
-confirmation page how many people go there), else with the game page's form (filled in
-as a person would: a place and a number, ticked tools, resource counts). When
+choice, with its one-click link when the email has one (a place's row has a link for
+each number of people, and its confirmation page lets the player change the number),
+else with the game page's form (filled in as a person would: a place and a number,
+ticked tools, resource counts). When
 the page of a move carries the same player's next decision, the player answers it there at
 once, and no email is ever sent for it. The test reads the database only to let the bot
 see the board and to check the bookkeeping. It prints the emails a player received per
@@ -146,8 +147,11 @@ def _answer_mail(player, mail, decision: Decision, bot, rng: random.Random,
     returns the page the move answered with."""
     state = game_state(player.app, decision.game_id)[1]
     choice = bot(state, decision.position, rng)
-    for url in player.links(mail, "/a/"):
-        bound = Action.from_json(token_row(player.app, token_of(url)).action)
+    bound_to = {url: Action.from_json(token_row(player.app, token_of(url)).action)
+                for url in player.links(mail, "/a/")}
+    exact = [url for url, bound in bound_to.items() if bound == choice]
+    for url in exact or list(bound_to):
+        bound = bound_to[url]
         if bound != choice and not _same_place(bound, choice):
             continue
         page = player.http.get(url, timeout=30)
@@ -160,10 +164,11 @@ def _answer_mail(player, mail, decision: Decision, bot, rng: random.Random,
         resp = player.http.post(url, data=data, timeout=30)
         assert resp.status_code == 200, resp.text
         recorded = text_of(resp.text, "recorded")
-        # the page names the move in the email's words (places and resources printed),
-        # or in the words of the number chosen on the confirmation page
-        assert recorded.startswith("Recorded: ") and (
-            recorded[10:] in (page.text if offered else mail.text)), recorded
+        # the confirmation page named the move (places and resources printed), the number
+        # of people of a place's link chosen already
+        assert recorded.startswith("Recorded: ") and recorded[10:] in page.text, recorded
+        if choice.kind == "place" and bound == choice:
+            assert form.checked.get("choice", format_action(choice)) == format_action(choice)
         via["one-click, a number chosen" if offered else "one-click"] += 1
         return resp.text
     page = player.http.get(player.link(mail, "/g/"), timeout=30)

@@ -1,7 +1,8 @@
-"""Stone Age placement as clear in the email as on the page: every place link names the
-numbers of people it takes and the average yield of each, and its confirmation page asks
-how many (the POST records only a number the page offered); a card or building the player
-cannot pay for says so in the email, on the game page and on the confirmation page; the
+"""Stone Age placement as clear in the email as on the page: every place is a row that
+names the numbers of people it takes and the average yield of each, with a link for each
+number, whose confirmation page has that number chosen and offers the others (the POST
+records only a number the page offered); a card or building the player cannot pay for
+says so in the email (without a link), on the game page and on the confirmation page; the
 turn email and the boards announce the coming feeding (Food needed, what is short, what
 resources and the 10 points do). Emails go through a real SMTP server, in English and
 German; positions are set by writing the game's state, then asking for a fresh turn email
@@ -33,17 +34,15 @@ from tests.server.helpers import (
 )
 
 FOREST = {
-    "en": "Place 1 to 5 people on Forest: about 1, 2, 3, 4 or 5 Wood "
-          "(1 die a person, 1 per 3 pips)",
-    "de": "1 bis 5 Personen einsetzen: Wald: etwa 1, 2, 3, 4 oder 5 Holz "
-          "(1 Würfel je Person, 1 je 3 Augen)",
+    "en": "Forest: about 1, 2, 3, 4 or 5 Wood (1 die a person, 1 per 3 pips)",
+    "de": "Wald: etwa 1, 2, 3, 4 oder 5 Holz (1 Würfel je Person, 1 je 3 Augen)",
 }
 HUNT = {
-    "en": "Place 1 to 5 people on Hunting grounds: about 1, 3, 5, 7 or 8 Food",
-    "de": "1 bis 5 Personen einsetzen: Jagdgründe: etwa 1, 3, 5, 7 oder 8 Nahrung",
+    "en": "Hunting grounds: about 1, 3, 5, 7 or 8 Food",
+    "de": "Jagdgründe: etwa 1, 3, 5, 7 oder 8 Nahrung",
 }
-HUT = {"en": "Place 2 people on Hut: your tribe grows by 1 person",
-       "de": "2 Personen einsetzen: Hütte: dein Stamm wächst um 1 Person"}
+HUT = {"en": "Hut: your tribe grows by 1 person",
+       "de": "Hütte: dein Stamm wächst um 1 Person"}
 CARD_UNPAYABLE = {
     "en": "; you cannot pay for it now: it costs {cost} resources, you have {have}",
     "de": "; du kannst sie jetzt nicht bezahlen: sie kostet {cost} Rohstoffe, du hast {have}",
@@ -122,15 +121,29 @@ def readable(html: str) -> str:
 
 
 def choice_lines(mail_: Mail) -> list[str]:
-    """The choices of the text part ("  * ..." lines)."""
+    """The rows of the text part's choices ("  * ..." lines): a place each."""
     return [line[4:] for line in mail_.text.splitlines() if line.startswith("  * ")]
+
+
+def count_links(mail_: Mail, row: str) -> dict[str, str]:
+    """The links under the text part's row that begins with ``row``, by their words
+    ("2 people")."""
+    lines = mail_.text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("  * " + row))
+    out = {}
+    for line in lines[start + 1:]:
+        if not line.startswith("      "):
+            break
+        words, url = line.strip().split(": ", 1)
+        out[words] = url
+    return out
 
 
 # --------------------------------------------------------------------------- the email
 
 
 @pytest.mark.parametrize("lang", ["en", "de"])
-def test_each_place_link_names_its_numbers_of_people_and_the_yield_of_each(smtp_app, smtp,
+def test_each_place_row_names_its_numbers_of_people_and_the_yield_of_each(smtp_app, smtp,
                                                                           lang):
     start(smtp_app, lang)
     email = turn_email(smtp, PLAYERS[2].email)
@@ -138,11 +151,14 @@ def test_each_place_link_names_its_numbers_of_people_and_the_yield_of_each(smtp_
     assert FOREST[lang] in lines
     assert any(line.startswith(HUNT[lang]) for line in lines)
     assert HUT[lang] in lines  # a place that takes one number says just that
+    people = {"en": ["1 person", "2 people", "3 people", "4 people", "5 people"],
+              "de": ["1 Person", "2 Personen", "3 Personen", "4 Personen", "5 Personen"]}
+    assert list(count_links(email, FOREST[lang])) == people[lang]
     page = readable(email.html)
-    assert FOREST[lang] in page and HUNT[lang] in page
-    # one link a place: five resource places, three village places, four cards, three
-    # buildings; the same links in both parts
-    assert len(email.action_links()) == 15
+    assert all(f"×{n} ≈{about}" in page for n, about in enumerate((1, 2, 3, 4, 5), 1))
+    # a link for each number at the five resource places and one for each village place;
+    # no card or building (nothing to pay with yet); the same links in both parts
+    assert len(email.action_links()) == 5 * 5 + 3
     assert sorted(set(email.text_links())) == sorted(set(email.html_links()))
 
 
@@ -153,17 +169,21 @@ def test_a_card_or_building_the_player_cannot_pay_for_says_so_in_the_email(smtp_
     decision = placer(smtp_app, created.game_id)
     set_board(smtp_app, created.game_id, 2, res=(2, 0, 0, 0))  # two Wood
     remind(smtp_app, created, decision)
-    lines = choice_lines(turn_email(smtp, PLAYERS[2].email))
-    cards = [line for line in lines if "1 person on the civilization card" in line
-             or "1 Person einsetzen: die Zivilisationskarte" in line]
+    email = turn_email(smtp, PLAYERS[2].email)
+    lines = choice_lines(email)
+    cards = [line for line in lines if line.startswith(
+        ("The civilization card costing", "Die Zivilisationskarte"))]
     warning = CARD_UNPAYABLE[lang]
     assert [warning.format(cost=c, have=2) in line for c, line in enumerate(cards, 1)] == [
         False, False, True, True]
     assert not any("; you cannot" in line or "; du kannst" in line for line in cards[:2])
+    assert [len(count_links(email, line)) for line in cards] == [1, 1, 0, 0]
     buildings = [line for line in lines if BUILDING_UNPAYABLE[lang] in line]
     assert len(buildings) == 3  # two Wood pay none of the three open buildings
-    page = readable(turn_email(smtp, PLAYERS[2].email).html)
-    assert warning.format(cost=3, have=2) in page and BUILDING_UNPAYABLE[lang] in page
+    page = readable(email.html)
+    why = warning.format(cost=3, have=2)[2:]
+    assert why[:1].upper() + why[1:] in page
+    assert BUILDING_UNPAYABLE[lang][2:3].upper() + BUILDING_UNPAYABLE[lang][3:] in page
 
 
 @pytest.mark.parametrize("lang", ["en", "de"])
@@ -187,28 +207,29 @@ def test_the_turn_email_and_its_board_announce_the_coming_feeding(smtp_app, smtp
 # --------------------------------------------------------------------------- confirming
 
 
-def link_of(email: Mail, start: str) -> str:
-    """The path of the one-click link whose choice begins with ``start``."""
-    index = next(i for i, line in enumerate(choice_lines(email)) if line.startswith(start))
-    return path_of(email.action_links()[index])
+def link_of(email: Mail, row: str, people: str) -> str:
+    """The path of the one-click link for ``people`` in the row that begins with ``row``."""
+    return path_of(count_links(email, row)[people])
 
 
 def forest_link(inbox) -> str:
-    return link_of(inbox.to(PLAYERS[2].email, "decision")[-1], FOREST["en"])
+    """The link that places two people on the Forest."""
+    return link_of(inbox.to(PLAYERS[2].email, "decision")[-1], FOREST["en"], "2 people")
 
 
-def test_the_confirmation_page_of_a_place_asks_how_many_people(app, inbox):
+def test_the_confirmation_page_of_a_count_link_has_that_number_chosen(app, inbox):
     start(app)
     client = app.test_client()
     page = client.get(forest_link(inbox))
     html = page.get_data(as_text=True)
     assert page.status_code == 200
-    assert text_of(html, "action") == FOREST["en"]
+    assert text_of(html, "action") == (
+        "Place 2 people on Forest: 2 dice, about 2 Wood (1 per 3 pips)")
     (form,) = forms(html)
     assert form.radios["choice"] == [f"place forest {n}" for n in range(1, 6)]
     assert "How many people do you place on Forest?" in html
-    assert "Place 2 people on Forest: 2 dice, about 2 Wood (1 per 3 pips)" in readable(html)
-    assert form.checked == {} and html.count(" required>") == 5  # the player must choose
+    assert "Place 3 people on Forest: 3 dice, about 3 Wood (1 per 3 pips)" in readable(html)
+    assert form.checked == {"choice": "place forest 2"} and html.count(" required") == 5
 
 
 def test_the_number_chosen_on_the_confirmation_page_is_what_is_recorded(app, inbox):
@@ -216,13 +237,13 @@ def test_the_number_chosen_on_the_confirmation_page_is_what_is_recorded(app, inb
     client = app.test_client()
     url = forest_link(inbox)
     (form,) = forms(client.get(url).get_data(as_text=True))
-    resp = client.post(url, data=form.data(choice="place forest 2"))
+    resp = client.post(url, data=form.data(choice="place forest 4"))
     assert resp.status_code == 200
     assert text_of(resp.get_data(as_text=True), "recorded") == (
-        "Recorded: Place 2 people on Forest")
+        "Recorded: Place 4 people on Forest")
     with app.app_context(), session_scope() as s:
         (move,) = s.exec(select(Move).where(Move.game_id == created.game_id)).all()
-    assert Action.from_json(move.action) == Action.of("place", at="forest", count=2)
+    assert Action.from_json(move.action) == Action.of("place", at="forest", count=4)
 
 
 @pytest.mark.parametrize(("choice", "says"), [
@@ -237,7 +258,7 @@ def test_a_confirmation_without_an_offered_number_records_nothing(app, inbox, ch
     client = app.test_client()
     url = forest_link(inbox)
     (form,) = forms(client.get(url).get_data(as_text=True))
-    data = form.data() if choice is None else form.data(choice=choice)
+    data = dict(form.hidden) if choice is None else form.data(choice=choice)
     before = snapshot(app)
     resp = client.post(url, data=data)
     html = resp.get_data(as_text=True)
@@ -251,12 +272,18 @@ def test_a_confirmation_without_an_offered_number_records_nothing(app, inbox, ch
 
 
 @pytest.mark.parametrize("lang", ["en", "de"])
-def test_the_confirmation_page_of_a_card_the_player_cannot_pay_for_warns(app, inbox, lang):
-    start(app, lang)
-    email = inbox.to(PLAYERS[2].email, "decision")[-1]
-    index = next(i for i, line in enumerate(choice_lines(email))
-                 if line.endswith(CARD_UNPAYABLE[lang].format(cost=2, have=0)))
-    html = app.test_client().get(path_of(email.action_links()[index])).get_data(as_text=True)
+def test_the_confirmation_page_of_a_card_the_player_cannot_pay_for_warns(smtp_app, smtp, lang):
+    """A card's link from an email sent while it was affordable; the player spent the
+    resources since: its page warns before the confirmation."""
+    created = start(smtp_app, lang)
+    set_board(smtp_app, created.game_id, 2, res=(2, 0, 0, 0))
+    remind(smtp_app, created, placer(smtp_app, created.game_id))
+    email = turn_email(smtp, PLAYERS[2].email)
+    row = next(line for line in choice_lines(email) if line.startswith(
+        ("The civilization card costing 2", "Die Zivilisationskarte für 2")))
+    (url,) = count_links(email, row).values()
+    set_board(smtp_app, created.game_id, 2, res=(0, 0, 0, 0))
+    html = smtp_app.test_client().get(path_of(url)).get_data(as_text=True)
     caution = text_of(html, "caution")
     assert caution.startswith({"en": "You cannot pay for it now: it costs 2 resources, you "
                                      "have 0.",
@@ -269,7 +296,7 @@ def test_the_confirmation_page_of_a_card_the_player_cannot_pay_for_warns(app, in
 def test_the_confirmation_page_of_a_place_that_takes_one_number_asks_nothing(app, inbox):
     start(app)
     email = inbox.to(PLAYERS[2].email, "decision")[-1]
-    html = app.test_client().get(link_of(email, HUT["en"])).get_data(as_text=True)
+    html = app.test_client().get(link_of(email, HUT["en"], "2 people")).get_data(as_text=True)
     assert text_of(html, "action") == "Place 2 people on Hut"
     assert text_of(html, "effect") == "your tribe grows by 1 person"
     assert text_of(html, "caution") is None and not forms(html)[0].radios
