@@ -152,6 +152,7 @@ from bench.inbox import (  # noqa: E402
 )
 from engine.registry import get_game  # noqa: E402
 from pbem import create_app, services  # noqa: E402
+from pbem.commands import expand_line  # noqa: E402
 from pbem.db import get_engine, session_scope  # noqa: E402
 from pbem.i18n import TRANSLATIONS  # noqa: E402
 from pbem.kinds import ClosedBy, MoveSource  # noqa: E402
@@ -208,7 +209,9 @@ def listed_commands(text: str, heads: Sequence[str]) -> list[str]:
 
 
 def is_pattern(line: str) -> bool:
-    return GROUP_RE.search(line) is not None
+    """A listed line that offers a choice to fill in: several numbers (``place forest 1 |
+    2 | 3``, ``pbem.commands.expand_line``) or a group ``(a | b)``."""
+    return len(expand_line(line)) > 1 or GROUP_RE.search(line) is not None
 
 
 def expand(line: str, rng: random.Random) -> str:
@@ -223,6 +226,8 @@ def expand(line: str, rng: random.Random) -> str:
         if 1 < times <= len(words) and not all(w.lower() in GOODS for w in words):
             return " ".join(rng.sample(words, times))
         return " ".join(rng.choice(words) for _ in range(times))
+    if GROUP_RE.search(line) is None:
+        return rng.choice(expand_line(line))  # one of the numbers a line offers
     return GROUP_RE.sub(pick, line)
 
 
@@ -309,25 +314,29 @@ def set_standing_choices(players: EmailPlayers, page: str, lang: str,
                          rng: random.Random) -> None:
     """Set the player's standing choices for tools and feeding on their game page
     (``page``: the path ``/g/<token>`` of the seat's page, from one of their emails),
-    as the player would before the game's first decision (``--standing``).
-
-    What it must do, once Stone Age offers standing choices (issue 31, point 2):
-
-    * GET ``page`` through ``players.client`` and find the standing-choices form on it
-      (``forms_of``); a game whose page offers none (Cavemen) returns without setting
-      anything, a Stone Age page without one is an error (raise RuntimeError);
-    * fill it in as the player would from the labels the form shows: for tools after a
-      roll the choice "use tools only when they raise what I get, fewest pips wasted
-      first", for feeding "pay with Food, then Wood, Brick, Stone, Gold"; the order of
-      the use phase is left unset (not asked of this bench); ``lang`` is the page's
-      language, ``rng`` (the game's) where the form leaves a choice open;
-    * POST the form with its hidden fields (``sig``), and check that the page then shows
-      both choices as set (else RuntimeError): the figures must never come from a
-      player who thinks they set them and did not.
-
-    Not there yet: until the lead adds standing choices to the game page, this stops
-    the bench rather than measuring something else."""
-    raise SystemExit("standing choices do not exist yet")
+    as the player would before the game's first decision (``--standing``): the form
+    ``id="standing"`` of the page, its radio for tools after a roll set to ``all`` ("Add
+    tools whenever they raise what I get, the fewest pips wasted"), for feeding to
+    ``pay`` ("Pay what Food does not cover with resources: Wood first, ..."); the order
+    of the use phase is left as it is (asked). A game whose page offers no such form
+    (Cavemen) is left alone; a Stone Age page without one, or one that does not show
+    both as set after the POST, stops the bench (RuntimeError): the figures must never
+    come from a player who thinks they set them and did not. ``lang`` and ``rng`` are
+    not needed: the form names its values in the notation."""
+    html = players.client.get(page).get_data(as_text=True)
+    form = next((f for f in forms_of(html) if f.attrs.get("id") == "standing"), None)
+    if form is None:
+        if "stoneage" in html:
+            raise RuntimeError(f"no standing-choices form on {page}")
+        return
+    wanted = {"standing.tools": "all", "standing.feed": "pay"}
+    if any(value not in form.radios.get(name, ()) for name, value in wanted.items()):
+        raise RuntimeError(f"the standing-choices form offers no {wanted}: {form.radios}")
+    resp = players.client.post(form.action, data={**form.hidden, **wanted})
+    shown = resp.get_data(as_text=True)
+    for name, value in wanted.items():
+        if f'name="{name}" value="{value}" checked' not in shown:
+            raise RuntimeError(f"{name} is not shown as {value} after saving it")
 
 
 class EmailPlayers(Bench):
