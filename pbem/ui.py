@@ -130,8 +130,9 @@ STYLES: dict[str, str] = {
 def marks(names: list[str]) -> list[str]:
     """A short mark for each player, for the tokens of a board picture (a colour is never
     the only sign): the name's first letter, or as many first letters as tell it from
-    the others' (at most three), else its seat's number."""
-    clean = [(name.strip() or "?") for name in names]
+    the others' (at most three), else its seat's number; letters and digits only (a
+    mark is never a piece of punctuation, nor cuts an entity of the name in two)."""
+    clean = ["".join(c for c in name if c.isalnum()) or "?" for name in names]
     out = []
     for i, name in enumerate(clean):
         for size in (1, 2, 3):

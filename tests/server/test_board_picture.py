@@ -29,6 +29,8 @@ from tests.server.helpers import PLAYERS, open_decisions, path_of, text_of
     (["Anna", "Andreas", "Bernd"], ["Ann", "And", "B"]),
     (["Ann", "Ann"], ["1", "2"]),  # nothing tells them apart but their seats
     (["  ", "Bob"], ["?", "B"]),
+    (['Bo&b "x"', "Bob"], ["1", "2"]),  # letters and digits only: no "Bo&"
+    (["&Zoe", "Al"], ["Z", "A"]),
 ])
 def test_each_player_gets_a_mark_that_tells_them_from_the_others(names, expected):
     assert marks(names) == expected
