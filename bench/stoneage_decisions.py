@@ -7,6 +7,7 @@ many choices it offered (the number of legal actions: places left for ``use``,
 meaningful orders for ``order``). Deterministic: game ``i`` uses seed ``i``.
 
     .venv/bin/python bench/stoneage_decisions.py [--games 100]
+        [--standing tools+feed|tools+feed+order]
 
 Figures, 100 games each (decisions a game; the ordering decision's share):
   before issue 20 (1a), ``use``: 2 players 175.0, 24.7 %; 3 players 215.3, 26.1 %;
@@ -28,12 +29,24 @@ from engine.registry import get_game
 ORDERING = ("use", "order")  # the kind that asks for the order of the use phase
 
 
-def play(players: int, seed: int) -> tuple[Counter[str], list[int]]:
-    """One game: decisions by kind, and the choices each ordering decision offered."""
+STANDING = {  # --standing: each seat's standing choices (issue 31), as a player sets them
+    "tools+feed": {"tools": "all", "feed": "pay"},
+    "tools+feed+order": {"tools": "all", "feed": "pay", "order": "sensible"},
+}
+
+
+def play(players: int, seed: int, standing: str | None = None
+         ) -> tuple[Counter[str], list[int], int]:
+    """One game: decisions by kind, the choices each ordering decision offered, and the
+    rounds played. ``standing``: a key of STANDING, set for every seat before the first
+    decision."""
     game = get_game("stoneage")
     bot = game.BOTS["heuristic"]
     rng = random.Random(seed)
     state = game.setup([f"p{i}" for i in range(players)], seed)
+    for seat in range(players):
+        for key, value in STANDING.get(standing or "", {}).items():
+            state, _ = game.set_standing(state, seat, key, value)
     kinds: Counter[str] = Counter()
     offered: list[int] = []
     while game.result(state) is None:
@@ -42,24 +55,29 @@ def play(players: int, seed: int) -> tuple[Counter[str], list[int]]:
         if decision.kind in ORDERING:
             offered.append(len(game.legal_actions(state, decision.seat)))
         state, _ = game.apply(state, decision.seat, bot(state, decision.seat, rng))
-    return kinds, offered
+    return kinds, offered, state.round
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=100)
+    parser.add_argument("--standing", choices=sorted(STANDING),
+                        help="every seat sets these standing choices first")
     args = parser.parse_args()
+    print(f"heuristic players; standing choices: {args.standing or 'none'}")
     for players in (2, 3, 4):
-        per_game, kinds, offered = [], Counter[str](), []
+        per_game, kinds, offered, rounds = [], Counter[str](), [], 0
         for seed in range(args.games):
-            k, o = play(players, seed)
+            k, o, r = play(players, seed, args.standing)
             per_game.append(sum(k.values()))
             kinds += k
             offered += o
+            rounds += r
         total = sum(kinds.values())
         mean = statistics.fmean(per_game)
         print(f"{players} players, {args.games} games: {mean:.1f} decisions a game "
-              f"({mean / players:.1f} a player)")
+              f"({mean / players:.1f} a player, {total / rounds / players:.2f} a player "
+              f"a round)")
         for kind, n in kinds.most_common():
             print(f"  {kind:6s} {n / args.games:6.1f} a game  {100 * n / total:5.1f} %")
         if offered:
