@@ -119,6 +119,53 @@ at random, so their games are longer (25 and 18 rounds) and their decisions per 
 higher than bench/inbox.py's heuristic players': compare before and after within this
 bench. Heights: the sample is 6 emails per kind and language (``--height-sample``);
 the choices of a placement email end at 1,447 px (median) and 1,725 px (max).
+
+After (issue 31: the free order, standing choices, exact command lists, count links,
+the board picture): 2026-11-28, the same machine, 10 games of each, seeds 1 to 10:
+
+    .venv/bin/python bench/email_players.py --games 10 --height          # 653 s
+    configuration  games done rounds dec/p/r  e/p/r     cmd    (n)    link    (n)
+    Stone Age 2p      10   10   29.2    6.56  10.01  100.0%   1961  100.0%   1872
+    Stone Age 4p      10   10   20.7    6.41   9.82  100.0%   2716  100.0%   2592
+    Cavemen 4p        10    8   39.9    2.18   3.32  100.0%   1724  100.0%   1748
+
+    .venv/bin/python bench/email_players.py --games 10 --configs stoneage:2,stoneage:4 \
+        --standing                                                       # 327 s
+    Stone Age 2p      10   10   30.1    5.45   8.15  100.0%   1571  100.0%   1712
+    Stone Age 4p      10   10   21.3    5.26   7.91  100.0%   2146  100.0%   2334
+
+    decisions by kind, no standing choices   2p: place 49.5 %, order 16.0, tools 15.7,
+      card 11.0, feed 3.4, build 2.5, pick 1.9; 4p: place 50.8 %, order 15.9, tools
+      12.9, card 7.8, feed 4.8, pick 4.5, build 3.3
+    with tools and feeding standing (--standing): 2p: place 61.8 %, order 20.1, card
+      12.6, build 3.2, pick 2.3 (no tools, no feed decision)
+    refused commands: none (every listed line is legal; a line offering several
+      numbers, ``place forest 1 | 2 | 3``, is filled in with one of them)
+
+    Stone Age decision emails at 390 px: 84 emails (42 German); px, median / max
+      kind           n      to the end of #choices           whole email
+      build         12                520 /    701        3416 /   3754
+      card          12                662 /    754        3386 /   3741
+      feed          12                706 /    726        3328 /   4280
+      order         12                637 /    921        3419 /   4159
+      pick          12                433 /    581        3228 /   3936
+      place         12               1422 /   1738        4314 /   4849
+      tools         12                603 /    732        3432 /   4036
+      overall       84                616 /   1738        3464 /   4849
+
+What changed: every reply command from an email's list plays at the first try (100 %,
+was 96-97 %), in English and German; decisions per player per round fell from 7.3 to 6.6
+(2p) and 6.9 to 6.4 (4p) without standing choices (the count links let a random player
+place bigger groups; the free order asks more often: 16 % of decisions, was 9.5 %), and
+to 5.5 and 5.3 with standing choices for tools and feeding. These players pick at
+random among all that an email offers, "use X next" as often as a whole order, so they
+are asked the order again and again; the heuristic players of
+bench/stoneage_decisions.py (a whole order at once) make 4.31 a player a round with 4
+players with standing choices for tools and feeding (5.17 without, 3.56 with the order's
+too). The choices of a placement email end within 1,800 px (max 1,738); the whole email
+is longer than before (the board picture). Two Cavemen games of random players passed
+the 60-round cap (random Cavemen tribes rarely reach Fire; the picks differ from the
+before run's, as the lists changed).
 """
 
 from __future__ import annotations
