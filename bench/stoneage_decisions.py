@@ -18,7 +18,7 @@ Figures, 100 games each (decisions a game; the ordering decision's share):
 
 Issue 31 (the order free: asked wherever it can matter; standing choices), 40 games
 each, decisions a player a round (2, 3, 4 players):
-  before (47ce69a, no standing choices): 4.6-5.0, 4.2, 5.05.
+  before (47ce69a, no standing choices): 4.71, 3.93, 5.05.
   after, none set: 5.02, 4.28, 5.17.
   after, tools and feeding (--standing tools+feed): 4.61, 3.99, 4.31.
   after, tools, feeding and the order (--standing tools+feed+order): 4.00, 3.51, 3.56.
