@@ -59,11 +59,15 @@ def test_a_count_link_from_the_email_opens_its_number_ready_to_confirm(
                  and m.name != turn.name]
     box.open(second)
     follow(page, html_link(page, "More choices, and the whole board"), "**/g/**")
-    where = page.locator("form#decision fieldset.choices")
-    expect(where.locator("label", has_text="Place 1 to 5 people on Hunting grounds: about "
-                                           "1, 3, 5, 7 or 8 Food")).to_be_visible()
-    expect(where.locator("label", has_text="building stack 1")).to_contain_text(
-        "you cannot pay for it now with your resources")
+    hunt = page.locator("form#decision #row-hunt")
+    expect(hunt).to_contain_text("Hunting grounds 1 Food per 2 pips")
+    expect(hunt.locator("label.count-pick")).to_have_count(5)  # x1 ... x5, one click each
+    expect(page.locator("form#decision #row-building1")).to_contain_text(
+        "You cannot pay for it now with your resources.")
+    # a count is one click: the radio of "x3" on the Clay pit (the Forest is taken)
+    expect(page.locator("#row-forest")).to_have_count(0)
+    page.locator("#row-clay").get_by_label("×3").check()
+    expect(page.locator('input[name=choice][value="place clay 3"]')).to_be_checked()
     expect(page.locator("#feeding")).to_have_text(ENOUGH)
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, f"the game page is {width} px wide on a 390 px phone"

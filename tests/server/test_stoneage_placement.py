@@ -311,9 +311,22 @@ def test_the_game_page_names_the_yield_and_warnings_of_each_place(app, inbox, la
     email = inbox.to(PLAYERS[2].email, "decision")[-1]
     html = app.test_client().get(path_of(email.link("/g/"))).get_data(as_text=True)
     form = next(f for f in forms(html) if f.attrs.get("id") == "decision")
-    assert form.radios["place.word"][:3] == ["hunt", "forest", "clay"]
-    page = readable(html)
-    assert FOREST[lang] in page and HUNT[lang] in page and HUT[lang] in page
-    assert CARD_UNPAYABLE[lang].format(cost=4, have=0) in page
-    assert BUILDING_UNPAYABLE[lang] in page
+    # a row a place, a radio for each number of people it takes: one click chooses both
+    assert form.radios["choice"][:6] == [f"place hunt {n}" for n in range(1, 6)] + [
+        "place forest 1"]
+    assert ROW_FOREST[lang] == text_of(html, "row-forest")
+    assert text_of(html, "row-hut").startswith(ROW_HUT[lang])
+    assert ROW_CARD_UNPAYABLE[lang] in text_of(html, "row-card4")
+    assert ROW_BUILDING_UNPAYABLE[lang] in text_of(html, "row-building1")
     assert text_of(html, "feeding") == ENOUGH[lang]
+
+
+ROW_FOREST = {"en": "Forest 1 Wood per 3 pips ×1 ≈1 ×2 ≈2 ×3 ≈3 ×4 ≈4 ×5 ≈5",
+              "de": "Wald 1 Holz je 3 Augen ×1 ≈1 ×2 ≈2 ×3 ≈3 ×4 ≈4 ×5 ≈5"}
+ROW_HUT = {"en": "Hut", "de": "Hütte"}
+ROW_CARD_UNPAYABLE = {
+    "en": "You cannot pay for it now: it costs 4 resources, you have 0.",
+    "de": "Du kannst sie jetzt nicht bezahlen: sie kostet 4 Rohstoffe, du hast 0.",
+}
+ROW_BUILDING_UNPAYABLE = {"en": "You cannot pay for it now with your resources.",
+                          "de": "Mit deinen Rohstoffen kannst du das jetzt nicht bezahlen."}
