@@ -253,14 +253,7 @@ def set_plan(page_raw: str, plan: str) -> bool:
     changed (no plan to clear). IllegalMove (kind ``plan``) with the game's
     reason for a plan it refuses; WrongState for a game not running or paused."""
     with session_scope() as s:
-        token = live_token(s, page_raw, TokenKind.PAGE)
-        game = lock_game(s, token.game_id)
-        if game.status != GameStatus.ACTIVE:
-            raise WrongState(gettext("the game is not running"), game_id=game.id)
-        if game.paused_at is not None:
-            raise WrongState(gettext("the host has paused the game; try again when it "
-                                     "resumes"), game_id=game.id)
-        seat = get_row(s, Seat, token.seat_id)
+        game, seat = _running_seat(s, page_raw)
         mod = get_game(game.engine)
         state, events = _planned(mod, load_state(mod, game), seat.position, plan, "plan")
         if not events:
@@ -283,14 +276,21 @@ def set_standing(page_raw: str, choices: Mapping[str, str]) -> bool:
     if not choices or len(choices) > MAX_STANDING:
         raise IllegalMove("standing/none" if not choices else "form/too_long", "standing")
     with session_scope() as s:
-        token = live_token(s, page_raw, TokenKind.PAGE)
-        game = lock_game(s, token.game_id)
-        if game.status != GameStatus.ACTIVE:
-            raise WrongState(gettext("the game is not running"), game_id=game.id)
-        if game.paused_at is not None:
-            raise WrongState(gettext("the host has paused the game; try again when it "
-                                     "resumes"), game_id=game.id)
-        return store_standing(s, game, get_row(s, Seat, token.seat_id), choices)
+        game, seat = _running_seat(s, page_raw)
+        return store_standing(s, game, seat, choices)
+
+
+def _running_seat(s: Session, page_raw: str) -> tuple[Game, Seat]:
+    """The game (locked) and seat of a game page's link, for a setting of the seat
+    (a plan, standing choices); WrongState for a game not running or paused."""
+    token = live_token(s, page_raw, TokenKind.PAGE)
+    game = lock_game(s, token.game_id)
+    if game.status != GameStatus.ACTIVE:
+        raise WrongState(gettext("the game is not running"), game_id=game.id)
+    if game.paused_at is not None:
+        raise WrongState(gettext("the host has paused the game; try again when it "
+                                 "resumes"), game_id=game.id)
+    return game, get_row(s, Seat, token.seat_id)
 
 
 def store_standing(s: Session, game: Game, seat: Seat, choices: Mapping[str, str]) -> bool:

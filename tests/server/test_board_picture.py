@@ -18,8 +18,9 @@ from pbem.db import session_scope
 from pbem.models import Game
 from pbem.ui import marks, runs
 from tests.engine.stoneage_builders import board, build
-from tests.server.conftest import GAME_SEED, start_game
+from tests.server.conftest import start_game
 from tests.server.helpers import PLAYERS, open_decisions, path_of, text_of
+from tests.server.test_stoneage_placement import start
 
 # --------------------------------------------------------------------------- marks
 
@@ -45,14 +46,6 @@ def test_runs_groups_consecutive_items_by_a_key_in_their_order():
 
 # --------------------------------------------------------------------------- Stone Age
 
-
-def start(app, lang: str = "en") -> services.Created:
-    players = [services.PlayerIn(p.name, p.email, lang, p.timezone) for p in PLAYERS]
-    with app.app_context():
-        created = services.create_game("stoneage", players, seed=GAME_SEED,
-                                       confirm_by_email=False, start=True)
-        mail.deliver_due()
-    return created
 
 
 def placed(app, created: services.Created) -> None:

@@ -21,7 +21,6 @@ from pbem import mail, services
 from pbem.db import session_scope
 from pbem.models import Game, Token
 from tests.engine.stoneage_builders import board, build
-from tests.server.conftest import GAME_SEED
 from tests.server.helpers import (
     PLAYERS,
     Mail,
@@ -32,6 +31,7 @@ from tests.server.helpers import (
     token_of,
     token_row,
 )
+from tests.server.test_stoneage_placement import start
 
 # --------------------------------------------------------------------------- reading
 
@@ -115,15 +115,6 @@ def text_rows(text: str) -> dict[str, list[tuple[str, str]]]:
 
 # --------------------------------------------------------------------------- positions
 
-
-def start(app, lang: str = "en") -> services.Created:
-    """A 3-player Stone Age game in ``lang``; Cy (seat 2) places first."""
-    players = [services.PlayerIn(p.name, p.email, lang, p.timezone) for p in PLAYERS]
-    with app.app_context():
-        created = services.create_game("stoneage", players, seed=GAME_SEED,
-                                       confirm_by_email=False, start=True)
-        mail.deliver_due()
-    return created
 
 
 def late_round(**cy) -> stoneage.State:
