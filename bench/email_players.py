@@ -761,7 +761,16 @@ def pick_samples(samples: Sequence[Sample], per: int) -> list[Sample]:
 
 
 def measure_heights(samples: Sequence[Sample]) -> list[Height]:
-    """Load each email's HTML in headless Chromium at 390 px wide and measure it."""
+    """Load each email's HTML in headless Chromium at 390 px wide and measure it. In a
+    thread of its own: Playwright's synchronous API refuses a thread whose asyncio loop
+    runs (a test process whose browser tests keep one running)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(_measure_heights, samples).result()
+
+
+def _measure_heights(samples: Sequence[Sample]) -> list[Height]:
     from playwright.sync_api import sync_playwright
 
     from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
