@@ -24,7 +24,7 @@ from pbem.clocks import Stops, running_between, running_spans
 from pbem.db import read_connection, read_scope
 from pbem.errors import NotFound, WrongState
 from pbem.i18n import language
-from pbem.kinds import GameStatus, Invite, MoveSource, TokenKind
+from pbem.kinds import GameStatus, Invite, MoveSource, OutboxStatus, TokenKind
 from pbem.mail import open_deadlines, suppressed
 from pbem.mail.addresses import clock_stops
 from pbem.models import (
@@ -361,12 +361,24 @@ def admin_data(raw: str) -> dict[str, Any]:
         data = _page_data(s, game, seats[0], with_log=False)
         data["waiting"] = (open_deadlines(s, game, seats, seats[0].timezone)
                            if game.status == GameStatus.ACTIVE else [])
-        data["outbox"] = s.exec(select(Outbox).where(Outbox.game_id == game.id)
-                                .order_by(col(Outbox.id).desc())).all()
+        answered = set(s.exec(select(Decision.id).where(
+            Decision.game_id == game.id, col(Decision.closed_at).is_not(None))).all())
+        data["outbox"] = [o for o in s.exec(select(Outbox).where(Outbox.game_id == game.id)
+                                            .order_by(col(Outbox.id).desc())).all()
+                          if not _waits_for_nothing(o, answered)]
         data["again"] = [seat.name for seat, joined
                          in play_again_players(s, game, host_address(s, raw)) if not joined]
         data["end_notice"] = end_notice(s, game)
         return data
+
+
+def _waits_for_nothing(row: Outbox, answered: set[int | None]) -> bool:
+    """An email held back (a follow-up that waits for the page, or one over a sending
+    cap) for a decision already answered: it will never be sent, and the host page does
+    not list it."""
+    waiting = row.status == OutboxStatus.HELD or (
+        row.status == OutboxStatus.PENDING and bool(row.context.get("follow_up")))
+    return waiting and row.context.get("decision_id") in answered
 
 
 ABANDON_NOTICES = ("game_abandoned_by_host", "game_abandoned_idle")
