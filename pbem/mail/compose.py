@@ -156,6 +156,8 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         if (at is not None and seat is not None and to_player and "deadlines" in ctx
                 and game is not None and game.policy.banked):
             ctx["clock_left"] = clock_text(clock_seconds_left(conn, game, seat, at, utcnow()))
+            if ctx["deadline"]["left"]:  # one rounding: the subject's time is the clock's
+                ctx["deadline"]["left"] = ctx["clock_left"]
     if row.template == EmailTemplate.DIGEST:
         ctx["due"] = due_summary(row.context.get("games") or [], now)
     merged: list[int] = []

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from flask_babel import gettext
+from flask_babel import gettext, ngettext
 from sqlalchemy import delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
@@ -130,9 +130,11 @@ def _check_player_count(game: EngineGame, rows: list[int], problems: Problems) -
                                         n=len(rows)))
     for i in [i for i in rows if i >= game.MAX_PLAYERS]:
         # a row of the home form the chosen game has no seat for (the form hides it)
-        problems.add(f"name{i}", gettext(
-            "this game takes at most %(n)s players: leave player %(i)s empty, or choose "
-            "a game for more players", n=game.MAX_PLAYERS, i=i + 1))
+        problems.add(f"name{i}", ngettext(
+            "this game takes at most %(num)s player: leave player %(i)s empty, or choose "
+            "a game for more players",
+            "this game takes at most %(num)s players: leave player %(i)s empty, or choose "
+            "a game for more players", game.MAX_PLAYERS, i=i + 1))
 
 
 def _check_player(p: PlayerIn, i: int, seen: set[str], problems: Problems) -> PlayerIn | None:

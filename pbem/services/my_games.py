@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from flask_babel import gettext
+from flask_babel import gettext, ngettext
 from sqlalchemy import bindparam, func, insert
 from sqlmodel import Session, col, select
 
@@ -146,8 +146,10 @@ def open_my_game(raw: str, seat_id: Any) -> str:
 def _live_token(s: Session, raw: str) -> Token:
     token = live_token(s, raw, TokenKind.MY_GAMES)
     if token.created_at + timedelta(days=LINK_DAYS) < utcnow():
-        raise LinkExpired(gettext("this link to your games has expired (it works for "
-                                  "%(days)s days); ask for a new one below", days=LINK_DAYS))
+        raise LinkExpired(ngettext(
+            "this link to your games has expired (it works for %(num)s day); ask for a "
+            "new one below", "this link to your games has expired (it works for %(num)s "
+            "days); ask for a new one below", LINK_DAYS))
     return token
 
 

@@ -16,7 +16,7 @@ import unicodedata
 from datetime import timedelta
 
 from flask import current_app
-from flask_babel import gettext
+from flask_babel import gettext, ngettext
 from sqlalchemy import func
 from sqlmodel import Session, select
 
@@ -54,7 +54,8 @@ def post(s: Session, game: Game, seat: Seat, text: str) -> str:
     if not message:
         raise InvalidInput(gettext("write something first"), reason="talk/empty")
     if len(message) > limit:
-        raise InvalidInput(gettext("a message has at most %(n)s characters", n=limit),
+        raise InvalidInput(ngettext("a message has at most %(num)s character",
+                                    "a message has at most %(num)s characters", limit),
                            reason="talk/long")
     if game.status != GameStatus.ACTIVE or seat.left_at is not None:
         raise WrongState(gettext("the game is not running"), game_id=game.id)

@@ -18,7 +18,7 @@ from flask import (
     session,
 )
 from flask_babel import gettext as _
-from flask_babel import lazy_gettext
+from flask_babel import lazy_gettext, ngettext
 
 from pbem import services
 from pbem.errors import (
@@ -98,8 +98,10 @@ def _players_from_form(form) -> list[services.PlayerIn | None]:
     beyond = [key for key in form if (m := PLAYER_FIELD_RE.match(key))
               and int(m.group(1)) >= rows and form.get(key, "").strip()]
     if beyond:
-        raise InvalidInput(_("a game has at most %(n)s players; this form has more: remove "
-                             "the extra ones", n=rows))
+        raise InvalidInput(ngettext("a game has at most %(num)s player; this form has more: "
+                                    "remove the extra ones", "a game has at most %(num)s "
+                                    "players; this form has more: remove the extra ones",
+                                    rows))
     players: list[services.PlayerIn | None] = []
     for i in range(rows):
         name, addr = form.get(f"name{i}", "").strip(), form.get(f"email{i}", "").strip()

@@ -118,3 +118,28 @@ def test_the_home_form_shows_a_row_for_each_seat_of_the_chosen_game(browser, liv
         expect(fifth).to_be_visible()
     finally:
         ctx.close()
+
+
+PRIMARY = "rgb(27, 94, 140)"  # button.primary's background (pbem.css)
+BUTTONS_JS = """(sel) => [...document.querySelectorAll(sel)].map(
+  b => [b.textContent.trim(), getComputedStyle(b).backgroundColor])"""
+
+
+def test_the_primary_button_of_each_form_looks_primary(browser, live_server):
+    """Issue 32, point 11: the button that does what a form is for stands out (the
+    decision's Confirm, saving the standing choices, sending to the table); the others
+    (leaving the game, clearing a plan) do not."""
+    app, url = live_server.app, live_server.url
+    app.config["CREATE_LIMIT_PER_HOUR"] = 100
+    stoneage, pages = started(app, "stoneage")
+    ctx = browser.new_context(viewport=DESKTOP, locale="en-GB")
+    try:
+        page = ctx.new_page()
+        page.goto(url + f"/g/{pages[deciding(app, stoneage.game_id)]}")
+        for form in ("#decision", "#standing", "#talk"):
+            buttons = page.evaluate(BUTTONS_JS, f"{form} button[type=submit]")
+            assert buttons and buttons[0][1] == PRIMARY, (form, buttons)
+        leave = page.evaluate(BUTTONS_JS, "#notifications button[value=leave]")
+        assert leave and leave[0][1] != PRIMARY
+    finally:
+        ctx.close()

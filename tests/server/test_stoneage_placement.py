@@ -60,7 +60,7 @@ SHORT = {
           "agriculture adds 1, so you are 5 Food short. Resources pay what is missing when "
           "you feed, 1 each (you have 2); if they cannot pay it all, you lose 10 points.",
     "de": "Ernährung am Ende dieser Runde: 7 Personen essen 7 Nahrung; du hast 1 und der "
-          "Ackerbau bringt 1, also fehlt dir 5 Nahrung. Beim Ernähren zahlen Rohstoffe, was "
+          "Ackerbau bringt 1, also fehlen dir 5 Nahrung. Beim Ernähren zahlen Rohstoffe, was "
           "fehlt, je 1 (du hast 2); reichen sie nicht für alles, verlierst du 10 Punkte.",
 }
 

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import JSON, type_coerce, update
 from sqlmodel import select
 
-from pbem import services
+from pbem import mail, services
 from pbem.db import session_scope
 from pbem.models import Decision, Game, Seat, table_of
 from pbem.services.playing import act
@@ -341,3 +341,22 @@ def test_no_open_decision_of_a_bank_game_lacks_a_deadline(app, client, frozen):
     with app.app_context(), session_scope() as s:
         found = s.exec(select(Decision).where(Decision.game_id == g.game_id)).all()
         assert all(d.deadline_at is not None for d in found)
+
+
+def test_a_reminder_says_one_time_left_in_its_subject_and_its_body(app, client, frozen):
+    """Issue 32, point 11: the subject's "left" and the clock's are one rounding (the
+    clock's, rounded down), not "2 days 12 hours" above "2 days 11 hours"."""
+    inbox = Inbox(app)
+    players = [ANN, BOB, services.PlayerIn("Cy", CY.email, "de", "UTC")]
+    created = new_game(app, players, **BANK)
+    (cy_bid,) = open_decisions(app, created.game_id)
+    at(frozen, 12 + 20 / 60)  # 59 h 40 min left on Cy's clock
+    inbox.clear()
+    with app.app_context():
+        services.remind_now(created.admin_token, cy_bid.id)
+        mail.deliver_due()
+    (reminder,) = inbox.to(CY.email, "reminder")
+    first, *rest = reminder.text.splitlines()
+    assert "2 Tage 11 Stunden" in first  # the headline (the preview line)
+    assert "Auf deiner Uhr bleiben dir noch 2 Tage 11 Stunden." in reminder.text
+    assert "2 Tage 12 Stunden" not in reminder.text
