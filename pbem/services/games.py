@@ -500,10 +500,17 @@ def describe_invitation(raw: str) -> dict[str, Any]:
                 "answered": seat.invite if seat.invite != Invite.INVITED else None}
 
 
-def answer_invitation(raw: str, accept: bool) -> tuple[str, Invite, str | None]:
+def answer_invitation(raw: str, accept: bool, language: str | None = None,
+                      timezone: str | None = None) -> tuple[str, Invite, str | None]:
     """Accept or decline; returns the game id, the new invite status and, for an
     acceptance, a fresh link to the player's game page (raw token). Starts when all
-    accepted."""
+    accepted. An acceptance may confirm the player's ``language`` and ``timezone`` (None:
+    as invited); InvalidInput (``reason`` ``invite/language`` or ``invite/timezone``)
+    for one this server does not know, and nothing is written."""
+    if accept and language is not None and language not in LANGUAGES:
+        raise InvalidInput(gettext("choose a language from the list"), reason="invite/language")
+    if accept and timezone is not None and not zones.is_known(timezone):
+        raise InvalidInput(gettext("choose a time zone from the list"), reason="invite/timezone")
     with session_scope() as s:
         token = live_token(s, raw, TokenKind.INVITE)
         game = lock_game(s, token.game_id)
@@ -514,6 +521,10 @@ def answer_invitation(raw: str, accept: bool) -> tuple[str, Invite, str | None]:
         if game.status != GameStatus.INVITING:
             raise WrongState(gettext("this game no longer waits for players: the host ended it"))
         seat.invite = Invite.ACCEPTED if accept else Invite.DECLINED
+        if accept and language is not None:
+            seat.language = language
+        if accept and timezone is not None:
+            seat.timezone = timezone
         if not accept:
             tell_host_declined(s, game, seat)
         start_if_ready(s, game, seats_of(s, game.id))

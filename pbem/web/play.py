@@ -43,16 +43,34 @@ bp = Blueprint("play", __name__)
 @bp.route("/invite/<raw>", methods=["GET", "POST"])
 def invitation(raw: str):
     info = services.describe_invitation(raw)
+    speak(info["seat"].language)  # the invitation's language, not the browser's
     if not info["answered"] and info["game"].status != GameStatus.INVITING:
         return message_page(_("Game ended"), _("This game no longer waits for players: the "
                                            "host ended it."), 409, element="answered")
     if request.method == "POST" and not info["answered"]:
         require_sig(raw)
-        page = services.answer_invitation(raw, info["answer"] == "accept")[2]
+        accept = info["answer"] == "accept"
+        form = request.form
+        try:
+            page = services.answer_invitation(raw, accept, form.get("lang") if accept else None,
+                                              form.get("tz") if accept else None)[2]
+        except InvalidInput as exc:
+            return _invitation_form(info, raw, 400, error=exc, entered=form)
+        if accept and form.get("lang"):
+            speak(form["lang"])
         return render_template("pages/invited.html", info=info, done=True, page=page)
     if info["answered"]:
         return render_template("pages/invited.html", info=info, done=False), 409
-    return render_template("pages/invited.html", info=info, raw=raw, done=False)
+    return _invitation_form(info, raw)
+
+
+def _invitation_form(info: dict[str, Any], raw: str, status: int = 200, **extra: Any):
+    """The invitation's page with its form; its one script (static/tz.js) picks the
+    browser's time zone."""
+    resp = current_app.make_response((render_template(
+        "pages/invited.html", info=info, raw=raw, done=False, **extra), status))
+    resp.headers["Content-Security-Policy"] = CSP + SCRIPTS
+    return resp
 
 
 @bp.route("/handover/<raw>", methods=["GET", "POST"])
