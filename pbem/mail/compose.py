@@ -107,13 +107,18 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     specs = row.context["links"]
     # a choice the reader cannot pay for now is shown without a link: no token for it
     linked = {name: spec for name, spec in specs.items() if not unpayable(spec)}
+    lasting = ([{"kind": TokenKind.MY_GAMES, "seat_id": None,
+                 "action": {"address": row.rcpt, "lasting": True}}]
+               if row.game_id is not None and to_player else [])
     *urls, unsubscribe = mint_links(
-        s, [*linked.values(), {"kind": TokenKind.UNSUBSCRIBE,
-                               "action": {"address": row.rcpt, "of": row.template}}], row)
+        s, [*linked.values(), *lasting, {"kind": TokenKind.UNSUBSCRIBE,
+                                         "action": {"address": row.rcpt, "of": row.template}}],
+        row)
+    my_games = urls.pop() if lasting else None  # every email's way back to one's games
     links = dict(zip(linked, urls, strict=True))
     ctx: dict[str, Any] = {"ctx": row.context, "links": links, "game": game, "seat": seat,
                            "base_url": current_app.config["BASE_URL"],
-                           "unsubscribe": unsubscribe, "seats": [],
+                           "unsubscribe": unsubscribe, "my_games": my_games, "seats": [],
                            "reply_to": reply_to(s, row, game, seat, to_player)}
     seen = None
     conn = s.connection()

@@ -105,7 +105,13 @@ from pbem.services.games import (
     replace_player,
     validate_players,
 )
-from pbem.services.my_games import my_games, open_my_game, request_my_games
+from pbem.services.my_games import (
+    my_games,
+    open_my_game,
+    open_my_host_page,
+    request_my_games,
+    stop_my_links,
+)
 from pbem.services.playing import (
     BOT_MOVES_IN_A_ROW,
     Outcome,
@@ -152,7 +158,7 @@ __all__ = [
     "expire_unconfirmed", "expired_unconfirmed",
     "parse_player", "play_again", "replace_player", "validate_players",
     # my_games
-    "my_games", "open_my_game", "request_my_games",
+    "my_games", "open_my_game", "open_my_host_page", "request_my_games", "stop_my_links",
     # addresses
     "save_address_settings",
     # digest

@@ -123,12 +123,48 @@ def _address(text: str) -> str:
 
 def my_games(raw: str) -> dict[str, Any]:
     """The list behind a link (changes nothing): ``address``, ``games`` (see
-    ``_listing``), ``expires`` (ISO time)."""
+    ``_listing``), ``expires`` (ISO time; None for a lasting link, the footer's of
+    every email, which works until revoked: ``stop_my_links``)."""
     with read_scope() as s:
         token = _live_token(s, raw)
         address = str((token.action or {}).get("address", ""))
         return {"address": address, "games": _listing(s, address),
-                "expires": (token.created_at + timedelta(days=LINK_DAYS)).isoformat()}
+                "expires": None if _lasting(token) else
+                (token.created_at + timedelta(days=LINK_DAYS)).isoformat()}
+
+
+def open_my_host_page(raw: str, game_id: Any) -> str:
+    """A fresh host-page link (raw token) for a game of the list behind ``raw`` that its
+    address hosts; NotFound for any other."""
+    if not isinstance(game_id, str) or not 0 < len(game_id) <= 16:
+        raise NotFound(gettext("that game is not on your list (any more)"))
+    with session_scope() as s:
+        token = _live_token(s, raw)
+        address = str((token.action or {}).get("address", ""))
+        entry = next((g for g in _listing(s, address)
+                      if g["game_id"] == game_id and g["host"]), None)
+        if entry is None:
+            raise NotFound(gettext("that game is not on your list (any more)"))
+        return mint(s, TokenKind.ADMIN, game_id, None, None, {"address": address})
+
+
+def stop_my_links(raw: str) -> int:
+    """Revoke every link to the list of the address behind ``raw`` (the footers' of its
+    emails and those asked for): how many. The next email brings a new one."""
+    with session_scope() as s:
+        token = _live_token(s, raw)
+        address = str((token.action or {}).get("address", ""))
+        rows = [t for t in s.exec(select(Token).where(
+            Token.kind == TokenKind.MY_GAMES, col(Token.revoked_at).is_(None))).all()
+            if (t.action or {}).get("address") == address]
+        now = utcnow()
+        for t in rows:
+            t.revoked_at = now
+        return len(rows)
+
+
+def _lasting(token: Token) -> bool:
+    return bool((token.action or {}).get("lasting"))
 
 
 def open_my_game(raw: str, seat_id: Any) -> str:
@@ -145,7 +181,7 @@ def open_my_game(raw: str, seat_id: Any) -> str:
 
 def _live_token(s: Session, raw: str) -> Token:
     token = live_token(s, raw, TokenKind.MY_GAMES)
-    if token.created_at + timedelta(days=LINK_DAYS) < utcnow():
+    if not _lasting(token) and token.created_at + timedelta(days=LINK_DAYS) < utcnow():
         raise LinkExpired(ngettext(
             "this link to your games has expired (it works for %(num)s day); ask for a "
             "new one below", "this link to your games has expired (it works for %(num)s "

@@ -76,6 +76,31 @@ def my_games_open(raw: str):
     return redirect("/g/" + page, code=303)
 
 
+@bp.post("/my/<raw>/host")
+def my_games_host(raw: str):
+    """Open the host page of a game of the list that the address hosts: a fresh host
+    link, then its page."""
+    require_sig(raw)
+    try:
+        admin = services.open_my_host_page(raw, request.form.get("game", ""))
+    except (NotFound, LinkExpired) as exc:
+        return _my_page(problem=exc.message, status=exc.status)
+    return redirect("/admin/" + admin, code=303)
+
+
+@bp.post("/my/<raw>/stop")
+def my_games_stop(raw: str):
+    """Revoke every link to the list of this address (this one too)."""
+    require_sig(raw)
+    try:
+        services.stop_my_links(raw)
+    except (NotFound, LinkExpired) as exc:
+        return _my_page(problem=exc.message, status=exc.status)
+    return message_page(_("Links stopped"), _(
+        "Every link to your games has stopped working, this one too. Your next email of a "
+        "game brings a new one; or ask for one on this page."), element="my-links-stopped")
+
+
 NOTIFY_DONE = {
     "muted": lazy_gettext("From now on you get an email only when it is your turn (and "
                           "the result)."),

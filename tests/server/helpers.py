@@ -42,7 +42,8 @@ BASE_URL = "http://pbem.test"
 MAIL_FROM = "pbem <games@pbem.test>"
 SECRET = "test-secret-key"
 LINK_RE = re.compile(r"https?://[^\s<>\"']+")
-TOKEN_IN_URL_RE = re.compile(r"/(?:a|g|admin|invite|host/confirm|handover|u)/([A-Za-z0-9_-]{43})\b")
+TOKEN_IN_URL_RE = re.compile(
+    r"/(?:a|g|admin|invite|host/confirm|handover|u|my)/([A-Za-z0-9_-]{43})\b")
 
 # --------------------------------------------------------------------------- emails
 

@@ -84,8 +84,9 @@ def test_host_confirmation_sends_the_invitations_to_the_others(app, client, inbo
     assert games(app)[0].status == "inviting"
     mail = inbox.to(BOB.email, "invitation")[0]
     assert "Ann invites you to a game of Cavemen" in mail.text
-    assert [path_of(u)[:8] for u in mail.token_links()] == ["/invite/", "/invite/", "/u/" +
-                                                           mail.unsubscribe_token[:5]]
+    assert [path_of(u)[:8] for u in mail.token_links()] == [
+        "/invite/", "/invite/", path_of(mail.under("/my/")[0])[:8],
+        "/u/" + mail.unsubscribe_token[:5]]
 
 
 def test_confirmation_link_confirms_once_and_then_says_so(app, client, inbox):

@@ -55,8 +55,8 @@ PASS = Action.of("pass")
 def test_tokens_are_random_url_safe_and_distinct(table):
     raws = [token_of(u) for m in table.inbox.all() for u in m.token_links()]
     # 3 emails: a bid (pass + bids 1..4 + the page) and two game_started (the page),
-    # each with its unsubscribe link.
-    assert len(raws) == 11
+    # each with its "all your games" link and its unsubscribe link.
+    assert len(raws) == 14
     assert len(set(raws)) == len(raws)
     assert all(TOKEN_IN_URL_RE.search(f"/a/{raw}") for raw in raws)
     assert len({raw[:8] for raw in raws}) == len(raws)  # no shared prefix: not a counter

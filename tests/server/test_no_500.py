@@ -68,7 +68,8 @@ def test_a_non_ascii_sig_is_refused_on_the_links_before_a_game(app, client, odd)
     invitation = Inbox(app).to(PLAYERS[1].email, "invitation")[0]
     before = snapshot(app)
     for url in invitation.token_links():
-        assert client.post(path_of(url), data={"sig": odd}).status_code == 400, url
+        expected = 405 if "/my/" in url else 400  # the list of one's games takes no POST
+        assert client.post(path_of(url), data={"sig": odd}).status_code == expected, url
     assert snapshot(app) == before
 
 
