@@ -71,6 +71,7 @@ from pbem.services.controls import (
     set_notifications,
     take_vacation,
     unsubscribe,
+    vacation_refusal,
     withdraw_handover,
 )
 from pbem.services.deadlines import (
@@ -167,5 +168,5 @@ __all__ = [
     "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "note_presence",
     "pause_game",
     "remind_now", "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
-    "unsubscribe", "withdraw_handover",
+    "unsubscribe", "vacation_refusal", "withdraw_handover",
 ]
