@@ -49,7 +49,7 @@ from pbem.services.calendar import (
     calendar_game,
     calendar_settings,
     deadline_file,
-    open_from_calendar,
+    mail_game_link,
     set_calendar,
 )
 from pbem.services.controls import (
@@ -160,7 +160,7 @@ __all__ = [
     "queue_digests",
     # calendar
     "CALENDAR_CHOICES", "calendar_feed", "calendar_game", "calendar_settings",
-    "deadline_file", "open_from_calendar", "set_calendar",
+    "deadline_file", "mail_game_link", "set_calendar",
     # talk and replies
     "say", "Received", "receive_reply",
     # controls
