@@ -98,8 +98,10 @@ def calendar_feed(raw: str) -> bytes:
 
 
 def calendar_game(raw: str, seat_id: Any) -> dict[str, Any]:
-    """The game of one of the feed's events (changes nothing): ``game``, ``seat`` and
-    the seat's open decisions (``turns``: kind and deadline, as the feed shows them)."""
+    """The game of one of the feed's events (changes nothing): ``game``, ``seat``, the
+    seat's open decisions (``turns``: kind and deadline, as the feed shows them) and
+    when its link was last emailed from the calendar in the last 24 hours (``mailed``,
+    or None)."""
     with read_scope() as s:
         game, seat = _feed_seat(s, raw, seat_id)
         turns = [] if game.status != GameStatus.ACTIVE else [
@@ -108,7 +110,10 @@ def calendar_game(raw: str, seat_id: Any) -> dict[str, Any]:
                                                    col(Decision.closed_at).is_(None))
                             .order_by(col(Decision.deadline_at), col(Decision.id)))
             if d.deadline_at is not None]
-        return {"game": game, "seat": seat, "turns": turns}
+        mailed = s.exec(select(func.max(Outbox.created_at)).where(
+            Outbox.seat_id == seat.id, Outbox.template == EmailTemplate.GAME_LINK,
+            col(Outbox.created_at) > utcnow() - timedelta(days=1))).one()
+        return {"game": game, "seat": seat, "turns": turns, "mailed": mailed}
 
 
 def mail_game_link(raw: str, seat_id: Any) -> None:

@@ -45,7 +45,7 @@ def open_game(raw: str, seat_id: int):
     """An event's link: a page naming the game and its deadline, whose button emails the
     game's page link to the seat's own address (the feed's address reads deadlines and
     nothing more: it never gives a link that acts for the seat). The POST answers with
-    a redirect to the page, which then says the email is on its way (``sent``)."""
+    a redirect to the page, which then says when the link was emailed."""
     refused = None
     if request.method == "POST":
         require_sig(raw)
@@ -54,11 +54,10 @@ def open_game(raw: str, seat_id: int):
         except RateLimited as exc:
             refused = exc
         else:
-            return redirect(f"{request.path}?sent=1", code=303)
+            return redirect(request.path, code=303)
     info = services.calendar_game(raw, seat_id)
     speak(info["seat"].language)
     page = render_template("pages/calendar_open.html", info=info, raw=raw,
-                           sent=refused is None and request.args.get("sent") == "1",
                            refused=refused.data if refused is not None else None)
     return page, 429 if refused is not None else 200
 
