@@ -598,10 +598,11 @@ def take_vacation(page_raw: str, days: Any) -> int:
         except InvalidInput:
             raise InvalidInput(vacation_refusal(data), **data) from None
         now = utcnow()
-        again = _next_vacation(s, game, seat, now)
+        most = max(1, int(current_app.config["VACATIONS_PER_DAY"]))
+        again = _next_vacation(s, game, seat, now, most)
         if again is not None:
             data = {"reason": "vacation/often", "again": again.isoformat(),
-                    "zone": seat.timezone, "most": int(current_app.config["VACATIONS_PER_DAY"])}
+                    "zone": seat.timezone, "most": most}
             raise RateLimited(vacation_refusal(data), **data)
         shift = timedelta(days=wanted)
         until = max(now, seat.vacation_until or now) + shift
@@ -613,17 +614,17 @@ def take_vacation(page_raw: str, days: Any) -> int:
         return left - wanted
 
 
-def _next_vacation(s: Session, game: Game, seat: Seat, now: datetime) -> datetime | None:
-    """None if the seat may take a vacation now; else from when it may (it took
-    VACATIONS_PER_DAY in the last 24 hours)."""
-    most = int(current_app.config["VACATIONS_PER_DAY"])
+def _next_vacation(s: Session, game: Game, seat: Seat, now: datetime,
+                   most: int) -> datetime | None:
+    """None if the seat may take a vacation now; else from when it may (it took ``most``
+    in the last 24 hours)."""
     day = timedelta(days=1)
     taken = sorted(as_utc(t) for t in s.exec(select(EventLog.created_at).where(
         EventLog.game_id == game.id, EventLog.kind == VACATION,
         EventLog.actor == seat.position, col(EventLog.created_at) > now - day)))
     if len(taken) < most:
         return None
-    return taken[len(taken) - most] + day if most > 0 else now + day
+    return taken[len(taken) - most] + day
 
 
 def vacation_refusal(data: dict[str, Any]) -> str:
