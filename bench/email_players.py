@@ -583,6 +583,7 @@ def make_app(tmp: str) -> Any:
                       "SECRET_KEY": "bench-secret", "BASE_URL": BASE_URL,
                       "MAILBOX_DIR": str(Path(tmp) / "mail"),
                       "FOLLOW_UP_MINUTES": 0,  # every decision emailed at once
+                      "TAKEBACK_GRACE_SECONDS": 0,  # (not held for a take-back either)
                       **NO_CAPS_REPLIES})
     app.instance_path = tmp
     return app

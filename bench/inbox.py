@@ -193,7 +193,10 @@ PLAN_ROUNDS = 2  # plan mode: a player clears a plan that has stood this many ro
 MAX_EMAILS_READ = 5_000  # a game whose players read more never ends (see the plan mode)
 LINK_RE = re.compile(re.escape(BASE_URL) + r"(/[^\s<>\"']+)")
 NO_CAPS = {"CREATE_LIMIT_PER_HOUR": 100_000, "NOTICE_LIMIT_PER_ADDRESS": 100_000,
-           "NOTICE_LIMIT_PER_GAME": 100_000, "INVITE_LIMIT_PER_ADDRESS": 100_000}
+           "NOTICE_LIMIT_PER_GAME": 100_000, "INVITE_LIMIT_PER_ADDRESS": 100_000,
+           # a move's email to the next player goes at once (no clock runs here to
+           # see the take-back's grace, TAKEBACK_GRACE_SECONDS, pass)
+           "TAKEBACK_GRACE_SECONDS": 0}
 CONFIGS = (("stoneage", 2), ("stoneage", 4), ("cavemen", 4))
 MODES = ("emails", "page", "live", "plan")
 TITLES = {"stoneage": "Stone Age", "cavemen": "Cavemen"}

@@ -310,6 +310,9 @@ class Deployment:
                   # a player's own next decision is emailed at once, not held back for
                   # an answer on the page: every confirm causes an email to time
                   "FOLLOW_UP_MINUTES": "0",
+                  # nor held for a take-back (TAKEBACK_GRACE_SECONDS): the figure is the
+                  # machinery's, from the click to the inbox
+                  "TAKEBACK_GRACE_SECONDS": "0",
                   **{k: str(v) for k, v in NO_CAPS.items()}}
         # pbem's defaults for everything else: no PBEM_* setting from this shell leaks in
         env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}

@@ -176,7 +176,8 @@ def main() -> int:
         app = create_app({"DATABASE_URL": url, "SECRET_KEY": "bench",
                           "BASE_URL": "http://bench.invalid", "MAIL_BACKEND": "memory",
                           "MAIL_FROM": "pbem <games@bench.invalid>", "MAILBOX_DIR": tmp,
-                          "FOLLOW_UP_MINUTES": 0, "NOTICE_LIMIT_PER_ADDRESS": 10**6,
+                          "FOLLOW_UP_MINUTES": 0, "TAKEBACK_GRACE_SECONDS": 0,
+                          "NOTICE_LIMIT_PER_ADDRESS": 10**6,
                           "NOTICE_LIMIT_PER_GAME": 10**6})
         app.instance_path = tmp
         start = time.perf_counter()

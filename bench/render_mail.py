@@ -365,6 +365,7 @@ def main() -> int:
             "DATABASE_URL": url, "SECRET_KEY": "bench", "BASE_URL": BASE_URL,
             "MAIL_BACKEND": "memory", "MAIL_FROM": "pbem <games@bench.invalid>",
             "MAILBOX_DIR": f"{tmp}/mailbox", "FOLLOW_UP_MINUTES": 0,
+            "TAKEBACK_GRACE_SECONDS": 0,
             "CREATE_LIMIT_PER_HOUR": 10**6, "NOTICE_LIMIT_PER_ADDRESS": 10**6,
             "NOTICE_LIMIT_PER_GAME": 10**6, "INVITE_LIMIT_PER_ADDRESS": 10**6,
             "HANDOVER_LIMIT_PER_GAME": 10**6})

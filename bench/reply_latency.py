@@ -74,6 +74,7 @@ def run(kind: str, games: int, poll: float) -> tuple[list[float], int, int]:
             "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtp.port, "MAIL_FROM":
             "pbem <games@bench.example>", "BASE_URL": "http://bench.example",
             "MAILBOX_DIR": tmp, "MAIL_POLL_INTERVAL": poll, "FOLLOW_UP_MINUTES": 0,
+            "TAKEBACK_GRACE_SECONDS": 0,
             "REPLY_ANSWERS_PER_HOUR": 10**9, "NOTICE_LIMIT_PER_ADDRESS": 10**9,
             "NOTICE_LIMIT_PER_GAME": 10**9}
         app = create_app(config)

@@ -81,8 +81,9 @@ class DefaultConfig:
     # Invitations (to join, to take over a seat, to confirm a new game): at most this
     # many per address in a day, and hand-over invitations per game in a day.
     INVITE_LIMIT_PER_ADDRESS = 5
-    # Emails with a link to one's list of games (asked for on the home page): at most
-    # this many per address in a day.
+    # Emails with a link to one's games asked for without one (the list of one's games,
+    # from the home page; a game's page link, from an event of one's calendar feed): at
+    # most this many of each per address in a day.
     MY_GAMES_LIMIT_PER_ADDRESS = 3
     HANDOVER_LIMIT_PER_GAME = 5
     PROXY_HOPS = 0  # reverse proxies in front of the app whose X-Forwarded-For to trust
@@ -93,6 +94,14 @@ class DefaultConfig:
     # Minutes a decision email waits when the same player decides again at once: the
     # page of their move already shows it; the email goes out only if they leave it open.
     FOLLOW_UP_MINUTES = 10.0
+    # Seconds a move's email to the next player waits while the move may be taken back
+    # (the game allows take-backs and the move showed nothing hidden): taken back in
+    # that time, the email is withdrawn and nobody hears of the move. 0: no wait.
+    TAKEBACK_GRACE_SECONDS = 90.0
+    # Take-backs one seat may make in one turn (until someone else moves); 0: none.
+    TAKEBACKS_PER_TURN = 2
+    # Vacations one seat may take in 24 hours (each is told to the whole table).
+    VACATIONS_PER_DAY = 2
     # Seconds between a live game page's questions "has anything changed?" (static/live.js;
     # each answered 304 at almost no cost while nothing did).
     LIVE_POLL_SECONDS = 5.0

@@ -110,6 +110,7 @@ class EmailTemplate(StrEnum):
     MY_GAMES = "my_games"  # the list of an address's games
     DIGEST = "digest"  # an address's daily digest of the games waiting for it
     REPLY = "reply"  # the server's answer to a player's reply by email
+    GAME_LINK = "game_link"  # the link to one's game, asked for from one's calendar feed
 
 
 class OutboxStatus(StrEnum):

@@ -10,6 +10,7 @@ one check in ``parse``, and its line on the host page.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
@@ -78,6 +79,11 @@ class GamePolicy:
     increment_hours: float = 24.0
     cap_days: float = 7.0
     bot_ms: float = DEFAULT_BUDGET_MS
+
+    def vacation_left(self, used_hours: float) -> int:
+        """The whole days of vacation a seat that took ``used_hours`` may still take
+        (a vacation is whole days; a fraction left of the allowance is none)."""
+        return max(0, math.floor(self.vacation_days - used_hours / 24 + 1e-9))
 
     @property
     def banked(self) -> bool:

@@ -36,7 +36,7 @@ from pbem.models import Address, Decision, Outbox, Seat, table_of
 NEWS_TEMPLATES = frozenset({EmailTemplate.NOTICE, EmailTemplate.GAME_STARTED})
 # What the person asked for just now: never held by their quiet hours.
 ASKED_NOW = frozenset({EmailTemplate.MY_GAMES, EmailTemplate.HOST_CONFIRM,
-                       EmailTemplate.REPLY})
+                       EmailTemplate.REPLY, EmailTemplate.GAME_LINK})
 
 _ADDRESS = table_of(Address)
 _SETTINGS = select(_ADDRESS.c.timezone, _ADDRESS.c.delivery, _ADDRESS.c.quiet_from,

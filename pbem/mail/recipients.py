@@ -12,9 +12,10 @@ from pbem.models import Decision, Game, Outbox, Seat, Suppression
 
 # Turn emails are never held back by the caps; the player asked for them by playing (and
 # the answer to a reply by email, by replying: those have a cap of their own,
-# REPLY_ANSWERS_PER_HOUR, in ``pbem.services.replies``).
+# REPLY_ANSWERS_PER_HOUR, in ``pbem.services.replies``; and the link to a game asked for
+# from the calendar, capped per address and day in ``pbem.services.calendar``).
 TURN_TEMPLATES = frozenset({EmailTemplate.DECISION, EmailTemplate.RESULT,
-                            EmailTemplate.REPLY})
+                            EmailTemplate.REPLY, EmailTemplate.GAME_LINK})
 # Emails to people who have not (yet) joined a game.
 INVITE_TEMPLATES = frozenset({EmailTemplate.HOST_CONFIRM, EmailTemplate.INVITATION,
                               EmailTemplate.HANDOVER_INVITE})

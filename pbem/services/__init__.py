@@ -49,7 +49,7 @@ from pbem.services.calendar import (
     calendar_game,
     calendar_settings,
     deadline_file,
-    open_from_calendar,
+    mail_game_link,
     set_calendar,
 )
 from pbem.services.controls import (
@@ -71,6 +71,7 @@ from pbem.services.controls import (
     set_notifications,
     take_vacation,
     unsubscribe,
+    vacation_refusal,
     withdraw_handover,
 )
 from pbem.services.deadlines import (
@@ -165,7 +166,7 @@ __all__ = [
     "queue_digests",
     # calendar
     "CALENDAR_CHOICES", "calendar_feed", "calendar_game", "calendar_settings",
-    "deadline_file", "open_from_calendar", "set_calendar",
+    "deadline_file", "mail_game_link", "set_calendar",
     # talk and replies
     "say", "Received", "receive_reply",
     # controls
@@ -173,5 +174,5 @@ __all__ = [
     "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "note_presence",
     "pause_game",
     "remind_now", "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
-    "unsubscribe", "withdraw_handover",
+    "unsubscribe", "vacation_refusal", "withdraw_handover",
 ]

@@ -8,32 +8,39 @@ The feed belongs to the address, not to a seat: it is made, replaced (a new secr
 old address stops working) and stopped from any of the address's game pages, and stored
 only as the hash of its secret (``Address.calendar_hash``). Each decision is one event
 whose UID never changes (``pbem-decision-<id>@<host>``), so an app updates it when the
-deadline moves and drops it once it is decided, instead of adding duplicates. An event
-of the feed links to a page that opens the game (a button: a GET never mints a link);
-the file of one deadline links to the game page it was asked from.
+deadline moves and drops it once it is decided, instead of adding duplicates. The file
+of one deadline links to the game page it was asked from.
+
+A feed's address reads deadlines and nothing more (the calendar page says so; calendar
+apps and shared calendars pass such addresses around). So an event of the feed links
+to a page that names the game and its deadline, and whose one button emails the game's
+page link to the seat's own address (``mail_game_link``: at most
+MY_GAMES_LIMIT_PER_ADDRESS such emails per address in a day); it never gives the
+visitor a link that acts for the seat.
 
 Reading the feed changes nothing.
 """
 
 from __future__ import annotations
 
+import secrets
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app, render_template
-from flask_babel import force_locale, gettext
+from flask_babel import force_locale, gettext, ngettext
 from icalendar import Alarm, Calendar, Event, vDuration
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
 from pbem.db import read_scope, session_scope
-from pbem.errors import InvalidInput, NotFound
+from pbem.errors import InvalidInput, NotFound, RateLimited
 from pbem.forms import DB_INT_MAX, parse_int
-from pbem.kinds import GameStatus, Invite, TokenKind
-from pbem.models import Address, Decision, Game, Seat, utcnow
-from pbem.services.plumbing import live_seat_page
-from pbem.tokens import hash_token, mint, new_token, well_formed
+from pbem.kinds import EmailTemplate, GameStatus, Invite, TokenKind
+from pbem.models import Address, Decision, Game, Outbox, Seat, utcnow
+from pbem.services.plumbing import PAGE_LINK, live_seat_page, queue_email
+from pbem.tokens import hash_token, new_token, well_formed
 
 EVENT_MINUTES = 15  # an event at a deadline lasts this long (a reminder, not a meeting)
 ALARM_BEFORE = timedelta(hours=1)  # the event's own alarm, for apps that keep it
@@ -91,17 +98,43 @@ def calendar_feed(raw: str) -> bytes:
 
 
 def calendar_game(raw: str, seat_id: Any) -> dict[str, Any]:
-    """The game of one of the feed's events (changes nothing): ``game`` and ``seat``."""
+    """The game of one of the feed's events (changes nothing): ``game``, ``seat``, the
+    seat's open decisions (``turns``: kind and deadline, as the feed shows them) and
+    when its link was last emailed from the calendar in the last 24 hours (``mailed``,
+    or None)."""
     with read_scope() as s:
         game, seat = _feed_seat(s, raw, seat_id)
-        return {"game": game, "seat": seat}
+        turns = [] if game.status != GameStatus.ACTIVE else [
+            {"kind": d.kind, "deadline": d.deadline_at.isoformat()}
+            for d in s.exec(select(Decision).where(Decision.seat_id == seat.id,
+                                                   col(Decision.closed_at).is_(None))
+                            .order_by(col(Decision.deadline_at), col(Decision.id)))
+            if d.deadline_at is not None]
+        mailed = s.exec(select(func.max(Outbox.created_at)).where(
+            Outbox.seat_id == seat.id, Outbox.template == EmailTemplate.GAME_LINK,
+            col(Outbox.created_at) > utcnow() - timedelta(days=1))).one()
+        return {"game": game, "seat": seat, "turns": turns, "mailed": mailed}
 
 
-def open_from_calendar(raw: str, seat_id: Any) -> str:
-    """A fresh game-page link (raw token) for a seat of the feed's address."""
+def mail_game_link(raw: str, seat_id: Any) -> None:
+    """Email the game page link of a seat of the feed's address to that seat's own
+    address (the link is made when the email is sent). RateLimited (``data``: ``num``,
+    the emails of the last 24 hours) past MY_GAMES_LIMIT_PER_ADDRESS of them."""
     with session_scope() as s:
         game, seat = _feed_seat(s, raw, seat_id)
-        return mint(s, TokenKind.PAGE, game.id, seat.id)
+        rcpt = seat.email.lower()
+        sent = s.exec(select(func.count()).select_from(Outbox).where(
+            Outbox.rcpt == rcpt, Outbox.template == EmailTemplate.GAME_LINK,
+            col(Outbox.created_at) > utcnow() - timedelta(days=1))).one()
+        most = int(current_app.config["MY_GAMES_LIMIT_PER_ADDRESS"])
+        if sent >= most:
+            raise RateLimited(ngettext(
+                "the link to this game was emailed to you %(num)s time in the last 24 "
+                "hours; look for it in your inbox",
+                "the link to this game was emailed to you %(num)s times in the last 24 "
+                "hours; look for it in your inbox", sent), num=sent)
+        queue_email(s, game, seat, EmailTemplate.GAME_LINK, {}, links=PAGE_LINK,
+                    key=f"game_link:{seat.id}:{secrets.token_hex(8)}")
 
 
 def _feed_address(s: Session, raw: str) -> str:

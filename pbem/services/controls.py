@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from flask_babel import gettext
+from flask_babel import gettext, ngettext
 from sqlalchemy import bindparam, func, or_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
@@ -17,7 +17,7 @@ from engine.registry import get_game
 from pbem.db import get_row, is_postgres, read_scope, saved_id, session_scope
 from pbem.errors import AlreadyRecorded, InvalidInput, RateLimited, WrongState
 from pbem.forms import DB_INT_MAX, parse_int
-from pbem.i18n import number, short_time
+from pbem.i18n import format_deadline, short_time
 from pbem.kinds import (
     ENDED,
     ClosedBy,
@@ -29,7 +29,18 @@ from pbem.kinds import (
     TokenKind,
 )
 from pbem.mail import game_name, suppressed
-from pbem.models import Decision, Game, Outbox, Seat, Suppression, Token, table_of, utcnow
+from pbem.models import (
+    Decision,
+    EventLog,
+    Game,
+    Outbox,
+    Seat,
+    Suppression,
+    Token,
+    as_utc,
+    table_of,
+    utcnow,
+)
 from pbem.services.addresses import address_settings
 from pbem.services.deadlines import queue_reminder
 from pbem.services.games import (
@@ -564,30 +575,72 @@ def note_presence(page_raw: str) -> None:
                                                 "stale": now - every / 2})
 
 
-def take_vacation(page_raw: str, days: Any) -> float:
-    """Pause my deadlines for some days (up to the game's allowance); returns days left."""
+VACATION = "vacation_taken"  # the log's notice of a vacation (the table is told)
+
+
+def take_vacation(page_raw: str, days: Any) -> int:
+    """Pause my deadlines for whole days: 1 to what is left of the game's allowance
+    (``GamePolicy.vacation_left``), at most VACATIONS_PER_DAY times in 24 hours (each
+    vacation is told to the whole table). Returns the whole days left. Refused with
+    InvalidInput (the days) or RateLimited (too often), whose ``data`` hold what
+    ``vacation_refusal`` needs to say why."""
     with session_scope() as s:
         token = live_token(s, page_raw, TokenKind.PAGE)
         game = lock_game(s, token.game_id)
         _require_active(game)
         seat = get_row(s, Seat, token.seat_id)
+        left = game.policy.vacation_left(seat.vacation_used_hours)
+        data: dict[str, Any] = {"reason": "vacation/days", "left": left}
+        if left < 1:
+            raise InvalidInput(vacation_refusal(data), **data)
         try:
-            wanted = float(days)
-        except (TypeError, ValueError):
-            raise InvalidInput(gettext("give the vacation in days")) from None
-        left = game.policy.vacation_days - seat.vacation_used_hours / 24
-        if not 0 < wanted <= left + 1e-9:
-            raise InvalidInput(gettext("you can take between 0 and %(left)s more days of "
-                                       "vacation in this game", left=number(left)))
+            wanted = parse_int(days, 1, left, "")
+        except InvalidInput:
+            raise InvalidInput(vacation_refusal(data), **data) from None
         now = utcnow()
+        most = max(1, int(current_app.config["VACATIONS_PER_DAY"]))
+        again = _next_vacation(s, game, seat, now, most)
+        if again is not None:
+            data = {"reason": "vacation/often", "again": again.isoformat(),
+                    "zone": seat.timezone, "most": most}
+            raise RateLimited(vacation_refusal(data), **data)
         shift = timedelta(days=wanted)
         until = max(now, seat.vacation_until or now) + shift
         seat.vacation_until = until
         seat.vacation_used_hours += wanted * 24
         _shift_open(s, game, shift, seat_id=seat.id, people=True)
-        notice_all(s, game, "vacation_taken", seat.position,
-                   {"days": wanted, "until": until.isoformat()})
+        notice_all(s, game, VACATION, seat.position,
+                   {"days": float(wanted), "until": until.isoformat()})
         return left - wanted
+
+
+def _next_vacation(s: Session, game: Game, seat: Seat, now: datetime,
+                   most: int) -> datetime | None:
+    """None if the seat may take a vacation now; else from when it may (it took ``most``
+    in the last 24 hours)."""
+    day = timedelta(days=1)
+    taken = sorted(as_utc(t) for t in s.exec(select(EventLog.created_at).where(
+        EventLog.game_id == game.id, EventLog.kind == VACATION,
+        EventLog.actor == seat.position, col(EventLog.created_at) > now - day)))
+    if len(taken) < most:
+        return None
+    return taken[len(taken) - most] + day
+
+
+def vacation_refusal(data: dict[str, Any]) -> str:
+    """Why a vacation was refused, in the language spoken now, from the refusal's
+    ``data`` (``take_vacation``): the page says it again in the player's language."""
+    if data["reason"] == "vacation/often":
+        when = format_deadline(data["again"], data["zone"])["local"]
+        return ngettext("you have taken vacation %(num)s time in the last 24 hours; you "
+                        "can take more from %(time)s",
+                        "you have taken vacation %(num)s times in the last 24 hours; you "
+                        "can take more from %(time)s", data["most"], time=when)
+    left = int(data["left"])
+    if left < 1:
+        return gettext("you have no vacation left in this game")
+    return ngettext("you can take 1 whole day of vacation in this game",
+                    "you can take 1 to %(num)s whole days of vacation in this game", left)
 
 
 def _require_active(game: Game) -> None:

@@ -423,8 +423,8 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
             state, events = mod.apply(state, seat.position, action)
         except EngineError as exc:
             raise IllegalMove(exc.code, decision.kind) from None
-    _insert_move(s, game, saved_id(decision), seat.position, action, source,
-                 showed_hidden(mod, before, state))
+    revealed = showed_hidden(mod, before, state)
+    _insert_move(s, game, saved_id(decision), seat.position, action, source, revealed)
     _close(s, decision, ClosedBy(source))
     settle_clock(s, game, seat, decision, moved=True, by_bot=source == MoveSource.BOT)
     played = source == MoveSource.PLAYER or (source == MoveSource.BOT and not seat.robot
@@ -436,8 +436,37 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
     follow_up = seat.id if source == MoveSource.PLAYER and not by_email else None
-    opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows)
+    opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows,
+                            grace=take_back_grace(s, game, source, revealed))
     return Played(state, seats, opened)
+
+
+_LAST_PERSON_MOVE = (select(Move.created_at, Move.source, Move.revealed)
+                     .where(Move.game_id == bindparam("game_id"),
+                            Move.source != MoveSource.BOT)
+                     .order_by(col(Move.id).desc()).limit(1))
+
+
+def take_back_grace(s: Session, game: Game, source: MoveSource,
+                    revealed: bool) -> timedelta | None:
+    """How long the emails of the decisions a move opens wait, because the move may still
+    be taken back (``services.takeback``): a player's move that showed nothing hidden, in
+    a game that allows take-backs, waits TAKEBACK_GRACE_SECONDS; a bot's move after it
+    (taken back with it), what is left of that time. A take-back in that time withdraws
+    the emails, so a move and its take-back send nobody anything. None: no wait."""
+    seconds = float(current_app.config["TAKEBACK_GRACE_SECONDS"])
+    if seconds <= 0 or revealed or not game.policy.take_backs \
+            or source not in (MoveSource.PLAYER, MoveSource.BOT):
+        return None
+    grace = timedelta(seconds=seconds)
+    if source == MoveSource.PLAYER:
+        return grace
+    last = s.connection().execute(_LAST_PERSON_MOVE, {"game_id": game.id}).first()
+    if last is None or last.source != MoveSource.PLAYER or last.revealed is not False:
+        return None
+    made = last.created_at if last.created_at.tzinfo else last.created_at.replace(tzinfo=UTC)
+    left = made + grace - utcnow()
+    return left if left > timedelta(0) else None
 
 
 # Statements of every move, built once (SQLAlchemy memoises a statement's cache key on
@@ -727,7 +756,8 @@ def end_abandoned(s: Session, game: Game, mod: EngineGame, state: Any, notice: s
 def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                     seats: list[Seat], follow_up: int | None = None,
                     known: list[Decision] | None = None,
-                    time_left: dict[int, float] | None = None) -> list[Decision]:
+                    time_left: dict[int, float] | None = None,
+                    grace: timedelta | None = None) -> list[Decision]:
     """Close Decision rows the engine no longer asks for; open rows (and emails) for new ones.
     The email of a decision for seat ``follow_up`` (who has just played, and whose answer
     page shows the new decision at once), or for a seat whose game page is open
@@ -735,7 +765,9 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
     only if the player leaves the decision open that long. ``known``: the game's decisions that were
     open when this transaction read them (a row closed since is skipped), instead of
     reading them again. ``time_left``: seconds on a seat's clock (by seat id) for its
-    new decision, instead of the policy's (a take-back gives back what was left)."""
+    new decision, instead of the policy's (a take-back gives back what was left).
+    ``grace``: every new decision's email waits at least this long (the move that opened
+    it may be taken back: ``take_back_grace``)."""
     wanted = {(d.seat, d.kind) for d in mod.pending(state)}
     open_rows = ([row for row in known if row.closed_at is None] if known is not None
                  else s.exec(_OPEN_DECISIONS, params={"game_id": game.id}).all())
@@ -773,10 +805,13 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
                        next_reminder_at=next_reminder(game, deadline, now, stops))
         _insert_decision(s, row)
         opened.append(row)
-        delay = None
+        delay, why = None, None
         if seat.id == follow_up or is_present(seat, now):
             delay = timedelta(minutes=current_app.config["FOLLOW_UP_MINUTES"])
-        queue_decision(s, game, mod, state, seat, row, delay=delay)
+            why = "follow_up"
+        if grace is not None and (delay is None or grace > delay):
+            delay, why = grace, "grace"
+        queue_decision(s, game, mod, state, seat, row, delay=delay, held_for=why)
     return opened
 
 
@@ -834,7 +869,10 @@ def _insert_decision(s: Session, row: Decision) -> None:
 
 def queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,
                     decision: Decision, reminder: bool = False, key: str | None = None,
-                    delay: timedelta | None = None) -> None:
+                    delay: timedelta | None = None, held_for: str | None = None) -> None:
+    """Queue the email of ``decision`` (a reminder's with ``reminder``), held back
+    ``delay`` if given: ``held_for`` says why (``follow_up``: the player may answer on
+    the page first; ``grace``: the move before it may still be taken back)."""
     if decision.deadline_at is None:  # every decision the server opens has one
         raise ValueError(f"decision {decision.id} has no deadline")
     legal = mod.legal_actions(state, seat.position)
@@ -850,6 +888,7 @@ def queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Se
         "more_choices": len(legal) > len(links) - 1,
         "default": mod.default_action(state, seat.position).to_json(),
         "reminder": reminder,
-        "follow_up": delay is not None,  # held back: the player may answer on the page
+        "follow_up": delay is not None and held_for != "grace",  # may answer on the page
+        "grace": held_for == "grace",  # held back: the move before it may be taken back
     }, links=links, key=key or (f"reminder:{decision.id}:{decision.reminders_sent}" if reminder
                                 else f"decision:{decision.id}"), delay=delay)

@@ -12,8 +12,9 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from flask_babel import gettext
-from sqlalchemy import Text, bindparam, cast
+from flask import current_app
+from flask_babel import gettext, ngettext
+from sqlalchemy import Text, bindparam, cast, func, or_
 from sqlalchemy import select as sa_select  # six columns: beyond sqlmodel's typed overloads
 from sqlmodel import Session, col, select
 
@@ -86,7 +87,42 @@ def undoable(s: Session, game: Game, seat: Seat) -> Undoable:
             or move.event_seq is None or game.undo_state is None:
         raise WrongState(gettext("your last move rolled dice or showed a hidden card: "
                                  "it stands"))
+    most = int(current_app.config["TAKEBACKS_PER_TURN"])
+    if most <= 0:
+        raise WrongState(gettext("this server does not allow taking back moves"))
+    used = take_backs_this_turn(s, game, seat, move)
+    if used >= most:
+        raise WrongState(ngettext(
+            "you have taken back %(num)s move this turn, as many as one turn allows: "
+            "this one stands",
+            "you have taken back %(num)s moves this turn, as many as one turn allows: "
+            "this one stands", used))
     return Undoable(move, bots)
+
+
+_LAST_OTHER_MOVE = (select(Move.event_seq)
+                    .where(Move.game_id == bindparam("game_id"),
+                           col(Move.id) < bindparam("before"),
+                           or_(col(Move.position) != bindparam("position"),
+                               col(Move.source) != MoveSource.PLAYER))
+                    .order_by(col(Move.id).desc()).limit(1))
+_TAKEN_BACK = (select(func.count()).select_from(EventLog)
+               .where(EventLog.game_id == bindparam("game_id"),
+                      col(EventLog.seq) > bindparam("after"),
+                      EventLog.kind == "took_back",
+                      EventLog.actor == bindparam("position")))
+
+
+def take_backs_this_turn(s: Session, game: Game, seat: Seat, move: Move) -> int:
+    """How many moves the seat took back in its turn of ``move`` (its last move): since
+    the last move before it that was not its own (another seat's, a bot's, a timeout),
+    which no take-back can undo; the moves taken back are gone, their notices stay."""
+    conn = s.connection()
+    last = conn.execute(_LAST_OTHER_MOVE, {"game_id": game.id, "before": move.id,
+                                           "position": seat.position}).first()
+    after = last.event_seq if last is not None and last.event_seq is not None else -1
+    return int(conn.execute(_TAKEN_BACK, {"game_id": game.id, "after": after,
+                                          "position": seat.position}).scalar_one())
 
 
 def take_back_offer(s: Session, game: Game, seat: Seat | None) -> dict[str, Any] | None:

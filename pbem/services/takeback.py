@@ -11,9 +11,12 @@ anything hidden. A take-back, under the game's lock: the state before the move c
 back (a new version), the move and the bots' moves after it are deleted with their
 events, the decisions they opened are closed and the player's is opened again; the log
 says "Ann took back ..."; emails about them not yet sent are withdrawn, and whoever was
-sent one gets a short correction. The player's clock gets back the time it had when the
-move was made (``_time_left``). A take-back and the next person's click on the same
-game are serialised by its lock and version: exactly one of them wins.
+sent one gets a short correction: seldom, since the emails of the decisions such a move
+opens wait a short grace first (``playing.take_back_grace``, TAKEBACK_GRACE_SECONDS).
+A seat takes back at most TAKEBACKS_PER_TURN moves in one turn (``reading.undoable``).
+The player's clock gets back the time it had when the move was made (``_time_left``).
+A take-back and the next person's click on the same game are serialised by its lock
+and version: exactly one of them wins.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """A player's deadlines in their calendar (``services.calendar``): the calendar page of a
 seat (make, replace or stop the address's private feed), the feed itself, the page an
-event of the feed opens, and one deadline as a file to add."""
+event of the feed opens (which emails the game's link to the seat's address), and one
+deadline as a file to add."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, redirect, render_template, request
 
 from pbem import services
+from pbem.errors import RateLimited
 from pbem.forms import DB_INT_MAX
 from pbem.web.common import require_sig, speak
 
@@ -40,14 +42,24 @@ def feed(raw: str):
 
 @bp.route(f"/cal/<raw>/open/<int(max={DB_INT_MAX}):seat_id>", methods=["GET", "POST"])
 def open_game(raw: str, seat_id: int):
-    """An event's link: a page naming the game, whose button opens its game page (a new
-    game-page link, made only by the POST)."""
+    """An event's link: a page naming the game and its deadline, whose button emails the
+    game's page link to the seat's own address (the feed's address reads deadlines and
+    nothing more: it never gives a link that acts for the seat). The POST answers with
+    a redirect to the page, which then says when the link was emailed."""
+    refused = None
     if request.method == "POST":
         require_sig(raw)
-        return redirect("/g/" + services.open_from_calendar(raw, seat_id), code=303)
+        try:
+            services.mail_game_link(raw, seat_id)
+        except RateLimited as exc:
+            refused = exc
+        else:
+            return redirect(request.path, code=303)
     info = services.calendar_game(raw, seat_id)
     speak(info["seat"].language)
-    return render_template("pages/calendar_open.html", info=info, raw=raw)
+    page = render_template("pages/calendar_open.html", info=info, raw=raw,
+                           refused=refused.data if refused is not None else None)
+    return page, 429 if refused is not None else 200
 
 
 @bp.get("/g/<raw>/deadline.ics")

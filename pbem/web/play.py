@@ -21,6 +21,7 @@ from pbem.errors import (
     IllegalMove,
     InvalidInput,
     NotFound,
+    RateLimited,
     TurnOver,
     WrongState,
 )
@@ -331,8 +332,19 @@ def spectator(key: str):
 
 @bp.post("/g/<raw>/vacation")
 def vacation(raw: str):
+    """Take whole days of vacation; a refusal (the days, or too often) is said at the
+    field, in the player's language, with what they typed to correct it."""
     require_sig(raw)
-    left = services.take_vacation(raw, request.form.get("days"))
+    typed = request.form.get("days", "")
+    try:
+        left = services.take_vacation(raw, typed)
+    except (InvalidInput, RateLimited) as exc:
+        if not str(exc.data.get("reason", "")).startswith("vacation/"):
+            raise
+        data = exc.data
+        why = LazyString(lambda: services.vacation_refusal(data))
+        return show_game_page(raw, status=exc.status, error=why, vacation={
+            "days": " ".join(str(typed).split())[:20], "error": why})
     return show_game_page(raw, notice=LazyString(lambda: ngettext(
         "Your deadlines moved. Vacation left: %(d)s day.",
         "Your deadlines moved. Vacation left: %(d)s days.", 1 if left == 1 else 2,

@@ -61,7 +61,7 @@ def live_server(tmp_path) -> Iterator[LiveServer]:
                       "BASE_URL": url, "MAIL_BACKEND": "dev", "MAILBOX_DIR": str(mailbox),
                       "MAIL_POLL_INTERVAL": 0.02,
                       # every decision mailed at once: these players answer emails only
-                      "FOLLOW_UP_MINUTES": 0})
+                      "FOLLOW_UP_MINUTES": 0, "TAKEBACK_GRACE_SECONDS": 0})
     holder["app"] = app
     werkzeug_log = logging.getLogger("werkzeug")
     level = werkzeug_log.level

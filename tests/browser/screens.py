@@ -454,6 +454,7 @@ class Story:
     def calendar_page(self) -> None:
         """The calendar page of a player who has a decision open."""
         _, addr = self.decider()
+        self.calendar_addr = addr
         self.calendar_path = self.follow("decision", addr, "/g/") + "/calendar"
         self.goto(self.calendar_path)
 
@@ -577,6 +578,8 @@ SCENES: list[Scene] = [
     Scene("calendar", lambda s: s.calendar_page(), once=True),
     Scene("calendar-made", lambda s: s.press("#calendar"), once=True),
     Scene("calendar-event", lambda s: s.calendar_event(), once=True),
+    Scene("calendar-mailed", lambda s: s.press("#open"), once=True),
+    Scene("mail-game_link", lambda s: s.show_mail("game_link", s.calendar_addr), once=True),
     Scene("mail-digest", lambda s: s.digest(), once=True),
     Scene("error", lambda s: s.goto("/a/" + "x" * 43), once=True),
     Scene("mailbox", lambda s: s.goto("/dev/mail"), once=True),

@@ -140,14 +140,15 @@ def db_url(request, tmp_path) -> str:
 
 def app_config(db_url: str, tmp_path: Path, **overrides) -> dict:
     """The tests' configuration: memory mail, sending caps out of the way (the tests of
-    the caps set their own), and every decision mailed at once (FOLLOW_UP_MINUTES 0: the
-    tests of the held-back follow-up email set their own)."""
+    the caps set their own), and every decision mailed at once (FOLLOW_UP_MINUTES and
+    TAKEBACK_GRACE_SECONDS 0: the tests of the held-back follow-up email and of the
+    take-back's grace set their own)."""
     return {"TESTING": True, "DATABASE_URL": db_url, "SECRET_KEY": SECRET,
             "BASE_URL": BASE_URL, "MAIL_BACKEND": "memory", "MAIL_FROM": MAIL_FROM,
             "MAILBOX_DIR": str(tmp_path / "mailbox"), "CREATE_LIMIT_PER_HOUR": 1000,
             "NOTICE_LIMIT_PER_ADDRESS": 1000, "NOTICE_LIMIT_PER_GAME": 1000,
             "INVITE_LIMIT_PER_ADDRESS": 1000, "HANDOVER_LIMIT_PER_GAME": 1000,
-            "FOLLOW_UP_MINUTES": 0, **overrides}
+            "FOLLOW_UP_MINUTES": 0, "TAKEBACK_GRACE_SECONDS": 0, **overrides}
 
 
 class SessionBytecodeCache(BytecodeCache):

@@ -12,10 +12,10 @@ from sqlalchemy import func
 from sqlmodel import select
 
 from pbem.db import session_scope
-from pbem.models import Address, Decision, Seat, Token
+from pbem.models import Address, Decision, Outbox, Seat, Token
 from pbem.tokens import form_signature
 from tests.server.conftest import start_game
-from tests.server.helpers import PLAYERS, SECRET, Table
+from tests.server.helpers import PLAYERS, SECRET, Table, path_of, snapshot, text_of
 from tests.server.test_page_etag import ANN, BOB, CY, token
 
 FEED = re.compile(r'value="http://[^/"]+(/cal/[A-Za-z0-9_-]{43}\.ics)"')
@@ -115,31 +115,88 @@ def test_a_new_address_replaces_the_old_and_stopping_ends_it(table: Table):
         f"/g/{ann}/calendar").get_data(as_text=True)
 
 
-def test_an_event_opens_its_game_only_by_a_press(table: Table):
+def feed_raw(path: str) -> str:
+    return path.split("/")[2].removesuffix(".ics")
+
+
+def test_a_feed_reads_deadlines_and_gives_no_seat(table: Table):
+    """Issue 32, point 13: the feed's secret gave a seat (its event's page minted a game
+    page link, which could talk, act and replace the feed). Now the page an event opens
+    names the game and its deadline and offers to email the game's link to the seat's
+    own address; whoever holds the feed gets no link, no token, nothing to act with."""
     cy = token(table.app, table.game_id, CY)
     path = new_feed(table.client, cy)
     (event,) = events(table.client, path).values()
     url = event["url"].split("pbem.test", 1)[1]
+    table.inbox.clear()
     tokens = count(table.app, Token)
     page = table.client.get(url)
-    assert page.status_code == 200 and "Open the game page" in page.get_data(as_text=True)
+    html = page.get_data(as_text=True)
+    assert page.status_code == 200 and "/g/" not in html
     assert count(table.app, Token) == tokens  # a GET mints nothing
-    feed_raw = path.split("/")[2].removesuffix(".ics")
-    resp = table.client.post(url, data={"sig": form_signature(SECRET, feed_raw)})
-    assert resp.status_code == 303 and resp.headers["Location"].startswith("/g/")
-    assert "Your turn" in table.client.get(resp.headers["Location"]).get_data(as_text=True)
-    # someone else's seat, a garbled one, a forged form: clear refusals, nothing made
+    resp = table.client.post(url, data={"sig": form_signature(SECRET, feed_raw(path))})
+    assert resp.status_code == 303
+    assert resp.headers["Location"] == url  # (it was a new /g/ link)
+    assert "/g/" not in resp.get_data(as_text=True)
+    assert "Email me the link to this game" in text_of(html, "open")
+    assert "Deadline:" in text_of(html, "open")
+    after = table.client.get(resp.headers["Location"]).get_data(as_text=True)
+    assert "/g/" not in after
+    assert re.fullmatch(r"We emailed you the link to this game \(\w{3} \d\d:\d\d\): look in "
+                        r"your inbox\.", text_of(after, "sent"))
+    assert text_of(html, "sent") is None  # (not before)
+    assert count(table.app, Token) == tokens  # nothing for whoever holds the feed
+    (mail,) = table.inbox.all()  # the link goes to the seat's own address only
+    assert mail.to_addr == PLAYERS[CY].email and mail.template == "game_link"
+    assert mail.headline == "The link to your game, as asked for from your calendar"
+    game_page = table.client.get(path_of(mail.link("/g/"))).get_data(as_text=True)
+    assert 'id="decision"' in game_page  # Cy's own page, her decision form on it
+    assert table.client.get(path).status_code == 200  # the feed still works
+
+
+def test_asking_for_a_games_link_from_the_calendar_is_capped(make_app):
+    app = make_app(MY_GAMES_LIMIT_PER_ADDRESS=2)
+    created = start_game(app)
+    client = app.test_client()
+    path = new_feed(client, token(app, created.game_id, CY))
+    (event,) = events(client, path).values()
+    url = event["url"].split("pbem.test", 1)[1]
+    sig = {"sig": form_signature(SECRET, feed_raw(path))}
+    answers = [client.post(url, data=sig).status_code for _ in range(5)]
+    assert answers == [303, 303, 429, 429, 429]
+    refused = client.post(url, data=sig).get_data(as_text=True)
+    assert text_of(refused, "error") == (
+        "The link to this game was emailed to you 2 times in the last 24 hours; "
+        "look for it in your inbox.")
+    with app.app_context(), session_scope() as s:
+        assert len(s.exec(select(Outbox).where(Outbox.template == "game_link")).all()) == 2
+
+
+def test_an_events_page_changes_nothing_without_its_form(table: Table):
+    cy = token(table.app, table.game_id, CY)
+    path = new_feed(table.client, cy)
+    (event,) = events(table.client, path).values()
+    url = event["url"].split("pbem.test", 1)[1]
     with table.app.app_context(), session_scope() as s:
         ann_seat = s.exec(select(Seat.id).where(Seat.game_id == table.game_id,
                                                 Seat.position == ANN)).one()
-    tokens = count(table.app, Token)
+    before = snapshot(table.app)
+    # someone else's seat, a garbled one, a forged or missing form, a GET with ?sent=1:
+    # clear refusals (or a page), nothing made, nothing queued
     for bad in (url.rsplit("/", 1)[0] + f"/{ann_seat}", url.rsplit("/", 1)[0] + "/999999"):
         assert table.client.get(bad).status_code == 404
-        assert table.client.post(bad, data={"sig": form_signature(SECRET, feed_raw)}
+        assert table.client.post(bad, data={"sig": form_signature(SECRET, feed_raw(path))}
                                  ).status_code == 404
-    forged = table.client.post(url, data={"sig": "0" * 64})
-    assert forged.status_code == 400
-    assert count(table.app, Token) == tokens
+    for data in ({"sig": "0" * 64}, {}, {"sig": "ab\r\nBcc: x@example.com"}):
+        assert table.client.post(url, data=data).status_code == 400
+    assert table.client.get(url + "?sent=1%0d%0aX: y").status_code == 200
+    assert table.client.head(url).status_code == 200
+    assert snapshot(table.app) == before
+    # a replaced feed: its old events' pages are gone
+    new_feed(table.client, cy)
+    assert table.client.get(url).status_code == 404
+    assert table.client.post(url, data={"sig": form_signature(SECRET, feed_raw(path))}
+                             ).status_code == 404
 
 
 def test_one_deadline_as_a_file_is_the_feeds_event_linking_to_its_page(table: Table):
@@ -164,8 +221,23 @@ def test_a_german_players_calendar_speaks_german(table: Table):
     cy = token(table.app, table.game_id, CY)
     page = table.client.get(f"/g/{cy}/calendar").get_data(as_text=True)
     assert "Deine Fristen in deinem Kalender" in page
-    (event,) = events(table.client, new_feed(table.client, cy)).values()
+    path = new_feed(table.client, cy)
+    (event,) = events(table.client, path).values()
     assert "du bist dran" in event["summary"] and "Frist:" in event["description"]
+    # the page the event opens, and the email with the game's link
+    url = event["url"].split("pbem.test", 1)[1]
+    english = {"Accept-Language": "en"}
+    assert "Schick mir den Link zu diesem Spiel" in text_of(
+        table.client.get(url, headers=english).get_data(as_text=True), "open")
+    table.inbox.clear()
+    resp = table.client.post(url, data={"sig": form_signature(SECRET, feed_raw(path))},
+                             headers=english)
+    done = table.client.get(resp.headers["Location"], headers=english)
+    assert text_of(done.get_data(as_text=True), "sent").startswith(
+        "Wir haben dir den Link zu diesem Spiel gemailt (")
+    (mail,) = table.inbox.all()
+    assert mail.headline == "Der Link zu deinem Spiel, wie aus deinem Kalender angefordert"
+    assert "Deine Spielseite (gib sie nicht weiter):" in mail.text
 
 
 def test_bad_links_and_forms_get_clear_answers(table: Table):

@@ -5,6 +5,7 @@ to deadlines, the game log, and who is emailed. Every test runs on SQLite and Po
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -471,15 +472,16 @@ def test_vacation_is_limited_to_the_days_the_host_allowed(app, client, frozen, i
     before = snapshot(app)
     resp = client.post(form.action, data=form.data(days="3.5"))
     assert resp.status_code == 400
-    assert text_of(resp.get_data(as_text=True), "error") == (
-        "Sorry You can take between 0 and 3 more days of vacation in this game.")
+    assert text_of(resp.get_data(as_text=True), "e-days") == (
+        "You can take 1 to 3 whole days of vacation in this game.")
     for days in ("0", "-1", "soon"):
         assert client.post(form.action, data=form.data(days=days)).status_code == 400
     assert snapshot(app) == before
     assert client.post(form.action, data=form.data(days="2")).status_code == 200
     resp = client.post(form.action, data=form.data(days="1.5"))
     assert resp.status_code == 400
-    assert "between 0 and 1 more days" in resp.get_data(as_text=True)
+    assert text_of(resp.get_data(as_text=True), "e-days") == (
+        "You can take 1 whole day of vacation in this game.")
     assert client.post(form.action, data=form.data(days="1")).status_code == 200
     (d,) = open_decisions(app, game.game_id)
     assert d.deadline_at == T0 + timedelta(hours=48 + 72)
@@ -494,6 +496,89 @@ def test_no_vacation_when_the_host_allows_none(app, client, frozen, inbox):
     resp = client.post(f"{page}/vacation",
                        data={"sig": form_signature(SECRET, token_of(page)), "days": "1"})
     assert resp.status_code == 400
+
+
+BAD_DAYS = ("1e-9", "0.000000001", "0.5", "1.5", "2,5", "0", "-1", "-0", "1e9", "8",
+            "99999999999999999999", "nan", "NaN", "inf", "-inf", "", " ", "soon", "1 day",
+            "1\r\n2", "\u0662", "0x1", "1_0")
+
+
+def test_a_vacation_is_whole_days_and_anything_else_is_refused_at_the_field(
+        app, client, frozen, game, inbox):
+    """Issue 32, point 13: 1e-9 days were accepted, again and again. A vacation is 1 to
+    the whole days left of the allowance (7 here); a fraction, 0, a negative, a huge
+    number, NaN or no number at all is refused at the field, and nothing changes."""
+    page = page_of(inbox, CY.email)
+    form = page_form(client, page, "vacation")
+    assert (form.inputs["days"], form.attrs.get("id")) == ("1", "vacation")
+    before = snapshot(app)
+    for days in BAD_DAYS:
+        resp = client.post(form.action, data=form.data(days=days))
+        assert resp.status_code == 400, (days, resp.status_code)
+        html = resp.get_data(as_text=True)
+        assert text_of(html, "e-days") == (
+            "You can take 1 to 7 whole days of vacation in this game."), days
+        (again,) = [f for f in forms(html) if f.attrs.get("id") == "vacation"]
+        assert 'aria-invalid="true"' in html and 'aria-describedby="e-days"' in html
+        assert again.inputs["days"] == " ".join(days.split())[:20]  # as typed, to correct
+    assert snapshot(app) == before
+    assert client.post(form.action, data=form.data(days=" 7 ")).status_code == 200
+    assert seat(app, game.game_id, 2).vacation_used_hours == 7 * 24
+
+
+def test_a_fractional_allowance_gives_its_whole_days(app, client, frozen, inbox):
+    new_game(app, vacation_days=2.5)
+    page = page_of(inbox, CY.email)
+    form = page_form(client, page, "vacation")
+    assert "2 days left in this game" in text_of(client.get(page).get_data(as_text=True),
+                                                 "vacation")
+    resp = client.post(form.action, data=form.data(days="3"))
+    assert text_of(resp.get_data(as_text=True), "e-days") == (
+        "You can take 1 to 2 whole days of vacation in this game.")
+    assert client.post(form.action, data=form.data(days="2")).status_code == 200
+    assert page_form(client, page, "vacation") is None  # half a day is no vacation
+
+
+def test_vacations_are_rate_limited_like_talk(app, client, frozen, inbox):
+    """30 requests, as tried from outside: the first VACATIONS_PER_DAY (2) are taken and
+    told to the table; the rest are refused at the field, log nothing and mail nobody.
+    A day later the player may take vacation again."""
+    game = new_game(app, vacation_days=60)
+    page = page_of(inbox, CY.email)
+    inbox.clear()
+    form = page_form(client, page, "vacation")
+    answers = [client.post(form.action, data=form.data(days="1")).status_code
+               for _ in range(30)]
+    assert answers == [200, 200] + [429] * 28
+    resp = client.post(form.action, data=form.data(days="1"))
+    assert text_of(resp.get_data(as_text=True), "e-days") == (
+        "You have taken vacation 2 times in the last 24 hours; you can take more from "
+        "Tuesday 15 January 2030, 18:00 (Asia/Tokyo).")
+    assert len(events(app, game.game_id, "vacation_taken")) == 2
+    assert len(inbox.all()) == 2 * len(PLAYERS)
+    assert seat(app, game.game_id, 2).vacation_used_hours == 48
+    at(frozen, 24)
+    assert client.post(form.action, data=form.data(days="1")).status_code == 200
+    assert len(events(app, game.game_id, "vacation_taken")) == 3
+
+
+def test_a_german_players_vacation_refusals_speak_german(app, client, frozen, inbox):
+    """Said in the player's language whatever the browser asks for."""
+    game = new_game(app, players=[*PLAYERS[:2], replace(PLAYERS[2], language="de")])
+    page = page_of(inbox, CY.email)
+    form = page_form(client, page, "vacation")
+    english = {"Accept-Language": "en"}
+    resp = client.post(form.action, data=form.data(days="0,5"), headers=english)
+    assert text_of(resp.get_data(as_text=True), "e-days") == (
+        "Du kannst in diesem Spiel 1 bis 7 ganze Tage Urlaub nehmen.")
+    for _ in range(2):
+        assert client.post(form.action, data=form.data(days="1")).status_code == 200
+    resp = client.post(form.action, data=form.data(days="1"), headers=english)
+    assert resp.status_code == 429
+    assert text_of(resp.get_data(as_text=True), "e-days") == (
+        "Du hast in den letzten 24 Stunden schon 2-mal Urlaub genommen; weiteren kannst "
+        "du ab Dienstag, 15. Januar 2030, 18:00 (Asia/Tokyo) nehmen.")
+    assert seat(app, game.game_id, 2).vacation_used_hours == 48
 
 
 def test_a_decision_opened_during_my_vacation_counts_from_its_end(app, client, frozen, game,

@@ -10,12 +10,13 @@ import threading
 from datetime import datetime, timedelta
 
 import pytest
+from freezegun import freeze_time
 from sqlmodel import select
 
 from engine.core import Action
 from pbem import services
 from pbem.db import session_scope
-from pbem.models import EventLog, Game, Move, Outbox
+from pbem.models import EventLog, Game, Move, Outbox, utcnow
 from pbem.tokens import form_signature
 from tests.server.helpers import (
     PLAYERS,
@@ -327,3 +328,133 @@ def test_a_take_back_gives_back_the_time_left_at_the_move_and_no_more(
                         .order_by(Outbox.id.desc()).limit(1))
         assert row.context["decision_id"] == again.id
         assert datetime.fromisoformat(row.context["deadline"]) == again.deadline_at
+
+
+# ------------------------------------------------- abuse from outside (issue 32, point 13)
+
+
+GRACE = 90  # seconds a move's email to the next player waits (TAKEBACK_GRACE_SECONDS)
+
+
+def mails_to(table: Table, position: int, since: int = 0) -> list:
+    """The emails to the seat at ``position`` (delivered first), after the first
+    ``since``."""
+    return table.inbox.to(table.seats[position].email)[since:]
+
+
+def later(seconds: float):
+    """The clock ``seconds`` from now (the delivery pass sees what is due by then)."""
+    return freeze_time(utcnow() + timedelta(seconds=seconds))
+
+
+def test_a_take_back_within_the_grace_sends_the_next_player_nothing(app, client, table):
+    """A move's email to the next player waits TAKEBACK_GRACE_SECONDS; a take-back in that
+    time withdraws it: the next player gets neither a turn email nor a correction. The
+    move made for good is mailed once, when the grace is over."""
+    app.config["TAKEBACK_GRACE_SECONDS"] = GRACE
+    cy = table.open()
+    page = page_of_seat(table, cy.position)
+    after_cy = (cy.position + 1) % len(table.seats)  # Ann, who bids next
+    had = len(mails_to(table, after_cy))
+    table.play_on_page(cy, Action.of("bid", amount=2))
+    ann = table.open()
+    assert ann.position == after_cy
+    with later(GRACE - 5):
+        assert mails_to(table, ann.position, had) == []  # held for the grace
+    host_page = client.get(f"/admin/{table.admin}").get_data(as_text=True)
+    assert "the move before it may still be taken back" in text_of(host_page, "outbox")
+    assert take_back(client, page).status_code == 200
+    with later(GRACE + 60):
+        assert mails_to(table, ann.position, had) == []  # withdrawn; and no correction
+    with app.app_context(), session_scope() as s:
+        (row,) = [o for o in s.exec(select(Outbox).where(Outbox.game_id == table.game_id,
+                                                         Outbox.template == "decision"))
+                  if o.context.get("decision_id") == ann.id]
+        assert row.status == "skipped" and row.last_error.startswith("withdrawn")
+    again = table.open()
+    table.play_on_page(again, Action.of("bid", amount=3))
+    nxt = table.open()
+    assert mails_to(table, nxt.position, had) == []
+    with later(GRACE + 1):
+        (mail,) = mails_to(table, nxt.position, had)
+    assert mail.decision_id == nxt.id and mail.template == "decision"
+
+
+def test_take_backs_are_capped_per_seat_and_turn(app, client, table):
+    """Six move/take-back cycles, as tried from outside: the first TAKEBACKS_PER_TURN (2)
+    are taken back, the third is refused with the reason and the move stands; the next
+    player gets one turn email, after the grace, and no correction."""
+    app.config.update(TAKEBACK_GRACE_SECONDS=GRACE, TAKEBACKS_PER_TURN=2)
+    cy = table.open()
+    page = page_of_seat(table, cy.position)
+    had = {seat.position: len(mails_to(table, seat.position)) for seat in table.seats}
+    answers = []
+    for amount in (1, 2, 3, 1, 2, 3):
+        decision = table.open()
+        if decision.position != cy.position:
+            break
+        table.play_on_page(decision, Action.of("bid", amount=amount))
+        resp = take_back(client, page)
+        answers.append(resp.status_code)
+    assert answers == [200, 200, 409]
+    assert text_of(resp.get_data(as_text=True), "error") == (
+        "you have taken back 2 moves this turn, as many as one turn allows: "
+        "this one stands")
+    assert 'id="take-back"' not in client.get(page).get_data(as_text=True)
+    assert [m.action for m in moves_of(app, table.game_id)] == [
+        Action.of("bid", amount=3).to_json()]
+    ann = table.open()
+    with later(GRACE + 1):
+        assert [(m.template, m.decision_id)
+                for m in mails_to(table, ann.position, had[ann.position])] == [
+            ("decision", ann.id)]
+
+
+def test_the_cap_on_take_backs_starts_again_when_someone_else_has_acted(app, client, table):
+    app.config.update(TAKEBACKS_PER_TURN=1)
+    cy = table.open()
+    page = page_of_seat(table, cy.position)
+    table.play_on_page(cy, Action.of("bid", amount=1))
+    assert take_back(client, page).status_code == 200
+    table.play_on_page(table.open(), Action.of("bid", amount=1))
+    assert take_back(client, page).status_code == 409  # one a turn
+    mine = table.play_until(lambda d, _state: d.position == cy.position)  # the others act
+    table.play_on_page(mine, table.bot_choice(mine))
+    assert 'id="take-back"' in client.get(page).get_data(as_text=True)
+    assert take_back(client, page).status_code == 200
+
+
+def test_a_bots_move_in_the_grace_holds_the_next_persons_email_too(make_app, frozen):
+    """Ann bids, the bot after her bids a few seconds later: Bob's turn email waits for
+    the rest of Ann's grace, so her take-back (which takes back the bot's move too) sends
+    Bob nothing."""
+    app = make_app(TAKEBACK_GRACE_SECONDS=GRACE, BOT_PAUSE_SECONDS=2)
+    created = started(app, [ANN, bot("easy"), BOB])
+    inbox = Inbox(app)
+    table = Table(app, app.test_client(), inbox, created.game_id, created.admin_token)
+    seconds = 0.0
+    for _ in range(300):  # until Ann bids with the bot next, then Bob
+        d = table.open()
+        if d.position == 0 and d.kind == "bid":
+            break
+        if d.position == 2:
+            table.play_on_page(d, Action.of("pass") if d.kind == "bid"
+                               else table.bot_choice(d))
+        seconds += GRACE + 5  # whatever was held is due
+        at(frozen, seconds / 3600)
+        tick(app)
+    page = page_of_seat(table, 0)
+    table.play_on_page(d, Action.of("bid", amount=1))
+    bobs = len(inbox.to(BOB.email))
+    for _ in range(4):  # the bot's pause passes: it bids, and Bob's turn opens
+        seconds += 3
+        at(frozen, seconds / 3600)
+        tick(app)
+    assert [m.source for m in moves_of(app, created.game_id)][-2:] == ["player", "bot"]
+    bob = table.open()
+    assert bob.position == 2 and len(inbox.to(BOB.email)) == bobs  # held
+    assert table.client.post(page + "/takeback", data={
+        "sig": form_signature(SECRET, page.rsplit("/", 1)[1])}).status_code == 200
+    at(frozen, (seconds + GRACE + 60) / 3600)
+    tick(app)
+    assert len(inbox.to(BOB.email)) == bobs  # withdrawn: nothing, no correction
