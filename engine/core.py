@@ -4,10 +4,10 @@ A game is a module that offers :class:`Game`, the one statement of the contract:
 member with its types and meaning. The optional hooks after it (:class:`Explains`,
 :class:`OffersVariants`, :class:`DescribesCards`, :class:`HasCatalog`,
 :class:`Translates`, :class:`TranslatesViews`, :class:`HasRounds`, :class:`Plans`,
-:class:`Standing`, :class:`SpeaksCommands`, :class:`OrdersCommands`) are members a game
-may add; the server finds each with ``getattr(mod, name, None)``. ``engine/conformance.py``
-has mypy check every game module against them; ``tests/engine/test_conformance.py`` plays
-them.
+:class:`Standing`, :class:`SpeaksCommands`, :class:`NamesMoves`,
+:class:`OrdersCommands`) are members a game may add; the server finds each with
+``getattr(mod, name, None)``. ``engine/conformance.py`` has mypy check every game module
+against them; ``tests/engine/test_conformance.py`` plays them.
 
 Nothing here knows a clock, a database or I/O.
 """
@@ -686,6 +686,19 @@ class SpeaksCommands(Protocol[S_contra]):
         has words in ``lang``: its words there, the first the one an email lists; each
         one lower-case word, none standing for two notation words. Empty for a language
         without words. The notation's own words are read in every language."""
+
+
+class NamesMoves(Protocol):
+    """``ACTION_KINDS``: every kind of move the game has, open now or not. A line of a
+    reply by email whose first word names one is a command (played, or refused with an
+    answer: the turn is over, the move is not legal now), never table talk
+    (``pbem/commands.py``). Without it, only a kind some seat may make now is read as
+    a command, and a command of another kind is posted to the table as talk."""
+
+    @property
+    def ACTION_KINDS(self) -> tuple[str, ...]:
+        """The ``kind`` of every action ``legal_actions`` may ever give (the first word
+        of the notation), each once."""
 
 
 class OrdersCommands(Protocol[S_contra]):
