@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -723,3 +724,28 @@ def check_turn(game: Game[S], state: S, seat: int) -> None:
     if not any(d.seat == seat for d in game.pending(state)):
         raise NotYourTurn(f"seat {seat} has no decision to make now", seat=seat)
 
+
+
+
+class LegalMemo(threading.local):
+    """A thread's memo of the legal actions it listed last (one entry): ``last`` is
+    (state, seat, actions), so that a bot that lists a seat's actions and then has
+    ``apply`` check its choice pays for one listing, not two. A game keeps one for its
+    ``legal_actions`` and ``apply`` and reads it like this (``_legal`` in each game)::
+
+        last = memo.last  # one read; use only ``last`` and what is listed now
+        if last[0] is state and last[1] == seat:
+            return last[2]
+        actions = tuple(...)  # the listing
+        memo.last = (state, seat, actions)
+        return actions
+
+    Safe under threads, as the engine must be (the clock plays bots and sends mail in
+    threads): each thread has its own entry (``threading.local``), so another thread's
+    call never replaces it; a call reads the entry once and uses the actions it read or
+    listed itself, never a second look; a hit needs the very state object (``is``),
+    which the entry holds, so no other state can take its identity while remembered;
+    and states are immutable, so the list stays right for it.
+    """
+
+    last: tuple[Any, int, tuple[Action, ...]] = (None, -1, ())
