@@ -64,8 +64,9 @@ class DefaultConfig:
     INBOUND_AUTHSERV_ID = None
     REPLY_ANSWERS_PER_HOUR = 60  # answers to one seat's replies in an hour, at most
     # Every email's return path is its own (VERP: games+b.<id>.<tag>@ the mailbox, or
-    # bounce+<id>-<tag>@INBOUND_DOMAIN), so a delivery report marks that email undeliverable; after BOUNCE_LIMIT hard bounces in
-    # BOUNCE_DAYS an address gets no more mail and the host is told. False: From.
+    # bounce+<id>-<tag>@INBOUND_DOMAIN), so a delivery report marks that email
+    # undeliverable; after BOUNCE_LIMIT hard bounces in BOUNCE_DAYS an address gets no
+    # more mail and the host is told. False: From.
     BOUNCES = True
     BOUNCE_LIMIT = 3
     BOUNCE_DAYS = 30

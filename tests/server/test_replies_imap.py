@@ -18,7 +18,7 @@ from pbem.models import Outbox
 from tests.imapserver import PASSWORD, USER, Dovecot, DovecotUnavailable
 from tests.server.helpers import load
 from tests.server.replying import reply_address, reply_to, wire
-from tests.server.test_bounces import report
+from tests.server.test_bounces import report, return_paths
 from tests.server.test_replies import answers, moves, spoken
 
 
@@ -115,8 +115,6 @@ def test_a_reply_found_only_in_the_delivery_headers_is_played(table, mailbox, he
 
 
 def test_a_delivery_report_in_the_mailbox_marks_that_email_bounced(table, mailbox):
-    from tests.server.test_reply_addresses import return_paths
-
     row_id, path = next(iter(return_paths(table).items()))
     assert path.startswith("games+b.")
     sent_before = len(table.inbox.all())
