@@ -49,8 +49,9 @@ class DefaultConfig:
     # games@example.org, so the one mailbox of MAIL_FROM gets every reply and bounce and
     # ``inbound --imap`` polls it (IMAP_*). "domain": play+<token>@INBOUND_DOMAIN, whose
     # mail server hands it to the receiver (SMTP or LMTP on INBOUND_HOST:INBOUND_PORT).
-    # Unset: "domain" when INBOUND_DOMAIN is set, else "mailbox". Both forms, with either
-    # separator, are read at all times. REPLIES = False: no Reply-To at all.
+    # Unset: "domain" when INBOUND_DOMAIN is set to another domain than MAIL_FROM's, else
+    # "mailbox". Both forms, with either separator, are read at all times.
+    # REPLIES = False: no Reply-To at all.
     REPLIES = True
     INBOUND_ADDRESSES = None  # mailbox | domain; default: see above
     INBOUND_SEPARATOR = "+"  # or "-", for a mail server whose recipient_delimiter it is

@@ -187,26 +187,27 @@ def configure(app: Flask) -> None:
 
 
 def _inbound_addresses(app: Flask, addr: str, domain: str) -> None:
-    """Settle the form of the reply addresses and return paths (``inbound.Addresses``):
+    """Settle the form of the reply addresses and return paths (``inbound.Addresses``).
     ``INBOUND_ADDRESSES`` unset is ``domain`` (``play+<token>@``) when the host named an
-    ``INBOUND_DOMAIN`` (their own mail server hands it to ``pbem inbound``), else
-    ``mailbox`` (``games+r.<token>@`` the sender's own mailbox, which any plus-addressing
-    mail account delivers to it). Refuses what could not work."""
+    ``INBOUND_DOMAIN`` other than the sender's (their own mail server hands it to ``pbem
+    inbound``), else ``mailbox`` (``games+r.<token>@`` the sender's own mailbox, which
+    any plus-addressing mail account delivers to it). Refuses what could not work."""
     config = app.config
-    style = config.get("INBOUND_ADDRESSES") or (
-        inbound.DOMAIN if config.get("INBOUND_DOMAIN") else inbound.MAILBOX)
-    style = str(style).strip().lower()
-    if style not in inbound.STYLES:
-        raise ConfigError(f"PBEM_INBOUND_ADDRESSES must be mailbox or domain, not {style!r}")
-    separator = str(config.get("INBOUND_SEPARATOR") or "+").strip()
-    if separator not in inbound.SEPARATORS:
-        raise ConfigError(f"PBEM_INBOUND_SEPARATOR must be + or -, not {separator!r}")
     name = (config.get("INBOUND_DOMAIN") or domain).lower()
     try:
         name = headers.parse_address(f"x@{name}").split("@", 1)[1]
     except headers.BadAddress:
         raise ConfigError(f"PBEM_INBOUND_DOMAIN {name!r} must be a domain name "
                           "(replies go to play+<token>@ it)") from None
+    own_domain = config.get("INBOUND_DOMAIN") and name != addr.rsplit("@", 1)[1].lower()
+    style = config.get("INBOUND_ADDRESSES") or (inbound.DOMAIN if own_domain
+                                                else inbound.MAILBOX)
+    style = str(style).strip().lower()
+    if style not in inbound.STYLES:
+        raise ConfigError(f"PBEM_INBOUND_ADDRESSES must be mailbox or domain, not {style!r}")
+    separator = str(config.get("INBOUND_SEPARATOR") or "+").strip()
+    if separator not in inbound.SEPARATORS:
+        raise ConfigError(f"PBEM_INBOUND_SEPARATOR must be + or -, not {separator!r}")
     if style == inbound.MAILBOX and (problem := inbound.mailbox_problem(addr)):
         raise ConfigError(
             f"PBEM_MAIL_FROM {addr!r} cannot take reply addresses: {problem}. Send from "

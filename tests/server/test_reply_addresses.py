@@ -123,10 +123,17 @@ def test_without_an_inbound_domain_the_addresses_are_the_mailboxs(make_app):
     assert app.config["INBOUND_SEPARATOR"] == "+"
 
 
-def test_a_host_with_an_inbound_domain_keeps_todays_form(make_app):
+def test_a_host_with_an_inbound_domain_of_its_own_keeps_todays_form(make_app):
     assert make_app(INBOUND_DOMAIN="in.pbem.test").config["INBOUND_ADDRESSES"] == "domain"
     chosen = make_app(INBOUND_DOMAIN="in.pbem.test", INBOUND_ADDRESSES="Mailbox")
     assert chosen.config["INBOUND_ADDRESSES"] == "mailbox"
+
+
+def test_an_inbound_domain_that_is_the_senders_own_gives_the_mailbox_form(make_app):
+    """The README told hosts with an ordinary account to set the account's domain as
+    the inbound domain: play+…@gmail.com would be a stranger's mailbox."""
+    app = make_app(MAIL_FROM="Games <friday.games@gmail.com>", INBOUND_DOMAIN="GMail.com")
+    assert app.config["INBOUND_ADDRESSES"] == "mailbox"
 
 
 @pytest.mark.parametrize("setting", [{"INBOUND_ADDRESSES": "catchall"},
