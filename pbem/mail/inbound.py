@@ -92,14 +92,14 @@ class Addresses:
 
     style: str
     separator: str
-    mailbox: str  # the sender's address, lower case: the mailbox form's local part and host
+    mailbox: str  # the sender's address (MAIL_FROM): the mailbox form's local part and host
     domain: str  # the domain form's host (INBOUND_DOMAIN)
 
     @classmethod
     def of(cls, config: Mapping[str, Any]) -> Addresses:
         """The addresses of a configured app (``pbem.mail.backends.configure``)."""
         return cls(str(config["INBOUND_ADDRESSES"]), str(config["INBOUND_SEPARATOR"]),
-                   str(config["MAIL_FROM_PAIR"][1]).lower(),
+                   str(config["MAIL_FROM_PAIR"][1]),
                    str(config["INBOUND_DOMAIN"]).lower())
 
     def reply(self, token: str) -> str:
@@ -127,7 +127,7 @@ class Addresses:
             return []
         local, at, host = addr.lower().rpartition("@")
         host = host.rstrip(".")
-        own_local, own_host = self.mailbox.rsplit("@", 1)
+        own_local, own_host = self.mailbox.lower().rsplit("@", 1)
         candidates = [(MAILBOX, own_local, own_host), (REPLY, REPLY_LOCAL, self.domain),
                       (BOUNCE, BOUNCE_LOCAL, self.domain)]
         return [(form, local[len(prefix) + 1:]) for form, prefix, where in candidates

@@ -70,6 +70,9 @@ def test_addresses_are_read_whatever_the_case_a_mail_server_gives_them():
     shouted = f"<GAMES+R.{TOKEN.upper()}@EXAMPLE.ORG>"
     assert MAILBOX.token(shouted) == TOKEN
     assert MAILBOX.bounced(MAILBOX.bounce(5, SECRET).upper(), SECRET) == 5
+    capital = Addresses("mailbox", "+", "Games@Example.org", "example.org")
+    assert capital.reply(TOKEN) == f"Games+r.{TOKEN}@Example.org"  # as the host wrote it
+    assert capital.token(f"games+r.{TOKEN}@example.org") == TOKEN
 
 
 @pytest.mark.parametrize("address", [
