@@ -75,6 +75,13 @@ def test_addresses_are_read_whatever_the_case_a_mail_server_gives_them():
     assert capital.token(f"games+r.{TOKEN}@example.org") == TOKEN
 
 
+def test_a_sender_address_that_is_already_plus_addressed_still_works():
+    made = Addresses("mailbox", "+", "me+games@gmail.com", "gmail.com")
+    assert made.reply(TOKEN) == f"me+games+r.{TOKEN}@gmail.com"
+    assert made.token(made.reply(TOKEN)) == TOKEN
+    assert made.token(f"me+r.{TOKEN}@gmail.com") is None  # another tag of the mailbox
+
+
 @pytest.mark.parametrize("address", [
     "games@example.org",  # the mailbox itself, without a tag
     "Games@Example.org",
