@@ -177,7 +177,7 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
             receive.poll_imap(app, services.receive_reply, threading.Event())
         return
     controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
-    click.echo(f"receiving replies for {config['INBOUND_DOMAIN']} on "
+    click.echo(f"receiving replies for {receive.describe(config)} on "
                f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']}"
                f"{' (LMTP)' if lmtp or (lmtp is None and config['INBOUND_LMTP']) else ''}")
     try:
