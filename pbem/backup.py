@@ -210,14 +210,15 @@ def restore(url: str, src: str | os.PathLike[str], force: bool = False,
     if _is_sqlite(url):
         if kind != "SQLite":
             raise BackupError(f"{source} is a {kind} backup; this server's database is "
-                              f"SQLite (a backup restores into a database of its own kind)")
-        games = _sqlite_restore(source, _sqlite_path(url), force)
+                              f"SQLite (a backup restores into a database of its own kind); "
+                              f"nothing was changed")
+        games = _sqlite_restore(source, _sqlite_path(url), force, shown_url(url))
     else:
         if kind != "PostgreSQL":
             raise BackupError(f"{source} is a {kind} backup; this server's database is "
                               f"PostgreSQL (a backup restores into a database of its "
-                              f"own kind)")
-        games = _pg_restore(source, make_url(url), force, pg_bindir)
+                              f"own kind); nothing was changed")
+        games = _pg_restore(source, make_url(url), force, pg_bindir, shown_url(url))
     return Restored(kind, games, _schema_revision(url),
                     _scripts(url).get_current_head() or "", time.monotonic() - started)
 
@@ -235,7 +236,7 @@ def _kind_of_file(source: Path) -> str:
     raise BackupError(f"{source} is not a pbem backup: {what}; nothing was changed")
 
 
-def _sqlite_restore(source: Path, target: Path, force: bool) -> int:
+def _sqlite_restore(source: Path, target: Path, force: bool, shown: str) -> int:
     uri = f"file:{quote(str(source.resolve()))}?mode=ro"
     try:
         src = sqlite3.connect(uri, uri=True, timeout=30)
@@ -255,7 +256,7 @@ def _sqlite_restore(source: Path, target: Path, force: bool) -> int:
         games, _ = _sqlite_games(src)
         created = not target.exists()
         if not created and not force:
-            _refuse_if_holding_rows(_sqlite_rows(target), target)
+            _refuse_if_holding_rows(_sqlite_rows(target), shown)
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             with contextlib.closing(sqlite3.connect(target, timeout=30)) as dst:
@@ -282,7 +283,8 @@ def _sqlite_rows(target: Path) -> dict[str, bool]:
                 == 1 for name in names}
 
 
-def _pg_restore(source: Path, url: URL, force: bool, bindir: str | None) -> int:
+def _pg_restore(source: Path, url: URL, force: bool, bindir: str | None,
+                shown: str) -> int:
     import psycopg
     from psycopg import sql
 
@@ -294,8 +296,11 @@ def _pg_restore(source: Path, url: URL, force: bool, bindir: str | None) -> int:
     with conn:
         major = _pg_major(conn)
         pg_restore = _pg_tool("pg_restore", major, bindir)
-        listing = _run([pg_restore, "--list", str(source)], url, "pg_restore --list",
-                       refusal=f"{source} is not a readable pg_dump archive")
+        try:
+            listing = _run([pg_restore, "--list", str(source)], url, "pg_restore --list",
+                           refusal=f"{source} is not a readable pg_dump archive")
+        except BackupError as exc:
+            raise BackupError(f"{exc}; nothing was changed") from None
         tables = set(re.findall(r"^\d+; \d+ \d+ TABLE public (\S+) ", listing, re.M))
         _require_pbem_tables(tables, str(source))
         _known_revision(_archive_revision(pg_restore, source, url), source)
@@ -305,7 +310,7 @@ def _pg_restore(source: Path, url: URL, force: bool, bindir: str | None) -> int:
             _refuse_if_holding_rows(
                 {t: _one(conn, sql.SQL("SELECT EXISTS (SELECT 1 FROM {})").format(
                     sql.Identifier("public", t)))[0] for t in held["TABLE"]},
-                url.database)
+                shown)
         drops = [sql.SQL("DROP {} IF EXISTS {} CASCADE;").format(
                      sql.SQL(what), sql.Identifier("public", name)).as_string(conn)
                  for what in ("VIEW", "TABLE", "SEQUENCE", "TYPE") for name in held[what]]
@@ -357,6 +362,11 @@ def _archive_games(pg_restore: str, source: Path, url: URL) -> int:
 # --------------------------------------------------------------------------- shared
 
 
+def shown_url(url: str) -> str:
+    """The database URL as it may be shown (without its password)."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
 def _is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
@@ -392,10 +402,10 @@ def _require_pbem_tables(tables: set[str], what: str) -> None:
                           f"nothing was changed")
 
 
-def _refuse_if_holding_rows(rows: dict[str, bool], where: object) -> None:
+def _refuse_if_holding_rows(rows: dict[str, bool], shown: str) -> None:
     full = sorted(t for t, has in rows.items() if has and t != "alembic_version")
     if full:
-        raise BackupError(f"the database {where} is not empty (rows in {', '.join(full)}); "
+        raise BackupError(f"the database {shown} is not empty (rows in {', '.join(full)}); "
                           f"restore into an empty database, or --force to replace "
                           f"everything in it")
 

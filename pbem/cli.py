@@ -224,7 +224,7 @@ def backup(file: str, force: bool) -> None:
 def restore(file: str, force: bool) -> None:
     """Put the backup FILE back into the database (which must be empty, unless --force).
     Stop the server first; start it with the secret key it had when FILE was taken."""
-    from pbem.backup import BackupError
+    from pbem.backup import BackupError, shown_url
     from pbem.backup import restore as put_back
 
     url = current_app.config["DATABASE_URL"]
@@ -233,7 +233,7 @@ def restore(file: str, force: bool) -> None:
     except BackupError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"restored {file} into the {done.kind} database "
-               f"{_shown_url(url)}: {_games(done.games)}, in {done.seconds:.2f} s")
+               f"{shown_url(url)}: {_games(done.games)}, in {done.seconds:.2f} s")
     if done.at_head:
         click.echo(f"schema at the migrations' head ({done.head})")
     else:
@@ -252,8 +252,3 @@ def _games(games: int, running: int | None = None) -> str:
     text = f"{games} game{'' if games == 1 else 's'}"
     return text if running is None else f"{text} ({running} running)"
 
-
-def _shown_url(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
-    return make_url(url).render_as_string(hide_password=True)
