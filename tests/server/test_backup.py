@@ -117,6 +117,10 @@ def test_a_game_backed_up_mid_game_plays_on_in_a_fresh_instance_from_its_emails_
 
     file = tmp_path / "pbem.backup"
     assert ", 1 game (1 running), " in back_up(app, file)
+    taken = snapshot(app)
+    # The original server goes on after the backup: the next player moves there.
+    assert "Recorded" in confirm(client, second.action_links()[0])
+    after_backup = latest_turn_email(inbox)
     original = snapshot(app)
 
     restored = make_app(DATABASE_URL=fresh_url)  # a new instance with the same secret key
@@ -126,16 +130,18 @@ def test_a_game_backed_up_mid_game_plays_on_in_a_fresh_instance_from_its_emails_
         rf"restored {re.escape(str(file))} into the {kind_of(fresh_url)} database "
         rf"{re.escape(fresh_url)}: 1 game, in \d+\.\d\d s\n"
         rf"schema at the migrations' head \({head()}\)\n", result.output), result.output
-    assert snapshot(restored) == original
+    assert snapshot(restored) == taken
 
-    # The next player clicks the link of the email they had, on the restored server.
+    # The restored server is at the moment of the backup: the link of the email sent
+    # after it is unknown there, and the next player plays again from the email they had.
     there, there_inbox = restored.test_client(), Inbox(restored)
+    assert there.get(path_of(after_backup.action_links()[0])).status_code == 404
     assert "Recorded" in confirm(there, second.action_links()[0])
     # ... and the game goes on there: the email it sends next works too.
     third = latest_turn_email(there_inbox)
     assert third.to_addr != second.to_addr
     assert "Recorded" in confirm(there, third.action_links()[0])
-    assert (moves(app), moves(restored)) == (1, 3)
+    assert (moves(app), moves(restored)) == (2, 3)
     assert snapshot(app) == original  # the original was only read
 
 
