@@ -214,7 +214,7 @@ def backup(file: str, force: bool) -> None:
         raise click.ClickException(str(exc)) from None
     click.echo(f"backup of the {done.kind} database written to {done.path}: "
                f"{_size(done.size)}, {_games(done.games, done.running)}, "
-               f"taken {done.taken_at:%Y-%m-%d %H:%M:%S} UTC in {done.seconds:.2f} s")
+               f"taken {done.taken_at:%Y-%m-%d %H:%M:%S} UTC in {_duration(done.seconds)}")
 
 
 @pbem_cli.command("restore")
@@ -233,7 +233,7 @@ def restore(file: str, force: bool) -> None:
     except BackupError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"restored {file} into the {done.kind} database "
-               f"{shown_url(url)}: {_games(done.games)}, in {done.seconds:.2f} s")
+               f"{shown_url(url)}: {_games(done.games)}, in {_duration(done.seconds)}")
     if done.at_head:
         click.echo(f"schema at the migrations' head ({done.head})")
     else:
@@ -252,3 +252,7 @@ def _games(games: int, running: int | None = None) -> str:
     text = f"{games} game{'' if games == 1 else 's'}"
     return text if running is None else f"{text} ({running} running)"
 
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
