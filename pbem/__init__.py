@@ -27,6 +27,7 @@ class DefaultConfig:
     ``make run`` opts into the dev mailbox; anything else must configure SMTP."""
 
     DATABASE_URL = None  # default: sqlite:///<instance>/pbem.sqlite3
+    PG_BINDIR = None  # pg_dump, pg_restore, psql for backups; default: found (pbem/backup.py)
     BASE_URL = "http://127.0.0.1:5000"
     MAIL_BACKEND = None  # smtp | dev | memory; unset: smtp if SMTP_HOST is set, else refuse
     MAIL_FROM = None  # required for smtp, e.g. "Friday games <games@example.org>"
