@@ -30,6 +30,7 @@ LONG = {  # test file: seconds it took under `make test` on the two-core machine
     "tests/server/test_replies.py": 60,  # measured on the two-core machine, -n 2
     "tests/server/test_e2e_replies.py": 45,
     "tests/server/test_bounces.py": 40,
+    "tests/server/test_backup.py": 23,
 }
 SPLIT = {"tests/engine/test_conformance.py", "tests/server/test_e2e_stoneage.py",
          "tests/test_bench_smoke_servers.py", "tests/test_bench_smoke.py"}
