@@ -148,6 +148,52 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
         return data
 
 
+@dataclass(frozen=True)
+class Receipt:
+    """The page after a seat's move (``receipt_for_page``), read back from the database:
+    the move (``action``, as its Move row holds it), the game as it is now (``finished``,
+    ``winners``, whom it waits for: ``waiting``, seat and decision kind), the players'
+    ``names`` by seat, the printed words of the reader's language (``card``), and
+    ``data``: the seat's page without its log (its open decision, the take-back)."""
+
+    action: dict[str, Any]
+    names: tuple[str, ...]
+    waiting: tuple[tuple[int, str], ...]
+    winners: tuple[int, ...]
+    finished: bool
+    engine: str
+    language: str
+    card: localize.CardLookup
+    data: dict[str, Any]
+
+
+def receipt_for_page(raw: str, decision_id: int) -> Receipt | None:
+    """What the page after a move through a seat's link shows (the POST of a decision
+    answers with a redirect here: Post/Redirect/Get): the move that closed
+    ``decision_id``, read from its Move row, if it is the seat's own move and stands;
+    None for any other decision (another seat's, a bot's, a timeout, a move taken back
+    since) or a link that is not a game page's (a one-click link opens it read-only)."""
+    with read_scope() as s:
+        token, game, seat = live_seat_page(s, raw, *PAGE_KINDS)
+        move = s.exec(select(Move).where(Move.decision_id == decision_id,
+                                         Move.game_id == game.id)).first()
+        decision = s.get(Decision, decision_id) if move is not None else None
+        if token.kind != TokenKind.PAGE or move is None or decision is None \
+                or move.source != MoveSource.PLAYER or decision.seat_id != seat.id:
+            return None
+        data = _page_data(s, game, seat, with_log=False)
+        data["readonly"] = False
+        data["take_back"] = take_back_offer(s, game, seat)
+        data["stamp"] = PageStamp.of(f"{token.kind}:{token.seat_id}", game)
+        view = data["view"] or {}
+        result = view.get("result") if isinstance(view, dict) else None
+        return Receipt(dict(move.action), tuple(x.name for x in data["seats"]),
+                       tuple((d.position, d.kind) for d in data["open"]),
+                       tuple((result or {}).get("winners") or ()),
+                       game.status == GameStatus.FINISHED, game.engine, seat.language,
+                       data["card"], data)
+
+
 def game_for_spectator(key: str) -> dict[str, Any]:
     with read_scope() as s:
         game = _spectated(s, key)
