@@ -16,6 +16,7 @@ from engine.core import (
     Game,
     HasCatalog,
     HasRounds,
+    NamesMoves,
     OffersVariants,
     OrdersCommands,
     Plans,
@@ -40,6 +41,7 @@ _cavemen_places: Ranks[cavemen.State] = cavemen
 _cavemen_reveals: Reveals[cavemen.State] = cavemen
 _cavemen_search: Searches = cavemen
 _cavemen_words: SpeaksCommands[cavemen.State] = cavemen
+_cavemen_moves: NamesMoves = cavemen
 
 STONEAGE: Game[stoneage.State] = stoneage
 _stoneage_stats: Stats[stoneage.State] = stoneage.stats
@@ -55,4 +57,5 @@ _stoneage_places: Ranks[stoneage.State] = stoneage
 _stoneage_reveals: Reveals[stoneage.State] = stoneage
 _stoneage_search: Searches = stoneage
 _stoneage_words: SpeaksCommands[stoneage.State] = stoneage
+_stoneage_moves: NamesMoves = stoneage
 _stoneage_commands: OrdersCommands[stoneage.State] = stoneage

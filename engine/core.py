@@ -4,10 +4,10 @@ A game is a module that offers :class:`Game`, the one statement of the contract:
 member with its types and meaning. The optional hooks after it (:class:`Explains`,
 :class:`OffersVariants`, :class:`DescribesCards`, :class:`HasCatalog`,
 :class:`Translates`, :class:`TranslatesViews`, :class:`HasRounds`, :class:`Plans`,
-:class:`Standing`, :class:`SpeaksCommands`, :class:`OrdersCommands`) are members a game
-may add; the server finds each with ``getattr(mod, name, None)``. ``engine/conformance.py``
-has mypy check every game module against them; ``tests/engine/test_conformance.py`` plays
-them.
+:class:`Standing`, :class:`SpeaksCommands`, :class:`NamesMoves`,
+:class:`OrdersCommands`) are members a game may add; the server finds each with
+``getattr(mod, name, None)``. ``engine/conformance.py`` has mypy check every game module
+against them; ``tests/engine/test_conformance.py`` plays them.
 
 Nothing here knows a clock, a database or I/O.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -688,6 +689,19 @@ class SpeaksCommands(Protocol[S_contra]):
         without words. The notation's own words are read in every language."""
 
 
+class NamesMoves(Protocol):
+    """``ACTION_KINDS``: every kind of move the game has, open now or not. A line of a
+    reply by email whose first word names one is a command (played, or refused with an
+    answer: the turn is over, the move is not legal now), never table talk
+    (``pbem/commands.py``). Without it, only a kind some seat may make now is read as
+    a command, and a command of another kind is posted to the table as talk."""
+
+    @property
+    def ACTION_KINDS(self) -> tuple[str, ...]:
+        """The ``kind`` of every action ``legal_actions`` may ever give (the first word
+        of the notation), each once."""
+
+
 class OrdersCommands(Protocol[S_contra]):
     """``command_order``: the order of an email's list of reply commands, which shows
     the first ones only when there are many (``pbem/commands.py``). Without it: what a
@@ -710,3 +724,28 @@ def check_turn(game: Game[S], state: S, seat: int) -> None:
     if not any(d.seat == seat for d in game.pending(state)):
         raise NotYourTurn(f"seat {seat} has no decision to make now", seat=seat)
 
+
+
+
+class LegalMemo(threading.local):
+    """A thread's memo of the legal actions it listed last (one entry): ``last`` is
+    (state, seat, actions), so that a bot that lists a seat's actions and then has
+    ``apply`` check its choice pays for one listing, not two. A game keeps one for its
+    ``legal_actions`` and ``apply`` and reads it like this (``_legal`` in each game)::
+
+        last = memo.last  # one read; use only ``last`` and what is listed now
+        if last[0] is state and last[1] == seat:
+            return last[2]
+        actions = tuple(...)  # the listing
+        memo.last = (state, seat, actions)
+        return actions
+
+    Safe under threads, as the engine must be (the clock plays bots and sends mail in
+    threads): each thread has its own entry (``threading.local``), so another thread's
+    call never replaces it; a call reads the entry once and uses the actions it read or
+    listed itself, never a second look; a hit needs the very state object (``is``),
+    which the entry holds, so no other state can take its identity while remembered;
+    and states are immutable, so the list stays right for it.
+    """
+
+    last: tuple[Any, int, tuple[Action, ...]] = (None, -1, ())

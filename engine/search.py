@@ -122,6 +122,9 @@ class Strong:
         return factory(budget_ms=budget_ms, rollouts=rollouts, **options)
 
     def __call__(self, state: Any, seat: int, rng: random.Random) -> Action:
+        # Safe under threads: two first calls may each build a bot and one assignment
+        # wins; the bots are alike and keep nothing between decisions (but ``last``,
+        # figures for benchmarks that the decisions never read).
         if self._default is None:
             self._default = self.make()
         return self._default(state, seat, rng)

@@ -13,7 +13,9 @@ is table talk, not ``wirb``), and a letter with an umlaut may be written without
 the engine's ``parse_action``, which matches them against the legal actions
 (case-insensitive, unique prefixes, any order after the first word) and never completes
 a move: a payment, a count or a card the player did not name is refused
-(IncompleteAction), never guessed.
+(IncompleteAction), never guessed. ``looks_like_a_command`` tells a command from table
+talk: a line whose first word names a kind of move the game has, whether or not anyone
+may make it now, is a command.
 
 ``listed_commands`` says the commands a player may type now, in the reader's words, every
 line exactly legal: one command, or, for moves that differ only in their last number, one
@@ -50,7 +52,8 @@ MAX_LISTED = 16  # lines an email lists; the other moves are on the game page
 MAX_NEAREST = 5  # commands a refusal offers instead
 ENGINE_CANDIDATES = 10  # the most moves parse_action names as an ambiguous command's
 MAX_LINE = 200  # longer lines are not read as commands
-MIN_VERB_PREFIX = 4  # letters of a verb of the reader's language that name it
+MIN_VERB_PREFIX = 4  # letters that begin a command's first word ("to", "in", "wir" are
+# words of talk, not tools, invent, wirb)
 _CODE_RE = re.compile(r"[0-9A-Z-]")  # an id that reads as a code (H06, SH-snake)
 _ALTERNATIVES = " | "  # between the numbers a listed line offers
 _UMLAUTS = (str.maketrans({"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss"}),
@@ -157,11 +160,11 @@ def _spelt(names: list[list[str]]) -> list[list[str]]:
     return found
 
 
-def _names_kind(speech: Speech, kind: str, word: str) -> bool:
+def _names_kind(speech: Speech, kind: str, word: str, shortest: int = 2) -> bool:
     """Whether ``word`` (lower case) may name the kind of move ``kind``: the kind itself
-    or a prefix of it (two letters or more), a word of it in full, or a prefix of one
-    from MIN_VERB_PREFIX letters."""
-    if word == kind or (len(word) > 1 and kind.startswith(word)):
+    or a prefix of it (``shortest`` letters or more), a word of it in full, or a prefix
+    of one from MIN_VERB_PREFIX letters."""
+    if word == kind or (len(word) >= shortest and kind.startswith(word)):
         return True
     return any(word == v or (len(word) >= MIN_VERB_PREFIX and v.startswith(word))
                for v in speech.verbs(kind))
@@ -178,15 +181,20 @@ def _kind_of(speech: Speech, kinds: Iterable[str], word: str) -> str | None:
 
 
 def looks_like_a_command(mod: EngineGame, state: Any, line: str, lang: str = "en") -> bool:
-    """Whether the first word of ``line`` names the kind of a move some seat may make now
-    (else the line is talk); a single letter only as a whole kind ("I think..." is talk,
-    not ``invent``)."""
+    """Whether ``line`` reads as a move of the game, whether or not anyone may make it
+    now (else it is table talk): its first word names a kind of move the game has
+    (``ACTION_KINDS``; a game without them: a kind some seat may make now), in the
+    notation's words or the game's words in the reader's language or English, in full
+    or by its first MIN_VERB_PREFIX letters or more ("to be fair", "in my view", "Wir
+    ..." are talk, not ``tools``, ``invent``, ``wirb``)."""
     words = _clean(line).split()
     if not words:
         return False
     speech = Speech(mod, state, lang)
-    kinds = {a.kind for d in mod.pending(state) for a in mod.legal_actions(state, d.seat)}
-    return any(_names_kind(speech, kind, words[0]) for kind in kinds)
+    kinds = getattr(mod, "ACTION_KINDS", None)
+    if kinds is None:
+        kinds = {a.kind for d in mod.pending(state) for a in mod.legal_actions(state, d.seat)}
+    return any(_names_kind(speech, kind, words[0], MIN_VERB_PREFIX) for kind in kinds)
 
 
 def _clean(text: str) -> str:

@@ -58,6 +58,7 @@ __all__ += ["revealed"]
 from engine.cavemen.bots import make_strong  # noqa: E402  (a hook: engine.core.Searches)
 
 __all__ += ["make_strong"]
-from engine.cavemen.commands import command_words  # noqa: E402  (a hook: engine.core.SpeaksCommands)
+# hooks: engine.core.SpeaksCommands, NamesMoves
+from engine.cavemen.commands import ACTION_KINDS, command_words  # noqa: E402
 
-__all__ += ["command_words"]
+__all__ += ["ACTION_KINDS", "command_words"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import tomllib
 from collections import Counter
 from collections.abc import Mapping
@@ -142,9 +143,11 @@ class Deck:
         many games (the clock's bots, the search's rollouts) does not grow without end)."""
         found = self._scores.get(tableau)
         if found is None:
-            if len(self._scores) >= SCORES_CACHED:
-                self._scores.clear()
-            found = self._scores[tableau] = _compute_scores(self, tableau)
+            found = _compute_scores(self, tableau)
+            with _MEMOS:
+                if len(self._scores) >= SCORES_CACHED:
+                    self._scores.clear()
+                self._scores[tableau] = found
         return found
 
 
@@ -152,6 +155,12 @@ class Deck:
 # a game: unbounded, the cache held millions after a few hundred games, and the garbage
 # collector's full passes over it took seconds (the strong bot's rare 2.7 s decisions).
 SCORES_CACHED = 8192
+
+# Held while a memo of this module (a deck's scores, the translations) is changed, so
+# that threads (the clock's) never interleave its check for room, clearing and adding.
+# Reads take no lock: one dict lookup is atomic, and a value only ever stands for its
+# key (the scores of that tableau, the translation of that file as it was then).
+_MEMOS = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,9 +485,10 @@ def load_translation(deck: Deck, lang: str) -> Translation | None:
             raise DeckError(f"cannot read translation file {source}: {exc.strerror}",
                             path=source) from None
         found = parse_translation(raw, deck, lang, source=source)
-        if len(_TRANSLATIONS) >= _TRANSLATIONS_MAX:
-            _TRANSLATIONS.clear()
-        _TRANSLATIONS[key] = found
+        with _MEMOS:
+            if len(_TRANSLATIONS) >= _TRANSLATIONS_MAX:
+                _TRANSLATIONS.clear()
+            _TRANSLATIONS[key] = found
     return found
 
 

@@ -20,6 +20,7 @@ narrated, never asked; an action turn is always asked, even when only Forage is 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -43,6 +44,7 @@ from engine.core import (
     GameOver,
     IllegalAction,
     JSONObject,
+    LegalMemo,
     Names,
     NotYourTurn,
     Result,
@@ -117,32 +119,29 @@ class State(NamedTuple):
 
     @property
     def deck(self) -> Deck:
-        last = _LAST_DECK
-        if last is not None and last[0] is self.deck_digest and last[1] is self.deck_file:
-            return last[2]
-        return _deck_for(self.deck_file, self.deck_digest)
+        return _deck_of(self.deck_file, self.deck_digest)
 
 
-_DECKS: dict[tuple[str, str], Deck] = {}
-_LAST_DECK: tuple[str, str, Deck] | None = None  # (digest, deck file, deck) of the last read
+# The decks of the states met (a memo of loaded decks, not game state): keyed by the
+# whole key, bounded, and safe under threads (functools.lru_cache keeps its data
+# coherent under concurrent calls; a deck is immutable but for its own scores memo).
+@lru_cache(maxsize=32)
+def _deck_of(deck_file: str, digest: str) -> Deck:
+    """The validated deck of the states with this deck file and digest."""
+    return _checked_deck(deck_file, digest)
 
 
-def _deck_for(deck_file: str, digest: str, check_file: bool = False) -> Deck:
-    """The validated deck of a state (a memo of loaded decks, not game state). With
-    ``check_file`` (on reading a stored state) the file must still have that digest."""
-    global _LAST_DECK
-    found = None if check_file else _DECKS.get((deck_file, digest))
-    if found is None:
-        try:
-            found = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
-        except DeckError as exc:
-            raise StateCorrupt(f"the game's deck file cannot be loaded: {exc.message}",
-                               deck=deck_file) from None
-        if found.digest != digest:
-            raise StateCorrupt(f"deck file {deck_file} changed since the game began",
-                               deck=deck_file)
-        _DECKS[(deck_file, digest)] = found
-    _LAST_DECK = (digest, deck_file, found)
+def _checked_deck(deck_file: str, digest: str) -> Deck:
+    """The deck file read now (``load_deck``: again only if it changed); StateCorrupt
+    unless it has that digest."""
+    try:
+        found = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
+    except DeckError as exc:
+        raise StateCorrupt(f"the game's deck file cannot be loaded: {exc.message}",
+                           deck=deck_file) from None
+    if found.digest != digest:
+        raise StateCorrupt(f"deck file {deck_file} changed since the game began",
+                           deck=deck_file)
     return found
 
 
@@ -184,17 +183,22 @@ def pending(state: State) -> list[Decision]:
 
 def legal_actions(state: State, seat: int) -> list[Action]:
     """Every action ``seat`` may take now (the only actions ``apply`` accepts)."""
-    global _LAST_LEGAL
-    last = _LAST_LEGAL  # one read: the tuple is replaced whole, so threads cannot tear it
+    return list(_legal(state, seat))
+
+
+# This thread's last listing: a bot lists the actions, then ``apply`` checks its choice
+# against that very list (engine.core.LegalMemo: per thread, safe under threads).
+_LISTED = LegalMemo()
+
+
+def _legal(state: State, seat: int) -> tuple[Action, ...]:
+    """``legal_actions`` as a tuple, listed once for this thread's last state and seat."""
+    last = _LISTED.last  # one read (see LegalMemo)
     if last[0] is state and last[1] == seat:
-        return list(last[2])
-    actions = _legal_actions(state, seat, _decision_kind(state, seat))
-    _LAST_LEGAL = (state, seat, tuple(actions))
+        return last[2]
+    actions = tuple(_legal_actions(state, seat, _decision_kind(state, seat)))
+    _LISTED.last = (state, seat, actions)
     return actions
-
-
-# A one-entry memo: a caller asks for the legal actions, then applies one of them.
-_LAST_LEGAL: tuple[Any, int, tuple[Action, ...]] = (None, -1, ())
 
 
 def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
@@ -466,7 +470,7 @@ def from_json(data: Mapping[str, Any]) -> State:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise StateCorrupt(f"cannot read cavemen state: {exc!r}") from None
-    _deck_for(state.deck_file, state.deck_digest, check_file=True)
+    _checked_deck(state.deck_file, state.deck_digest)
     check_invariants(state)
     return state
 
@@ -504,7 +508,6 @@ def _setup(players: Sequence[str], seed: int,
         raise SetupError("the seed must be a whole number")
     deck_file = str(options.get("deck") or STANDARD)
     deck = load_deck(STANDARD_DECK if deck_file == STANDARD else Path(deck_file))
-    _DECKS[(deck_file, deck.digest)] = deck
     tribes = tuple(options.get("tribes") or TRIBES[:n])
     if len(tribes) != n or len(set(tribes)) != n or not set(tribes) <= set(TRIBES):
         raise SetupError(f"tribes must be {n} different of {', '.join(TRIBES)}")
@@ -754,7 +757,7 @@ def _decision_kind(state: State, seat: int) -> str:
 
 
 def _legal_set(state: State, seat: int, kind: str,
-               action: Action) -> list[Action] | set[Action]:
+               action: Action) -> Sequence[Action] | set[Action]:
     """The legal actions to check ``action`` against, built cheaply where possible."""
     if kind == "bid":
         if action.kind == "pass":
@@ -763,7 +766,7 @@ def _legal_set(state: State, seat: int, kind: str,
         ok = (action.kind == "bid" and len(action.args) == 1 and type(amount) is int
               and auction_of(state).high < amount <= state.tribes[seat].teeth)
         return {action} if ok else set()
-    return legal_actions(state, seat)  # the same code that lists them
+    return _legal(state, seat)  # the same code that lists them
 
 
 def _in_pool_order(state: State, action: Action) -> Action:

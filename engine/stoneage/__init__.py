@@ -62,7 +62,7 @@ __all__ += ["revealed"]
 from engine.stoneage.bots import make_strong  # noqa: E402  (a hook: engine.core.Searches)
 
 __all__ += ["make_strong"]
-# hooks: engine.core.OrdersCommands, SpeaksCommands
-from engine.stoneage.commands import command_order, command_words  # noqa: E402
+# hooks: engine.core.OrdersCommands, SpeaksCommands, NamesMoves
+from engine.stoneage.commands import ACTION_KINDS, command_order, command_words  # noqa: E402
 
-__all__ += ["command_order", "command_words"]
+__all__ += ["ACTION_KINDS", "command_order", "command_words"]

@@ -1,5 +1,6 @@
 """Reply commands of Stone Age (hooks of ``engine.core``): their words in each language
-(``commands.toml``, ``SpeaksCommands``) and the order an email lists them in
+(``commands.toml``, ``SpeaksCommands``), every kind of move (``NamesMoves``) and the
+order an email lists them in
 (``OrdersCommands``): what a timeout plays first, then each placement that may be
 resolved next (``use``), the email's one-click choices;
 then, for a payment, leaving it (decline, starve) and every other way to pay, the
@@ -21,6 +22,10 @@ from engine.stoneage.rules import (
 from engine.words import Words, words_in
 
 WORDS_FILE = Path(__file__).with_name("commands.toml")
+
+# Every kind of move (engine.core.NamesMoves), as rules.py's docstring lists them.
+ACTION_KINDS = ("place", "use", "order", "tools", "no_tools", "take", "build", "decline",
+                "pick", "feed", "starve")
 
 
 def command_words(state: State, lang: str) -> Words:

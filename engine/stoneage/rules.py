@@ -105,6 +105,7 @@ from engine.core import (
     InvalidPlan,
     InvalidStanding,
     JSONObject,
+    LegalMemo,
     NotYourTurn,
     PlanClosed,
     PlanForm,
@@ -229,6 +230,9 @@ class State(NamedTuple):
         return len(self.players)
 
 
+# The standard components, read on first use. Safe under threads: ``load_data`` reads
+# the same file to equal immutable values every time, and one assignment of the module
+# name is atomic, so two threads that both find None each load it and one wins.
 _DATA: Data | None = None
 
 
@@ -311,17 +315,22 @@ def decision_kind(state: State, seat: int) -> str:
 
 def legal_actions(state: State, seat: int) -> list[Action]:
     """Every action ``seat`` may take now (the only actions ``apply`` accepts)."""
-    global _LAST_LEGAL
-    last = _LAST_LEGAL
+    return list(_legal(state, seat))
+
+
+# This thread's last listing: a bot lists the actions, then ``apply`` checks its choice
+# against that very list (engine.core.LegalMemo: per thread, safe under threads).
+_LISTED = LegalMemo()
+
+
+def _legal(state: State, seat: int) -> tuple[Action, ...]:
+    """``legal_actions`` as a tuple, listed once for this thread's last state and seat."""
+    last = _LISTED.last  # one read (see LegalMemo)
     if last[0] is state and last[1] == seat:
-        return list(last[2])
-    kind = decision_kind(state, seat)
-    actions = _legal_actions(state, seat, kind)
-    _LAST_LEGAL = (state, seat, tuple(actions), frozenset(actions))
+        return last[2]
+    actions = tuple(_legal_actions(state, seat, decision_kind(state, seat)))
+    _LISTED.last = (state, seat, actions)
     return actions
-
-
-_LAST_LEGAL: tuple[Any, int, tuple[Action, ...], frozenset[Action]] = (None, -1, (), frozenset())
 
 
 def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:
@@ -354,9 +363,7 @@ def apply(state: State, seat: int, action: Action) -> tuple[State, list[Event]]:
         raise GameOver("the game is over")
     kind = decision_kind(state, seat)
     action = _normalised(action)
-    legal_actions(state, seat)
-    last = _LAST_LEGAL
-    if not _well_typed(action) or action not in last[3]:
+    if not _well_typed(action) or action not in _legal(state, seat):
         raise IllegalAction(f"{action} is not a legal {kind} action now", seat=seat,
                             action=action.to_json(), decision=kind)
     events: list[Event] = []
@@ -601,10 +608,10 @@ def _is_legal(state: State, seat: int, action: Action) -> bool:
     """``action`` (normalised) is one of the seat's legal actions now, types included
     (as ``apply`` checks it: ``True`` is not ``1``); False when the seat has no decision."""
     try:
-        legal_actions(state, seat)
+        legal = _legal(state, seat)
     except EngineError:
         return False
-    return _well_typed(action) and action in _LAST_LEGAL[3]
+    return _well_typed(action) and action in legal
 
 
 def _claim_effect(state: State, seat: int, place: str) -> dict[str, Any]:

@@ -42,12 +42,14 @@ from pbem.mail.backends import (
 from pbem.mail.compose import (
     EXTRA_CONTEXT,
     LINK_PATHS,
+    TALK_EVENT,
     build_message,
     default_title,
     game_name,
     load_row,
     open_deadlines,
     render_row,
+    table_talk,
 )
 from pbem.mail.delivery import (
     MAX_BACKOFF,
@@ -66,9 +68,9 @@ from pbem.mail.recipients import (
 
 __all__ = [
     "EXTRA_CONTEXT", "INVITE_TEMPLATES", "LINK_PATHS", "MAX_BACKOFF", "MUTABLE_TEMPLATES",
-    "PREPARE_AT_SENDING", "RENDER_ATTEMPTS", "TURN_TEMPLATES", "WIRE", "ConfigError",
-    "DevMailbox", "MailError", "MemoryBackend", "Outgoing", "SMTPBackend", "Unconfigured",
-    "backend", "build_message", "configure", "default_title", "deliver_due", "game_name",
-    "init_app", "load_row", "may_mail", "open_deadlines", "render_row", "require",
-    "suppressed", "thread_of",
+    "PREPARE_AT_SENDING", "RENDER_ATTEMPTS", "TALK_EVENT", "TURN_TEMPLATES", "WIRE",
+    "ConfigError", "DevMailbox", "MailError", "MemoryBackend", "Outgoing", "SMTPBackend",
+    "Unconfigured", "backend", "build_message", "configure", "default_title", "deliver_due",
+    "game_name", "init_app", "load_row", "may_mail", "open_deadlines", "render_row",
+    "require", "suppressed", "table_talk", "thread_of",
 ]

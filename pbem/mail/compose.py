@@ -3,7 +3,9 @@
 The row's links are minted as tokens (``mint_links``), its template rendered as a .txt
 and an .html twin in the reader's language, with the game as it is at sending (view,
 events since the reader's last email, open deadlines), and both put in one message whose
-headers ``pbem.mail.headers`` writes.
+headers ``pbem.mail.headers`` writes. "Since the reader's last email" is since the last
+email that told the reader the news (``NEWS_TEMPLATES``): its messages to the table
+come first, whole (``table_talk``), then the other events, the latest ten.
 
 Every email of a game to one address carries the same Subject (the game's name,
 ``game_name``) and starts with one line that says what is asked and by when (mail
@@ -78,6 +80,18 @@ _HELD = select(id_column(Outbox.id)).where(Outbox.seat_id == bindparam("seat_id"
                                 Outbox.status == OutboxStatus.HELD)
 
 
+# The emails of a game that tell what happened since the reader's last one
+# (``_events``, ``_said``): sending one moves the seat's ``seen_event_seq`` to the
+# game's latest event. Any other email of a game (the answer to a reply, a welcome)
+# tells none of it, and the next one still does. (A digest moves it for each game it
+# tells of: ``services.digest``.)
+NEWS_TEMPLATES = frozenset({EmailTemplate.DECISION, EmailTemplate.NOTICE,
+                            EmailTemplate.RESULT, EmailTemplate.GAME_STARTED})
+TALK_EVENT = "table_talk"  # a message to the table (``services.talk``)
+SAID_MESSAGES = 20  # messages to the table an email shows, whole, at most...
+SAID_CHARS = 4000  # ...and characters of them (one message at least)
+
+
 # What an email about several games (a digest) adds to its template's names at rendering,
 # in the reader's language (``force_locale`` is on): its services module registers it.
 EXTRA_CONTEXT: dict[EmailTemplate, Callable[[Session, Outbox], dict[str, Any]]] = {}
@@ -141,7 +155,9 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         events = conn.execute(EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
         ctx["events"] = [e for e in events
                          if e.visible_to is None or position in (e.visible_to or [])]
-        seen = game.event_seq
+        ctx["said"], ctx["said_earlier"] = table_talk(ctx["events"])
+        if row.template in NEWS_TEMPLATES:  # it tells them: the next email starts after
+            seen = game.event_seq
         if row.template == EmailTemplate.RESULT:
             ctx["standing"] = standing(mod, state, position, ctx["names"])
         if row.template == EmailTemplate.DECISION and position is not None:
@@ -177,6 +193,23 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     if row.context.get("in_reply_to"):  # an answer to a reply: in the reply's thread
         thread.append(row.context["in_reply_to"])
     return build_message(row, game, ctx, thread), seen, merged
+
+
+def table_talk(events: Sequence[Any]) -> tuple[list[Any], int]:
+    """The messages to the table among ``events`` (what the reader may see since their
+    last email) that an email shows first, each whole: the latest SAID_MESSAGES of them,
+    fewer where they would pass SAID_CHARS; and how many earlier ones it leaves to the
+    game page. The list of other events (``_events``, the latest ten) never cuts one."""
+    said = [e for e in events if e.kind == TALK_EVENT]
+    shown: list[Any] = []
+    chars = 0
+    for e in reversed(said):
+        size = len(str((e.data or {}).get("text", "")))
+        if shown and (len(shown) == SAID_MESSAGES or chars + size > SAID_CHARS):
+            break
+        shown.append(e)
+        chars += size
+    return shown[::-1], len(said) - len(shown)
 
 
 def unpayable(spec: dict[str, Any]) -> bool:

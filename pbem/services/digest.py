@@ -25,7 +25,7 @@ from engine.registry import get_game
 from pbem.db import read_scope, session_scope
 from pbem.i18n import language
 from pbem.kinds import Delivery, EmailTemplate, GameStatus, Invite, OutboxStatus, TokenKind
-from pbem.mail import EXTRA_CONTEXT, PREPARE_AT_SENDING, game_name
+from pbem.mail import EXTRA_CONTEXT, PREPARE_AT_SENDING, game_name, table_talk
 from pbem.mail.addresses import zone
 from pbem.mail.compose import EVENTS_SINCE
 from pbem.mail.headers import message_id
@@ -146,8 +146,9 @@ def prepare_digest(s: Session, row: Outbox) -> str | None:
 def digest_context(s: Session, row: Outbox) -> dict[str, Any]:
     """At rendering, in the reader's language: each listed game's cards by id, for the
     words of its choices (``cards[game_id]``), and what happened in it since the seat's
-    last email (``news[game_id]``: the events it may see, the players' names, the seat),
-    as a turn email tells it (the digest moves what the seats were told: ``seen_seats``,
+    last email (``news[game_id]``: the events it may see, the messages to the table of
+    them shown whole, ``compose.table_talk``, the players' names, the seat), as a turn
+    email tells it (the digest moves what the seats were told: ``seen_seats``,
     ``pbem.mail.delivery``)."""
     cards: dict[str, Any] = {}
     news: dict[str, Any] = {}
@@ -160,9 +161,10 @@ def digest_context(s: Session, row: Outbox) -> dict[str, Any]:
         me = entry.get("position")
         events = conn.execute(EVENTS_SINCE, {"game_id": game.id,
                                              "since": entry.get("since", 0)}).all()
+        seen = [e for e in events if e.visible_to is None or me in (e.visible_to or [])]
+        said, earlier = table_talk(seen)
         news[game.id] = {"me": me, "names": [x.name for x in seats_of(s, game.id)],
-                         "events": [e for e in events
-                                    if e.visible_to is None or me in (e.visible_to or [])]}
+                         "events": seen, "said": said, "said_earlier": earlier}
     return {"cards": cards, "news": news}
 
 

@@ -361,14 +361,12 @@ def locked_decision(s: Session, game_id: str, seat_id: int | None,
 
 def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
         source: MoveSource, state: Any = None,
-        applied: tuple[Any, list[Event]] | None = None, by_email: bool = False,
+        applied: tuple[Any, list[Event]] | None = None,
         notes: list[Event] | None = None) -> Outcome:
     """A player's move on their open decision of the locked game (``state``: the game's
     state, if the caller has read it already; ``applied``: the engine's answer to the
-    move on that very state, if the caller has it already; ``by_email``: the move came
-    in a reply by email, so no page shows the player's next decision: its email goes
-    at once; ``notes``: events of that state's making logged before the move's, a plan
-    set with it)."""
+    move on that very state, if the caller has it already; ``notes``: events of that
+    state's making logged before the move's, a plan set with it)."""
     game_id, seat_id = game.id, seat.id
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
@@ -381,7 +379,7 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
         seat.timeouts_in_row = 0  # (set only if it changes: setting the ORM attribute at
         # all makes the seat dirty, and the next query flushes the session first)
     played = play_move(s, game, seat, decision, action, source, state, notices=notes,
-                       applied=applied, by_email=by_email)
+                       applied=applied)
     again = any(d.seat_id == seat_id for d in played.opened)
     mod, state = get_game(game.engine), played.state
     result = mod.result(state)
@@ -402,8 +400,7 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
 def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
               source: MoveSource, state: Any = None, seats: list[Seat] | None = None,
               notices: list[Event] | None = None, open_rows: list[Decision] | None = None,
-              applied: tuple[Any, list[Event]] | None = None,
-              by_email: bool = False) -> Played:
+              applied: tuple[Any, list[Event]] | None = None) -> Played:
     """Apply one move to the locked game; returns the new state, the seats and the
     decisions it opened (people's emails are queued). A decision opened for a bot
     (seated at creation, or standing in) is the clock's to play after a short pause
@@ -412,7 +409,7 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
     decision of the game, ``decision`` among them): as the caller has read them under
     the game's lock; ``notices``: server events logged just before the move's (one
     statement); ``applied``: the engine's answer to the move on ``state``, worked out
-    before the lock on the same version of the game; ``by_email``: see ``act``."""
+    before the lock on the same version of the game."""
     mod = get_game(game.engine)
     if state is None:
         state = load_state(mod, game)
@@ -436,7 +433,8 @@ def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Ac
                   undo=UNDO_OF.get(source, "clear"))
     state = _end_if_idle(s, game, mod, state, seats)
     # A player who decides again at once sees it on the page of this move (see FOLLOW_UP).
-    follow_up = seat.id if source == MoveSource.PLAYER and not by_email else None
+    # (A reply by email holds it too, while the reply is read: ``replies``.)
+    follow_up = seat.id if source == MoveSource.PLAYER else None
     opened = sync_decisions(s, game, mod, state, seats, follow_up, open_rows,
                             grace=take_back_grace(s, game, source, revealed))
     return Played(state, seats, opened)

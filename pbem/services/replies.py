@@ -11,19 +11,28 @@ From is the seat's own address. Anything else is dropped without a word, but for
 from another player of the same game, who is told once that the address is not theirs:
 the receiver never writes to anyone who is not a player.
 
-The new text's lines are commands, each matched against the seat's open decision with
-the engine's ``parse_action`` (``pbem.commands``: the reader's words and English ones,
-printed names, unique prefixes, never completing a move); consecutive lines play
-consecutive decisions of the seat, each in a transaction of its own, as a click would
-(``playing.act``). The first line that is a command but cannot be played stops the
-rest. A line whose first word names no kind of move anyone may make now (in the seat's
-words or English), and everything after it (or after a line ``say:``), is table talk
-(``talk``). The first line answers the decision of the email replied to:
-once that decision has closed, the reply is refused as late. Then one answer goes back
-in the thread, in the player's language: what was recorded and what happens next, or
-why not, with the moves the refused line could mean or the legal ones nearest to it,
-and the commands that would be accepted now (at most
-``REPLY_ANSWERS_PER_HOUR`` answers per seat).
+The new text is read line by line. A line is a command when it reads as a move of the
+game, whether or not the player may make it now (``commands.looks_like_a_command``: its
+first word names a kind of move the game has, in the notation or the game's words in
+the seat's language or English), or when it sets a standing choice. Each command is
+matched against the seat's open decision with the engine's ``parse_action``
+(``pbem.commands``: printed names, unique prefixes, never completing a move);
+consecutive lines play consecutive decisions of the seat, each in a transaction of its
+own, as a click would (``playing.act``). The first line answers the decision of the
+email replied to: once that decision has closed, the reply is refused as late. A
+command that cannot be played (the turn is over, it is not the seat's turn, the move
+is not legal now) is refused, never posted, and the commands after it are not played.
+The first line that is no command, and everything after it (or after a line ``say:``),
+is table talk (``talk``). While a reply is read, each move holds the email of the
+seat's next decision (its next line may play it); once it is read, the email of a
+decision still open goes at once.
+
+Then one answer goes back in the thread, in the player's language: what was recorded
+and what happens next, or why not, with the moves the refused line could mean or the
+legal ones nearest to it, and the commands that would be accepted now. Table talk
+alone, posted, is not answered. A seat gets at most ``REPLY_ANSWERS_PER_HOUR`` answers
+in an hour; the one after them also says until when its replies are played unanswered,
+and the rest are (``Room``).
 
 Each message is read once (``InboundMessage``, by its Message-ID). A message to an
 email's return path is a bounce: ``bounces`` reads it, and nobody is answered.
@@ -33,7 +42,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
@@ -57,18 +66,35 @@ from pbem.commands import (
 )
 from pbem.db import get_row, read_scope, session_scope
 from pbem.errors import InvalidInput, RateLimited, WrongState
-from pbem.kinds import ENDED, ClosedBy, EmailTemplate, GameStatus, Inbound, MoveSource, TokenKind
+from pbem.kinds import (
+    ENDED,
+    ClosedBy,
+    EmailTemplate,
+    GameStatus,
+    Inbound,
+    MoveSource,
+    OutboxStatus,
+    TokenKind,
+)
 from pbem.mail.inbound import Incoming, read_message, read_report
 from pbem.models import Decision, Game, InboundMessage, Outbox, Seat, Token, utcnow
 from pbem.services import talk
 from pbem.services.bounces import record_bounce
 from pbem.services.playing import act, store_standing
-from pbem.services.plumbing import PAGE_LINK, load_state, lock_game, queue_email, seats_of
+from pbem.services.plumbing import (
+    PAGE_LINK,
+    load_state,
+    lock_game,
+    queue_email,
+    seats_of,
+    wake_deliverer,
+)
 from pbem.tokens import hash_token, is_live
 
 log = logging.getLogger("pbem.replies")
 MAX_LINES = 10  # command lines read from one reply
 MAX_TALK_LINES = 40  # lines of table talk read from one reply
+PLAYED = ("recorded", "standing")  # what became of a line that was played
 
 
 @dataclass(frozen=True)
@@ -187,30 +213,65 @@ def split_talk(lines: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _play_reply(record: int, incoming: Incoming, token: Token, seat: Seat) -> Received:
-    lines, talk = split_talk(command_lines(incoming.text, MAX_LINES + MAX_TALK_LINES))
-    lines = lines[:MAX_LINES]
+    """Play the reply's commands, send the emails of the decisions they left open, post
+    its table talk and answer it (see the module's docstring)."""
+    began = utcnow()
+    lines, said = split_talk(command_lines(incoming.text, MAX_LINES + MAX_TALK_LINES))
+    results, ignored, talk = _play_lines(token, seat, lines)
+    talk += said
+    played = any(r.status in PLAYED for r in results)
+    if played:
+        _send_held_turns(seat.id, began)
+    posted = _talk(token.game_id, seat.id, talk) if talk else None
+    outcome = (Inbound.PLAYED if played else Inbound.REFUSED if results
+               else Inbound.TALK if posted else Inbound.EMPTY)
+    # table talk alone, posted, needs no answer: the player's next email shows it
+    quiet = not results and posted is not None and posted["status"] == "posted"
+    answered = not quiet and _answer(record, token.game_id, seat.id, incoming.message_id,
+                                     results, ignored, posted)
+    return Received(outcome, tuple(results), tuple(ignored), answered, token.game_id,
+                    {"talk": posted} if posted else {})
+
+
+def _play_lines(token: Token, seat: Seat,
+                lines: list[str]) -> tuple[list[Line], list[str], list[str]]:
+    """Play the command lines at the head of ``lines`` (at most MAX_LINES), the first
+    one for the decision of the email replied to: what became of each; the command lines
+    left unplayed after one that was refused (``ignored``); and the lines from the
+    first one that is no command on (table talk)."""
     results: list[Line] = []
     ignored: list[str] = []
     for i, line in enumerate(lines):
+        if ignored or (results and results[-1].status not in PLAYED) or len(results) == MAX_LINES:
+            if not _is_command(token.game_id, seat.id, line):
+                return results, ignored, lines[i:]
+            ignored.append(line)  # a command after one refused: not played
+            continue
         result = _play_line(token.game_id, seat.id, line,
-                            token.decision_id if i == 0 else None, last=i == len(lines) - 1)
-        if result is None:  # no command: this line and the rest are table talk
-            talk = lines[i:] + talk
-            break
+                            token.decision_id if i == 0 else None)
+        if result is None:
+            return results, ignored, lines[i:]
         results.append(result)
-        if result.status not in ("recorded", "standing"):
-            ignored = lines[i + 1:]
-            break
-    said = _talk(token.game_id, seat.id, talk) if talk else None
-    played = any(r.status in ("recorded", "standing") for r in results)
-    outcome = (Inbound.PLAYED if played else Inbound.REFUSED if results
-               else Inbound.TALK if said else Inbound.EMPTY)
-    # table talk alone, posted, needs no answer: the player's next email shows it
-    quiet = not results and said is not None and said["status"] == "posted"
-    answered = not quiet and _answer(record, token.game_id, seat.id, incoming.message_id,
-                                     results, ignored, said)
-    return Received(outcome, tuple(results), tuple(ignored), answered, token.game_id,
-                    {"talk": said} if said else {})
+    return results, ignored, []
+
+
+def _send_held_turns(seat_id: int | None, since: datetime) -> None:
+    """Mail now the seat's decisions its reply opened and left open: each move of a
+    reply holds the email of the seat's next decision as a follow-up's (the reply's next
+    line may play it), and once the reply is read, whatever is still open is the
+    player's to answer by email (a page of the move shows nothing to a player who
+    replied)."""
+    now = utcnow()
+    with session_scope() as s:
+        held = s.exec(select(Outbox).where(
+            Outbox.seat_id == seat_id, Outbox.template == EmailTemplate.DECISION,
+            Outbox.status == OutboxStatus.PENDING, col(Outbox.created_at) >= since,
+            col(Outbox.next_attempt_at) > now)).all()
+        for row in held:
+            row.next_attempt_at = now
+            row.context = {**row.context, "follow_up": False}
+        if held:
+            wake_deliverer(s)
 
 
 def _talk(game_id: str, seat_id: int | None, lines: list[str]) -> dict[str, str]:
@@ -233,13 +294,11 @@ def _talk(game_id: str, seat_id: int | None, lines: list[str]) -> dict[str, str]
         return {"status": "empty", "text": text}
 
 
-def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | None,
-               last: bool) -> Line | None:
+def _play_line(game_id: str, seat_id: int | None, line: str,
+               decision_id: int | None) -> Line | None:
     """Play one command line for the seat, in a transaction of its own (None: the line
-    is no command: its first word begins no move anyone may make now). A line with more
-    lines after it holds the email of the seat's next decision as a follow-up's (the
-    next line may play it; else the answer lists its commands); the last line's goes
-    at once."""
+    is no command, see ``commands.looks_like_a_command``). The email of the seat's next
+    decision waits as a follow-up's (``_send_held_turns``)."""
     with session_scope() as s:
         game = lock_game(s, game_id)
         seat = get_row(s, Seat, seat_id)
@@ -270,7 +329,7 @@ def _play_line(game_id: str, seat_id: int | None, line: str, decision_id: int | 
             action = read_command(mod, state, decision.position, line, seat.language)
         except EngineError as exc:
             return _refusal(mod, state, decision.position, seat.language, line, exc)
-        act(s, game, seat, decision, action, MoveSource.PLAYER, state, by_email=last)
+        act(s, game, seat, decision, action, MoveSource.PLAYER, state)
         return Line(line, "recorded", action.to_json())
 
 
@@ -294,6 +353,24 @@ def _standing_line(s: Session, game: Game, seat: Seat, mod: Any, state: Any,
     return Line(line, "standing", {"key": key, "value": value})
 
 
+def _is_command(game_id: str, seat_id: int | None, line: str) -> bool:
+    """Whether ``line`` reads as a command of the seat (a move of the game, legal now or
+    not, or a standing choice), without playing it."""
+    with read_scope() as s:
+        game = get_row(s, Game, game_id)
+        if game.state is None:
+            return False
+        seat = get_row(s, Seat, seat_id)
+        mod = get_game(game.engine)
+        state = load_state(mod, game)
+    try:
+        if read_standing(mod, state, seat.position, line, seat.language) is not None:
+            return True
+    except EngineError:
+        return True
+    return looks_like_a_command(mod, state, line, seat.language)
+
+
 def _refusal(mod: Any, state: Any, position: int, lang: str, line: str,
              exc: EngineError) -> Line:
     """Why a line is no legal move, with the moves it could have meant (an ambiguous or
@@ -310,13 +387,37 @@ def _refusal(mod: Any, state: Any, position: int, lang: str, line: str,
 # --------------------------------------------------------------------------- answers
 
 
-def _answers_left(s: Session, seat_id: int | None) -> bool:
-    """Whether the seat may get another answer this hour (REPLY_ANSWERS_PER_HOUR)."""
+@dataclass(frozen=True)
+class Room:
+    """Whether a seat gets an answer to its reply now (REPLY_ANSWERS_PER_HOUR answers in
+    an hour): ``answer``; ``until``: set on the one answer past the cap, which says that
+    the seat gets no other answer until then."""
+
+    answer: bool
+    until: datetime | None = None
+
+
+def _room(s: Session, seat_id: int | None) -> Room:
+    """Whether the seat may get another answer (``Room``): under the cap, an answer;
+    past it, one answer that says until when the replies are played unanswered, then
+    none until the answers of the last hour are fewer than the cap again."""
     limit = int(current_app.config["REPLY_ANSWERS_PER_HOUR"])
-    count = s.exec(select(func.count()).select_from(Outbox).where(
-        Outbox.seat_id == seat_id, Outbox.template == EmailTemplate.REPLY,
-        Outbox.created_at >= utcnow() - timedelta(hours=1))).one()
-    return count < limit
+    since = utcnow() - timedelta(hours=1)
+    where = (Outbox.seat_id == seat_id, Outbox.template == EmailTemplate.REPLY,
+             col(Outbox.created_at) >= since)
+    if s.exec(select(func.count()).select_from(Outbox).where(*where)).one() < limit:
+        return Room(True)
+    rows = s.exec(select(Outbox.created_at, Outbox.context).where(*where)
+                  .order_by(col(Outbox.created_at))).all()
+    answers = [at for at, context in rows if not context.get("capped_until")]
+    if len(answers) < limit:
+        return Room(True)
+    if any(context.get("capped_until") for _, context in rows):
+        return Room(False)  # said once: silence until the hour's answers are fewer
+    until = answers[-limit]
+    if until.tzinfo is None:  # SQLite gives stored times back without their zone
+        until = until.replace(tzinfo=since.tzinfo)
+    return Room(True, until + timedelta(hours=1))
 
 
 def _answer(record: int, game_id: str, seat_id: int | None, in_reply_to: str | None,
@@ -325,10 +426,15 @@ def _answer(record: int, game_id: str, seat_id: int | None, in_reply_to: str | N
     with session_scope() as s:
         game = lock_game(s, game_id)
         seat = get_row(s, Seat, seat_id)
-        if not _answers_left(s, seat.id):
+        room = _room(s, seat.id)
+        if not room.answer:
             return False
         context = {"in_reply_to": in_reply_to, "results": [r.to_json() for r in results],
-                   "ignored": ignored[:5], "talk": said, **_next(s, game, seat)}
+                   "ignored": ignored[:5], "max_lines": MAX_LINES, "talk": said,
+                   **_next(s, game, seat)}
+        if room.until is not None:
+            context["capped_until"] = room.until.isoformat()
+            context["cap"] = int(current_app.config["REPLY_ANSWERS_PER_HOUR"])
         queue_email(s, game, seat, EmailTemplate.REPLY, context, links=PAGE_LINK,
                     key=f"reply:{record}")
         return True
@@ -360,7 +466,7 @@ def _wrong_sender(record: int, incoming: Incoming, token: Token, seat: Seat) -> 
         game = lock_game(s, token.game_id)
         other = next((x for x in seats_of(s, game.id)
                       if x.email.lower() == incoming.sender and x.id != seat.id), None)
-        if other is None or not _answers_left(s, other.id):
+        if other is None or _room(s, other.id) != Room(True):  # under the cap only
             return Received(Inbound.WRONG_SENDER)
         queue_email(s, game, other, EmailTemplate.REPLY,
                     {"in_reply_to": incoming.message_id, "results": [], "ignored": [],

@@ -3,11 +3,12 @@ page or as the free text of a reply by email (``replies``).
 
 A message is an event of the game's log (``table_talk``, the seat as actor, visible to
 the seats only, not to spectators), so it shows on every seat's game page and in each
-player's next email of the game ("Ann: ..."), like everything else that happened; a
-player who chose ``Seat.talk_now`` gets each message of the others at once, as a notice
-(whose sending caps apply). Messages are plain text, one paragraph (line breaks and
-control characters dropped), at most ``TALK_MAX_CHARS`` long, at most ``TALK_PER_HOUR``
-from one seat in an hour; templates escape them like every other text a player typed.
+player's next email of the game ("Ann: ..."), before the other news and whole, however
+much else happened (``mail.table_talk``); a player who chose ``Seat.talk_now`` gets each
+message of the others at once, as a notice (whose sending caps apply). Messages are
+plain text, one paragraph (line breaks and control characters dropped), at most
+``TALK_MAX_CHARS`` long, at most ``TALK_PER_HOUR`` from one seat in an hour; templates
+escape them like every other text a player typed.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from engine.core import Event
 from pbem.db import get_row, session_scope
 from pbem.errors import InvalidInput, RateLimited, WrongState
 from pbem.kinds import EmailTemplate, GameStatus, TokenKind
+from pbem.mail import TALK_EVENT
 from pbem.models import EventLog, Game, Seat, utcnow
 from pbem.services.plumbing import (
     PAGE_LINK,
@@ -34,7 +36,7 @@ from pbem.services.plumbing import (
     seats_of,
 )
 
-TALK = "table_talk"
+TALK = TALK_EVENT  # the event of a message (each email shows them first: mail.table_talk)
 
 
 def clean(text: str) -> str:

@@ -307,6 +307,8 @@ def check_seat(spec: GameSpec, state: Any, seat: int, rng: random.Random, sample
     if hasattr(game, "command_order"):  # every legal action once, nothing else
         ordered = game.command_order(state, seat)
         assert sorted(map(strict_key, ordered)) == sorted(map(strict_key, legal))
+    if hasattr(game, "ACTION_KINDS"):  # every kind of move the game says it has
+        assert {a.kind for a in legal} <= set(game.ACTION_KINDS), legal
 
 
 def random_plan_text(form: Mapping[str, Any], rng: random.Random) -> str:

@@ -33,7 +33,7 @@ GERMAN = STANDARD_DECK.with_name("standard.de.toml")
 GERMAN_TEXT = GERMAN.read_text(encoding="utf-8")
 STANDARD_TEXT = STANDARD_DECK.read_text(encoding="utf-8")
 # The SHA-256 of standard.toml as running games know it: any byte changed in the English
-# deck makes every stored game refuse to load (rules._deck_for), so it is pinned here.
+# deck makes every stored game refuse to load (rules._checked_deck), so it is pinned here.
 STANDARD_SHA256 = "8fdb949f3bd2d551893981ca52568a275ba81c2703bbd8c5954dcb6d04e3f9a0"
 
 

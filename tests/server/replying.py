@@ -103,6 +103,34 @@ def reply_to(mail, text: str, sender: str | None = None, lang: str = "en",
     return msg
 
 
+# --------------------------------------------------------------------------- reading emails
+
+LISTS = ("Or answer this email with a command", "Oder antworte auf diese E-Mail mit einem Befehl",
+         "Answer this email with one of these commands", "Antworte auf diese E-Mail mit einem")
+
+
+def listed_in(mail) -> list[str]:
+    """The command lines an email lists, as its reader sees them in the text part: the
+    indented lines after the sentence that introduces them (not the note on lines with
+    numbers, not the count of moves left for the game page)."""
+    lines, out = mail.text.splitlines(), []
+    start = next(i for i, line in enumerate(lines) if line.startswith(LISTS))
+    for line in lines[start + 1:]:
+        if not line.startswith("  "):
+            break
+        if not line.strip().startswith(("(", "…")):
+            out.append(line.strip())
+    return out
+
+
+def offered_in_refusal(answer) -> list[str]:
+    """The commands an answer to a refused reply offers under its reason."""
+    lines = answer.text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(("Not played:",
+                                                                      "Nicht gespielt:")))
+    return [line.strip() for line in lines[start + 2:] if line.startswith("    ")][:10]
+
+
 # --------------------------------------------------------------------------- whole games
 
 STYLES = ("plain", "html", "german", "signature")

@@ -154,7 +154,7 @@ def test_an_english_reader_is_not_read_in_german():
 @pytest.mark.parametrize(("text", "command"), [
     ("bid 2", True), ("biete 2", True), ("biet 2", True), ("Biete", True), ("passe", True),
     ("Bitte warten", False), ("Wir sollten reden", False), ("Er hat recht", False),
-    ("Passt schon", False), ("bi", True), ("Ja klar", False)])
+    ("Passt schon", False), ("bi", False), ("biet", True), ("Ja klar", False)])
 def test_a_german_sentence_is_not_taken_for_a_command(text, command):
     mod, state, seat, _ = find("cavemen", lambda m, s, seat, k: k == "bid")
     assert looks_like_a_command(mod, state, text, "de") is command
@@ -327,3 +327,43 @@ def test_two_things_of_one_name_are_listed_by_their_ids():
     assert format_action(first) in lines and format_action(second) in lines
     for line in lines:
         read_command(Twins(), state, seat, line)  # each names one move
+
+
+# --------------------------------------------------------------------------- command or talk
+
+
+@pytest.mark.parametrize("game", ["cavemen", "stoneage"])
+def test_the_kinds_a_game_names_are_the_kinds_its_playouts_offer(game):
+    """``ACTION_KINDS`` (engine.core.NamesMoves) is every kind of move and no other."""
+    mod = get_game(game)
+    offered = {a.kind for m, state, seat, _ in playouts(game)
+               for a in m.legal_actions(state, seat)}
+    assert offered == set(mod.ACTION_KINDS) and len(mod.ACTION_KINDS) == len(offered)
+
+
+TALK = {"en": ["Good luck, everyone", "I think I will pass", "to be fair, nice move",
+               "In my view the conch is overrated", "For real?", "no way", "Thanks!",
+               "Plan ahead", "Pa, look at this"],
+        "de": ["Gut gespielt!", "Wir sehen uns", "Passt schon", "Bitte warten",
+               "Er hat recht", "Ja klar", "Nutzt nichts", "Baum"]}
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+@pytest.mark.parametrize("game", ["cavemen", "stoneage"])
+def test_a_move_of_any_kind_is_a_command_at_every_decision_and_talk_is_talk(game, lang):
+    """Whatever is open now, a line that begins with a kind of move of the game (in the
+    notation, in the reader's words, by four letters of one) is a command; sentences
+    that do not are talk, even where a move that their first word begins is open ("to"
+    and ``tools``, "in" and ``invent``)."""
+    mod = get_game(game)
+    sentences = TALK[lang]
+    seen = 0
+    for m, state, _seat, _ in positions(game, 3, 400):
+        speech = Speech(m, state, lang)
+        for kind in mod.ACTION_KINDS:
+            for word in {kind, kind[:4], *speech.verbs(kind)}:
+                assert looks_like_a_command(m, state, f"{word} 2 nonsense", lang), (kind, word)
+        for text in sentences:
+            assert not looks_like_a_command(m, state, text, lang), text
+        seen += 1
+    assert seen > 100

@@ -149,3 +149,30 @@ def test_no_digest_on_a_day_when_nothing_waits(app, client, frozen):
     at(frozen, 22.05 + 24)
     tick(app)
     assert len(digests(app, ANN.email)) == 2  # tried again the next day
+
+
+def test_the_digest_shows_every_message_to_the_table_first_and_whole(app, client, frozen):
+    """Twelve messages from Bob since Ann's last email: her digest shows all of them, in
+    order, before the rest of the news (ten lines at most)."""
+    from pbem.tokens import form_signature
+    from tests.server.helpers import SECRET
+    from tests.server.timekit import page_of
+
+    created = new_game(app)  # Cy bids first, then Ann
+    save(client, unsubscribe_link(app, created.game_id, ANN.email), delivery="digest",
+         digest_hour="8", timezone="Europe/Berlin")
+    page = page_of(Inbox(app), BOB.email)
+    sent = [f"message {i} from Bob" for i in range(1, 13)]
+    for text in sent:
+        resp = client.post(page + "/say", data={
+            "sig": form_signature(SECRET, page.rsplit("/", 1)[1]), "text": text})
+        assert resp.status_code == 200
+    first_player_passes(app, client, created)
+    at(frozen, 22.05)  # Tuesday 08:03 in Berlin
+    tick(app)
+    (mail,) = sent_digests(app, ANN.email)
+    at_ = [mail.text.index(f"Bob: {t}\n") for t in sent]
+    assert at_ == sorted(at_)
+    assert mail.text.index("Said at the table since your last email:") < at_[0]
+    assert at_[-1] < mail.text.index("Since your last email:")
+    assert all(f"Bob: {t}" in mail.html for t in sent)

@@ -25,7 +25,7 @@ from pbem import clock, services
 from pbem.db import session_scope
 from pbem.models import Decision, Move
 from tests.server.helpers import PLAYERS
-from tests.server.replying import Inbound, ReplyGame, TimedSmtp
+from tests.server.replying import Inbound, ReplyGame, TimedSmtp, listed_in, offered_in_refusal
 
 DEE = services.PlayerIn("Dee", "dee@example.com", "de", "Europe/Berlin")
 
@@ -76,32 +76,6 @@ def test_a_whole_game_only_by_replies(by_reply, game, seed, people):
           f"p99 {p99 * 1000:.0f} ms (n={len(lat)})")
     assert share > 0.8
     assert threading.active_count() < 50
-
-
-LISTS = ("Or answer this email with a command", "Oder antworte auf diese E-Mail mit einem Befehl",
-         "Answer this email with one of these commands", "Antworte auf diese E-Mail mit einem")
-
-
-def listed_in(mail) -> list[str]:
-    """The command lines an email lists, as its reader sees them in the text part: the
-    indented lines after the sentence that introduces them (not the note on lines with
-    numbers, not the count of moves left for the game page)."""
-    lines, out = mail.text.splitlines(), []
-    start = next(i for i, line in enumerate(lines) if line.startswith(LISTS))
-    for line in lines[start + 1:]:
-        if not line.startswith("  "):
-            break
-        if not line.strip().startswith(("(", "…")):
-            out.append(line.strip())
-    return out
-
-
-def offered_in_refusal(answer) -> list[str]:
-    """The commands an answer to a refused reply offers under its reason."""
-    lines = answer.text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(("Not played:",
-                                                                      "Nicht gespielt:")))
-    return [line.strip() for line in lines[start + 2:] if line.startswith("    ")][:10]
 
 
 def test_a_german_player_plays_by_listed_german_commands_and_is_offered_the_nearest(by_reply):

@@ -28,9 +28,19 @@ def headlines() -> set[str]:
         found |= set(re.findall(r'notice_all\(s, game, "(\w+)"', text))
         found |= {m for m in re.findall(r'"(\w+)" if bot else "(\w+)"', text) for m in m}
         for const in re.findall(r'"headline": ([A-Z_]+)', text):
-            for other in SERVICES.glob("*.py"):
-                found |= set(re.findall(rf'^{const} = "(\w+)"', other.read_text(), re.M))
+            found |= {constant(const)}
     return found
+
+
+def constant(name: str) -> str:
+    """The string a module constant of the package names, through aliases (A = B)."""
+    for path in SERVICES.parent.rglob("*.py"):
+        text = path.read_text()
+        if literal := re.search(rf'^{name} = "(\w+)"', text, re.M):
+            return literal.group(1)
+        if alias := re.search(rf'^{name} = ([A-Z_]+)\b', text, re.M):
+            return constant(alias.group(1))
+    raise AssertionError(f"no constant {name}")
 
 
 def test_every_headline_is_found():

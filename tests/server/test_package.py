@@ -128,7 +128,10 @@ def site(venv, tmp_path_factory):
            if not k.startswith("PBEM_") and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(PBEM_DATABASE_URL=f"sqlite:///{folder / 'pbem.sqlite3'}", PBEM_SECRET_KEY=SECRET,
                PBEM_BASE_URL=base, PBEM_SMTP_HOST="127.0.0.1", PBEM_SMTP_PORT=str(smtp.port),
-               PBEM_MAIL_FROM=MAIL_FROM)
+               PBEM_MAIL_FROM=MAIL_FROM,
+               # the next player's email goes at once, not after a take-back's grace
+               # (a setting from the environment, as a host would give it)
+               PBEM_TAKEBACK_GRACE_SECONDS="0")
     log, errors = folder / "access.log", folder / "errors.log"
     with requests.Session() as http:
         site = Site(venv, folder, env, base, smtp, log, http)

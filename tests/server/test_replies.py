@@ -101,7 +101,7 @@ def test_the_same_reply_delivered_twice_is_read_once(table, inbound):
     assert len(answers(table.inbox, m.to_addr)) == 1
 
 
-@pytest.mark.parametrize("text", ["", "bid banana", "pass pass pass", "BID -1", "bi"])
+@pytest.mark.parametrize("text", ["", "bid banana", "pass pass pass", "BID -1", "bid"])
 def test_garbage_is_answered_with_the_commands_and_plays_nothing(table, inbound, text):
     decision, m = first_mail(table)
     inbound.reply(m, text)
@@ -235,14 +235,6 @@ def test_every_message_read_is_noted_once(table, inbound):
         rows = list(s.exec(select(InboundMessage).order_by(InboundMessage.id)))
     assert [r.outcome for r in rows] == ["refused", "talk", "played"]
     assert [r.played for r in rows] == [0, 0, 1]
-
-
-def test_answers_to_one_seat_are_capped(table, inbound):
-    table.app.config["REPLY_ANSWERS_PER_HOUR"] = 2
-    decision, m = first_mail(table)
-    for i in range(4):
-        inbound.reply(m, f"bid nonsense {i}")
-    assert len(answers(table.inbox, m.to_addr)) == 2
 
 
 def test_an_action_named_by_its_id_still_works(table, inbound):
@@ -449,3 +441,256 @@ def test_a_bid_above_your_teeth_is_answered_with_the_nearest_bids(table, inbound
     inbound.reply(answer, f"bid {highest}")  # as the answer offers it
     (move,) = moves(table.app, table.game_id)
     assert move.action == {"kind": "bid", "amount": highest}
+
+
+# ------------------------------------------------------------------- a command is never talk
+
+SEEDS = {"cavemen": 7, "stoneage": 5}
+FIRST_KIND = {"cavemen": "bid", "stoneage": "place"}  # what the first emails ask
+SAID = {  # what the answer says, in each language
+    "recorded": {"en": "your choice for that turn is already recorded.",
+                 "de": "deine Wahl für diesen Zug ist bereits gespeichert."},
+    "illegal": {"en": "this is not a move you can make now; the nearest you can make:",
+                "de": "diesen Zug kannst du jetzt nicht machen; am nächsten kommen diese:"},
+    "not_played": {"en": "Not played: ", "de": "Nicht gespielt: "},
+}
+
+
+def table_in(app, game: str, lang: str):
+    """A started game of ``game`` whose three players read ``lang``, its first emails
+    delivered."""
+    from pbem import services
+    from tests.server.conftest import start_game
+    from tests.server.helpers import Inbox, Table
+
+    players = [services.PlayerIn(p.name, p.email, lang, p.timezone) for p in PLAYERS]
+    created = start_game(app, players=players, seed=SEEDS[game], game=game)
+    return Table(app, app.test_client(), Inbox(app), created.game_id, created.admin_token,
+                 bot_seed=SEEDS[game])
+
+
+def talk_events(app, game_id: str) -> list:
+    from pbem.models import EventLog
+
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(EventLog).where(EventLog.game_id == game_id,
+                                                  EventLog.kind == "table_talk")))
+
+
+def nobody_may(table, kind: str):
+    """A predicate of ``Table.play_until``: no seat may make a move of ``kind`` now."""
+    mod, _ = game_state(table.app, table.game_id)
+    return lambda decision, state: all(
+        a.kind != kind for d in mod.pending(state) for a in mod.legal_actions(state, d.seat))
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+@pytest.mark.parametrize("game", ["cavemen", "stoneage"])
+def test_a_command_from_an_email_whose_phase_is_over_is_refused_never_posted(
+        app, inbound, game, lang):
+    """Bidding (placing) is over for everyone: a reply to the first email with a command
+    it listed is answered as late, and nothing goes to the table."""
+    from tests.server.replying import listed_in
+
+    table = table_in(app, game, lang)
+    decision, m = first_mail(table)
+    line = expand_line(listed_in(m)[-1])[0]
+    table.play_until(nobody_may(table, FIRST_KIND[game]), limit=200)
+    before = len(moves(app, table.game_id))
+    inbound.reply(m, line)
+    assert len(moves(app, table.game_id)) == before
+    assert talk_events(app, table.game_id) == []
+    answer = answers(table.inbox, m.to_addr)[-1]
+    assert answer.headline == SAID["not_played"][lang] + line
+    assert SAID["recorded"][lang] in answer.text
+
+
+REFUSED = {  # a move of a kind the game has, not open at the first decision
+    ("cavemen", "en"): "hunt mammoth", ("cavemen", "de"): "jage mammut",
+    ("stoneage", "en"): "feed wood", ("stoneage", "de"): "ernähre holz",
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+@pytest.mark.parametrize("game", ["cavemen", "stoneage"])
+def test_a_move_of_a_kind_nobody_may_make_now_is_refused_with_the_commands(
+        app, inbound, game, lang):
+    from tests.server.replying import listed_in, offered_in_refusal
+
+    table = table_in(app, game, lang)
+    decision, m = first_mail(table)
+    line = REFUSED[game, lang]
+    inbound.reply(m, line)
+    assert moves(app, table.game_id) == []
+    assert talk_events(app, table.game_id) == []
+    (answer,) = answers(table.inbox, m.to_addr)
+    assert answer.headline == SAID["not_played"][lang] + line
+    assert SAID["illegal"][lang] in answer.text
+    offered = offered_in_refusal(answer)
+    assert offered and set(offered) <= {c for x in listed_in(m) for c in expand_line(x)} | set(
+        listed_in(m))
+
+
+def test_a_line_that_begins_with_a_moves_word_is_a_command_even_in_a_sentence(table, inbound):
+    """"bid high next time" begins with a kind of move: refused and answered with the
+    commands (and how to write to the table), not posted."""
+    decision, m = first_mail(table)
+    inbound.reply(m, "Bid high next time")
+    assert moves(table.app, table.game_id) == []
+    assert talk_events(table.app, table.game_id) == []
+    (answer,) = answers(table.inbox, m.to_addr)
+    assert answer.headline == "Not played: Bid high next time"
+    assert "(A line to the table begins with “say:”.)" in answer.text
+    for c in spoken(table, decision):
+        assert f"  {c}\n" in answer.text
+
+
+def test_a_command_when_it_is_not_your_turn_is_answered_whatever_its_kind(table, inbound):
+    decision = table.open()
+    other = next(p for i, p in enumerate(PLAYERS) if i != decision.position)
+    inbound.reply(table.inbox.to(other.email)[0], "hunt mammoth")  # bidding now
+    assert moves(table.app, table.game_id) == []
+    assert talk_events(table.app, table.game_id) == []
+    assert "it is not your turn now" in answers(table.inbox, other.email)[-1].text
+
+
+@pytest.mark.parametrize(("lang", "text"), [
+    ("en", "Good luck, everyone"), ("en", "to be fair, that was a nice move"),
+    ("en", "In my view the conch is overrated"), ("de", "Gut gespielt!"),
+    ("de", "Wir sehen uns"), ("de", "Passt schon")])
+@pytest.mark.parametrize("game", ["cavemen", "stoneage"])
+def test_sentences_are_still_table_talk(app, inbound, game, lang, text):
+    table = table_in(app, game, lang)
+    decision, m = first_mail(table)
+    inbound.reply(m, text)
+    assert [e.data["text"] for e in talk_events(app, table.game_id)] == [text]
+    assert moves(app, table.game_id) == [] and answers(table.inbox, m.to_addr) == []
+
+
+def test_talk_after_a_refused_command_still_goes_to_the_table(table, inbound):
+    decision, m = first_mail(table)
+    table.play_until(nobody_may(table, "bid"), limit=200)
+    inbound.reply(m, "bid 2\npass\nGood game, all")
+    assert [e.data["text"] for e in talk_events(table.app, table.game_id)] == [
+        "Good game, all"]
+    answer = answers(table.inbox, m.to_addr)[-1]
+    assert answer.headline == "Not played: bid 2"
+    assert "The lines after it were not played either:\n  pass\n" in answer.text
+    assert "To the table: Good game, all" in answer.text
+
+
+# ------------------------------------------------------------------- the next email at once
+
+
+def follow_up_game(make_app, game: str):
+    """A game whose decisions wait FOLLOW_UP_MINUTES when the same player decides again
+    at once, played on to a decision after which that player decides again."""
+    import random
+
+    from tests.server.conftest import start_game
+    from tests.server.helpers import Inbox, Table
+
+    app = make_app(FOLLOW_UP_MINUTES=10)
+    created = start_game(app, seed=SEEDS[game], game=game)
+    table = Table(app, app.test_client(), Inbox(app), created.game_id, created.admin_token,
+                  bot_seed=SEEDS[game])
+    mod, _ = game_state(app, created.game_id)
+
+    def again(decision, state):
+        choice = mod.BOTS["heuristic"](state, decision.position, random.Random(1))
+        pending = mod.pending(mod.apply(state, decision.position, choice)[0])
+        return bool(pending) and pending[0].seat == decision.position
+
+    return table, table.play_until(again, limit=300)
+
+
+@pytest.mark.parametrize("tail", ["Good luck, everyone", "nonsense 99"])
+@pytest.mark.parametrize("game", ["cavemen", "stoneage"])
+def test_a_reply_with_more_than_its_command_sends_the_next_turn_email_at_once(
+        make_app, game, tail):
+    """A command and a line of talk (or a command refused after it): the player's next
+    decision, opened by the command, is emailed at once, not FOLLOW_UP_MINUTES later."""
+    import random
+
+    from pbem.commands import read_command
+    from tests.server.replying import listed_in
+
+    table, decision = follow_up_game(make_app, game)
+    m = table.mail(decision)
+    mod, state = game_state(table.app, table.game_id)
+    choice = mod.BOTS["heuristic"](state, decision.position, random.Random(1))
+    line = next(c for x in listed_in(m) for c in expand_line(x)
+                if read_command(mod, state, decision.position, c) == choice)
+    if tail.startswith("nonsense"):
+        tail = f"{choice.kind} {tail}"  # a command, refused
+    receiver = Inbound(table.app)
+    try:
+        receiver.reply(m, f"{line}\n{tail}")
+    finally:
+        receiver.stop()
+    follow_up = table.open()
+    assert follow_up.position == decision.position and follow_up.id != decision.id
+    # no clock moved: what is delivered now went at once
+    assert [x.to_addr for x in table.inbox.all() if x.decision_id == follow_up.id] == [
+        m.to_addr]
+    answer = answers(table.inbox, m.to_addr)[-1]
+    assert answer.headline.startswith("Recorded:")
+    if not tail.startswith(choice.kind):
+        assert f"To the table: {tail}" in answer.text
+
+
+# ------------------------------------------------------------------- the answer cap
+
+
+CAPPED = {
+    "en": ("This is the last answer for a while: you had 2 answers to your replies within "
+           "an hour, as many as an hour allows. Until {when} your replies are still read "
+           "and played, but not answered."),
+    "de": ("Das ist vorerst die letzte Antwort: Du hast innerhalb einer Stunde 2 Antworten "
+           "auf deine E-Mails bekommen, so viele wie eine Stunde erlaubt. Bis {when} werden "
+           "deine E-Mails weiter gelesen und gespielt, aber nicht beantwortet."),
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_past_the_answer_cap_one_answer_says_until_when_then_silence(app, inbound, lang):
+    """REPLY_ANSWERS_PER_HOUR answers, then one that says until when (the reader's time,
+    zone and language), then none while the replies are still played; an hour after the
+    first answer, answers again."""
+    from datetime import UTC, timedelta
+
+    from flask_babel import force_locale
+    from sqlalchemy import update
+
+    from pbem.i18n import format_deadline
+    from pbem.models import Outbox
+    from tests.server.replying import listed_in
+
+    app.config["REPLY_ANSWERS_PER_HOUR"] = 2
+    table = table_in(app, "cavemen", lang)
+    decision, m = first_mail(table)
+    for i in range(5):
+        inbound.reply(m, f"bid nonsense {i}")
+    sent = answers(table.inbox, m.to_addr)
+    assert len(sent) == 3  # two answers, the one that says the cap, then none
+    with app.app_context(), session_scope() as s:
+        first = s.exec(select(Outbox.created_at).where(Outbox.template == "reply")
+                       .order_by(Outbox.id)).first()
+        with force_locale(lang):
+            first = first if first.tzinfo else first.replace(tzinfo=UTC)  # SQLite
+            until = format_deadline((first + timedelta(hours=1)).isoformat(),
+                                    PLAYERS[decision.position].timezone)
+    assert "(Asia/Tokyo)" in until["local"]
+    assert CAPPED[lang].format(when=until["local"]) in " ".join(sent[-1].text.split())
+    assert all(until["local"] not in x.text for x in sent[:2])
+    # past the cap, a command is still played, unanswered
+    inbound.reply(m, expand_line(listed_in(m)[0])[0])
+    assert len(moves(app, table.game_id)) == 1
+    assert len(answers(table.inbox, m.to_addr)) == 3
+    # an hour after the first answers, the answers come again, as usual
+    with app.app_context(), session_scope() as s:
+        s.exec(update(Outbox).where(Outbox.template == "reply")
+               .values(created_at=Outbox.created_at - timedelta(minutes=61)))
+    inbound.reply(m, "bid nonsense again")
+    again = answers(table.inbox, m.to_addr)
+    assert len(again) == 4 and until["local"] not in again[-1].text

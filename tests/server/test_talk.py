@@ -147,3 +147,92 @@ def test_a_sentence_that_begins_like_a_move_by_one_letter_is_talk(table, inbound
     inbound.reply(m, "I think I will pass this time")
     assert moves(table.app, table.game_id) == 0
     assert talk(table.app, table.game_id)[-1].data["text"] == "I think I will pass this time"
+
+
+# --------------------------------------------------------------------------- talk in emails
+
+WORDS = {"en": "message", "de": "Nachricht"}
+HEADING = {"en": "Said at the table since your last email:",
+           "de": "Am Tisch gesagt seit deiner letzten E-Mail:"}
+NEWS = {"en": "Since your last email:", "de": "Seit deiner letzten E-Mail:"}
+CHOOSE = {"en": "Choose with one click", "de": "Wähle mit einem Klick"}
+
+
+def next_reader(table, speaker: int):
+    """Play on (the open decision, and the speaker's after it) until another seat's
+    decision is open; its email."""
+    table.step()
+    while table.open().position == speaker:
+        table.step()
+    return table.mail(table.open())
+
+
+def said_in(text: str, name: str, messages: list[str]) -> list[int]:
+    """Where each of ``messages`` by ``name`` is in ``text``, in order (ValueError: one
+    is missing)."""
+    return [text.index(f"{name}: {m}") for m in messages]
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+@pytest.mark.parametrize("game", ["cavemen", "stoneage"])
+def test_every_message_since_the_last_email_comes_first_and_whole(app, inbound, game, lang):
+    """Twelve messages by reply, then a move: the next player's email shows all twelve,
+    whole and in order, before the rest of the news (ten lines at most) and its
+    choices."""
+    from tests.server.test_replies import table_in
+
+    table = table_in(app, game, lang)
+    decision = table.open()
+    name = PLAYERS[decision.position].name
+    m = table.mail(decision)
+    sent = [f"{WORDS[lang]} {i}: " + "blah " * 30 + "end" for i in range(1, 13)]
+    for text in sent:
+        inbound.reply(m, text)
+    assert len(talk(app, table.game_id)) == 12
+    told = next_reader(table, decision.position)
+    at = said_in(told.text, name, sent)
+    assert at == sorted(at)
+    assert told.text.index(HEADING[lang]) < at[0]
+    assert at[-1] < told.text.index(NEWS[lang]) and at[-1] < told.text.index(CHOOSE[lang])
+    html = told.html
+    at = said_in(html, name, sent)
+    assert at == sorted(at) and at[-1] < html.index('id="choices"')
+
+
+def test_a_flood_of_talk_shows_the_latest_messages_and_links_the_game_page(table):
+    table.app.config["TALK_PER_HOUR"] = 30
+    decision = table.open()
+    name = PLAYERS[decision.position].name
+    for i in range(1, 26):
+        assert say_on_page(table, decision.position, f"flood {i}").status_code == 200
+    told = next_reader(table, decision.position)
+    at = said_in(told.text, name, [f"flood {i}\n" for i in range(6, 26)])
+    assert at == sorted(at)
+    assert f"{name}: flood 5\n" not in told.text
+    page = told.under("/g/")[0]
+    assert f"(5 earlier messages are on the game page) {page}" in told.text
+    assert f'<a href="{page}"' in told.html and "(5 earlier messages are on the game page)" \
+        in told.html
+
+
+def test_an_answer_to_a_reply_does_not_swallow_the_talk(table, inbound):
+    """Bob's reply is answered after Ann wrote to the table: the answer tells no news, so
+    Bob's next email still shows Ann's message."""
+    decision = table.open()
+    name = PLAYERS[decision.position].name
+    assert say_on_page(table, decision.position, "Hello from me").status_code == 200
+    reader = next(i for i in range(len(PLAYERS)) if i != decision.position)
+    email = PLAYERS[reader].email
+    inbound.reply(table.inbox.to(email)[-1], "bid nonsense")  # answered: not played
+    assert answers(table.inbox, email)  # (sent)
+    told = news_mails(table, email)
+    for _ in range(60):
+        if len(news_mails(table, email)) > len(told):
+            break
+        table.step()
+    assert f"{name}: Hello from me" in news_mails(table, email)[len(told)].text
+
+
+def news_mails(table, email: str) -> list:
+    """The emails to ``email`` that tell the news (turns, notices, the result)."""
+    return [x for x in table.inbox.to(email) if x.template in ("decision", "notice", "result")]
