@@ -139,6 +139,7 @@ from pbem.services.reading import (
     log_round_for_spectator,
     page_stamp,
     receipt_for_page,
+    seat_last_event,
     spectator_stamp,
 )
 from pbem.services.replies import Received, receive_reply
@@ -151,7 +152,7 @@ __all__ = [
     # reading
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
     "log_round_for_page", "log_round_for_spectator", "PageStamp", "page_stamp",
-    "Receipt", "receipt_for_page", "spectator_stamp",
+    "Receipt", "receipt_for_page", "seat_last_event", "spectator_stamp",
     # take-backs
     "take_back", "take_back_offer_for",
     # playing

@@ -148,6 +148,20 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
         return data
 
 
+def seat_last_event(raw: str) -> tuple[str, dict[str, Any]] | None:
+    """The kind and data of the latest entry of the game's log if the seat behind
+    ``raw`` (a page or one-click link) made it, else None (changes nothing): what the
+    game page after a form checks before it says the form did it (Post/Redirect/Get:
+    a link naming a code for what did not happen says nothing)."""
+    with read_scope() as s:
+        _token, game, seat = live_seat_page(s, raw, *PAGE_KINDS)
+        last = s.exec(select(EventLog).where(EventLog.game_id == game.id)
+                      .order_by(col(EventLog.seq).desc()).limit(1)).first()
+        if last is None or last.actor != seat.position:
+            return None
+        return last.kind, dict(last.data or {})
+
+
 @dataclass(frozen=True)
 class Receipt:
     """The page after a seat's move (``receipt_for_page``), read back from the database:
@@ -436,7 +450,9 @@ def card_lookup(game: Game, lang: str, state: Any = None) -> localize.CardLookup
 def admin_data(raw: str) -> dict[str, Any]:
     """The host page: the game from the host's seat, whom it waits for (``waiting``, as
     the emails list it, in the host's time zone), every email of the game newest first
-    (``outbox``), and the names "play again" would invite (``again``)."""
+    (``outbox``), the names "play again" would invite (``again``), and the latest entry
+    of its log (``last_event``: what the page after a control checks before it says the
+    control was done)."""
     with read_scope() as s:
         game = admin_game(s, raw, lock=False)
         seats = seats_of(s, game.id)
@@ -451,6 +467,8 @@ def admin_data(raw: str) -> dict[str, Any]:
         data["again"] = [seat.name for seat, joined
                          in play_again_players(s, game, host_address(s, raw)) if not joined]
         data["end_notice"] = end_notice(s, game)
+        data["last_event"] = s.exec(select(EventLog).where(EventLog.game_id == game.id)
+                                    .order_by(col(EventLog.seq).desc()).limit(1)).first()
         return data
 
 

@@ -66,6 +66,16 @@ def _vacation(data: dict[str, Any]) -> str | None:
                     d=i18n.number(left))
 
 
+# The codes whose sentence the game's log must bear out: the game page gives them the
+# log's latest entry if the seat made it (``services.seat_last_event``: ``by_seat``).
+BY_SEAT = frozenset({"vacation", "taken_back", "back"})
+
+
+def _by_seat(data: dict[str, Any], kind: str, by: str | None = None) -> bool:
+    last = data.get("by_seat")
+    return last is not None and last[0] == kind and (by is None or last[1].get("by") == by)
+
+
 # A seat's game page (``/g/<raw>?done=<code>``), after its forms.
 GAME: dict[str, Said] = {
     "plan_set": _always(lazy_gettext("Your plan is set: it places your people on your next "
@@ -76,14 +86,16 @@ GAME: dict[str, Said] = {
     "standing_saved": _always(lazy_gettext("Your standing choices are saved; they decide "
                                            "from your next decision of their kind on.")),
     "standing_same": _always(lazy_gettext("Your standing choices are as they were.")),
-    "vacation": _vacation,
+    "vacation": lambda data: _vacation(data) if _by_seat(data, "vacation_taken") else None,
     "said": _always(lazy_gettext("Your message is on the table.")),
     "talk_saved": _always(lazy_gettext("Saved.")),
     "taken_back": _if(lazy_gettext("Taken back: decide again. Everyone sees in the log that "
                                    "you took the move back."),
-                      lambda data: data.get("decision") is not None),
+                      lambda data: data.get("decision") is not None
+                      and _by_seat(data, "took_back")),
     "back": _if(lazy_gettext("Welcome back: you play your seat again."),
-                lambda data: _seat(data) is not None and _seat(data).bot is None),
+                lambda data: _seat(data) is not None and _seat(data).bot is None
+                and _by_seat(data, "seat_returned", by="player")),
     "language": _always(lazy_gettext("Your language is saved; your next emails use it too.")),
     "muted": _if(NOTIFY_TEXT["muted"],
                  lambda data: _seat(data) is not None and _seat(data).mute_notices),
@@ -98,25 +110,46 @@ def _status(data: dict[str, Any]) -> Any:
     return data["game"].status
 
 
-# The host page (``/admin/<raw>?done=<code>``), after its controls.
+def _last(*kinds: str, by: str | None = None) -> Callable[[dict[str, Any]], bool]:
+    """Whether the game's latest log entry (``admin_data``'s ``last_event``) is one of
+    ``kinds`` (and, given ``by``, made by that hand): the control just used left it."""
+    def holds(data: dict[str, Any]) -> bool:
+        event = data.get("last_event")
+        return event is not None and event.kind in kinds and (
+            by is None or (event.data or {}).get("by") == by)
+    return holds
+
+
+def _handover_waits(data: dict[str, Any]) -> bool:
+    return any(seat.pending_handover for seat in data["seats"])
+
+
+# The host page (``/admin/<raw>?done=<code>``), after its controls. Each sentence is said
+# only while the game bears it out (the log's latest entry, the game's status, a
+# hand-over waiting), so a link that names a code for what did not happen says nothing.
 HOST: dict[str, Said] = {
     "pause": _if(lazy_gettext("Done: the game is paused."),
                  lambda data: data["game"].paused_at is not None),
     "resume": _if(lazy_gettext("Done: the game goes on."),
                   lambda data: data["game"].paused_at is None
-                  and _status(data) == GameStatus.ACTIVE),
-    "extend": _always(lazy_gettext("Done: the deadline is extended.")),
-    "bot": _always(lazy_gettext("Done: the seat is played as you chose.")),
-    "withdraw": _always(lazy_gettext("Done: the offer is withdrawn.")),
+                  and _status(data) == GameStatus.ACTIVE and _last("game_resumed")(data)),
+    "extend": _if(lazy_gettext("Done: the deadline is extended."), _last("deadline_extended")),
+    "bot": _if(lazy_gettext("Done: the seat is played as you chose."),
+               _last("seat_on_bot", "seat_returned", by="host")),
+    "withdraw": _if(lazy_gettext("Done: the offer is withdrawn."),
+                    lambda data: not _handover_waits(data)),
     "abandon": _if(lazy_gettext("Done: the game is over for everyone."),
                    lambda data: _status(data) == GameStatus.ABANDONED),
     "handover_updated": _always(lazy_gettext("Done: the seat's name, language and time zone "
                                              "are updated.")),
-    "handover_sent": _always(lazy_gettext(
+    "handover_sent": _if(lazy_gettext(
         "Invitation sent: the seat changes hands when they accept. Until then the seat "
-        "stays as it is, and nothing else is sent to that address.")),
+        "stays as it is, and nothing else is sent to that address."), _handover_waits),
     "replaced": _if(lazy_gettext("Invitation sent."),
                     lambda data: _status(data) == GameStatus.INVITING),
+    "again": _if(lazy_gettext("A new game with the same players: the invitations are on "
+                              "their way. This is its host page."),
+                 lambda data: _status(data) == GameStatus.INVITING),
 }
 
 

@@ -207,15 +207,15 @@ def admin_remind(raw: str):
 
 @bp.post("/admin/<raw>/again")
 def admin_play_again(raw: str):
-    """Play again with the same players: a new game, and its host page (a second press
-    opens the same new game)."""
+    """Play again with the same players: a new game, and its host page, which says so (a
+    second press opens the same new game, with a fresh host link)."""
     require_sig(raw)
     _as_host(raw)
     try:
         created, _fresh = services.play_again(raw, client=request.remote_addr or "unknown")
     except (WrongState, InvalidInput, RateLimited) as exc:
         return _admin_page(raw, error=exc.message, status=exc.status)
-    return redirect(f"/admin/{created.admin_token}", code=303)
+    return see_other(f"/admin/{created.admin_token}", done="again")
 
 
 @bp.post("/admin/<raw>/replace")

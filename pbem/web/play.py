@@ -190,6 +190,8 @@ def show_game_page(raw: str, status: int = 200, tagged: bool = False, said: str 
     if data["seat"] is not None:
         speak(data["seat"].language)
     if said:
+        if said in done.BY_SEAT:
+            data["by_seat"] = services.seat_last_event(raw)
         extra.setdefault("notice", done.say(done.GAME, said, data))
     resp = _with_scripts(data, render_template("pages/game.html", data=data, raw=raw,
                                                **extra), status)

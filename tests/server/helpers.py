@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import requests
 from flask import Flask
+from flask.testing import FlaskClient
 from sqlalchemy import select as sa_select
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -210,6 +211,23 @@ def see_other(client, resp):
     with a Location on this site, and that page is asked for with a GET (what a reload
     asks for again)."""
     return client.get(local_location(resp))
+
+
+class BrowserClient(FlaskClient):
+    """The tests' client (``app.test_client()``): after a POST it goes where the answer
+    sends it, as a browser does (Post/Redirect/Get), unless the test asks for the POST's
+    own answer (``follow_redirects=False``); every redirect on the way must be a ``303``
+    to a page of this site (``local_location``). ``resp.history`` keeps the POST's
+    answer."""
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        posted = str(kwargs.get("method", "")).upper() == "POST"
+        if posted:
+            kwargs.setdefault("follow_redirects", True)
+        resp = super().open(*args, **kwargs)
+        for step in getattr(resp, "history", ()):
+            local_location(step)
+        return resp
 
 
 # --------------------------------------------------------------------------- HTML
@@ -466,7 +484,8 @@ class Table:
         raw = page.rsplit("/", 1)[1]
         data = {"sig": form_signature(SECRET, raw), "decision_id": str(decision.id),
                 **page_form_data(action, decision.kind)}
-        resp = see_other(self.client, self.client.post(page, data=data))
+        resp = see_other(self.client, self.client.post(page, data=data,
+                                                       follow_redirects=False))
         assert resp.status_code == 200, resp.get_data(as_text=True)
         return resp
 
@@ -523,7 +542,8 @@ def new_game_data(form: Form, players=PLAYERS, **extra: str) -> dict[str, str]:
 def create_on_web(client, app: Flask, players=PLAYERS, **extra: str) -> Mail:
     """Fill in and send the home page form as a host would; returns the host's email."""
     resp = see_other(client, client.post("/new", data=new_game_data(new_game_form(client),
-                                                                    players, **extra)))
+                                                                    players, **extra),
+                                         follow_redirects=False))
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert "Check your email" in resp.get_data(as_text=True)
     return Inbox(app).to(players[0].email, "host_confirm")[-1]
