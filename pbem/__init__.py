@@ -27,6 +27,7 @@ class DefaultConfig:
     ``make run`` opts into the dev mailbox; anything else must configure SMTP."""
 
     DATABASE_URL = None  # default: sqlite:///<instance>/pbem.sqlite3
+    PG_BINDIR = None  # pg_dump, pg_restore, psql for backups; default: found (pbem/backup.py)
     BASE_URL = "http://127.0.0.1:5000"
     MAIL_BACKEND = None  # smtp | dev | memory; unset: smtp if SMTP_HOST is set, else refuse
     MAIL_FROM = None  # required for smtp, e.g. "Friday games <games@example.org>"
@@ -43,11 +44,18 @@ class DefaultConfig:
     SMTP_STARTTLS = False
     SMTP_TIMEOUT = 10
     MAILBOX_DIR = None  # default: <instance>/mailbox
-    # Replies by email (``flask --app pbem pbem inbound``): every email to a player says
-    # Reply-To play+<token>@INBOUND_DOMAIN; the mail server of that domain hands such
-    # mail to the receiver (SMTP or LMTP on INBOUND_HOST:INBOUND_PORT), or the receiver
-    # polls an IMAP mailbox (IMAP_*) that gets it. REPLIES = False: no Reply-To at all.
+    # Replies by email (``flask --app pbem pbem inbound``): every email to a player has a
+    # Reply-To of its own (``pbem.mail.inbound.Addresses``). INBOUND_ADDRESSES "mailbox":
+    # made from MAIL_FROM by plus addressing, games+r.<token>@example.org for
+    # games@example.org, so the one mailbox of MAIL_FROM gets every reply and bounce and
+    # ``inbound --imap`` polls it (IMAP_*). "domain": play+<token>@INBOUND_DOMAIN, whose
+    # mail server hands it to the receiver (SMTP or LMTP on INBOUND_HOST:INBOUND_PORT).
+    # Unset: "domain" when INBOUND_DOMAIN is set to another domain than MAIL_FROM's, else
+    # "mailbox". Both forms, with either separator, are read at all times.
+    # REPLIES = False: no Reply-To at all.
     REPLIES = True
+    INBOUND_ADDRESSES = None  # mailbox | domain; default: see above
+    INBOUND_SEPARATOR = "+"  # or "-", for a mail server whose recipient_delimiter it is
     INBOUND_DOMAIN = None  # default: MAIL_DOMAIN
     INBOUND_HOST = "127.0.0.1"
     INBOUND_PORT = 2525
@@ -57,9 +65,10 @@ class DefaultConfig:
     # None: all of them (a forged header can only make its own message fail).
     INBOUND_AUTHSERV_ID = None
     REPLY_ANSWERS_PER_HOUR = 60  # answers to one seat's replies in an hour, at most
-    # Every email's return path is bounce+<id>-<tag>@INBOUND_DOMAIN (VERP), so a delivery
-    # report marks that email undeliverable; after BOUNCE_LIMIT hard bounces in
-    # BOUNCE_DAYS an address gets no more mail and the host is told. False: From.
+    # Every email's return path is its own (VERP: games+b.<id>.<tag>@ the mailbox, or
+    # bounce+<id>-<tag>@INBOUND_DOMAIN), so a delivery report marks that email
+    # undeliverable; after BOUNCE_LIMIT hard bounces in BOUNCE_DAYS an address gets no
+    # more mail and the host is told. False: From.
     BOUNCES = True
     BOUNCE_LIMIT = 3
     BOUNCE_DAYS = 30

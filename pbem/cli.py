@@ -177,7 +177,7 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
             receive.poll_imap(app, services.receive_reply, threading.Event())
         return
     controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
-    click.echo(f"receiving replies for {config['INBOUND_DOMAIN']} on "
+    click.echo(f"receiving replies for {receive.describe(config)} on "
                f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']}"
                f"{' (LMTP)' if lmtp or (lmtp is None and config['INBOUND_LMTP']) else ''}")
     try:
@@ -195,3 +195,64 @@ def migrate() -> None:
 
     upgrade(current_app.config["DATABASE_URL"])
     click.echo("database at head")
+
+
+@pbem_cli.command("backup")
+@click.argument("file", type=click.Path(dir_okay=False, writable=True))
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+def backup(file: str, force: bool) -> None:
+    """Write a consistent snapshot of the database to FILE while the server runs (SQLite:
+    its online backup; PostgreSQL: pg_dump in custom format). Keep the secret key with
+    it (see the README's "Backups")."""
+    from pbem.backup import BackupError
+    from pbem.backup import backup as write_backup
+
+    try:
+        done = write_backup(current_app.config["DATABASE_URL"], file, force=force,
+                            pg_bindir=current_app.config.get("PG_BINDIR"))
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"backup of the {done.kind} database written to {done.path}: "
+               f"{_size(done.size)}, {_games(done.games, done.running)}, "
+               f"taken {done.taken_at:%Y-%m-%d %H:%M:%S} UTC in {_duration(done.seconds)}")
+
+
+@pbem_cli.command("restore")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True,
+              help="Replace everything in a database that is not empty.")
+def restore(file: str, force: bool) -> None:
+    """Put the backup FILE back into the database (which must be empty, unless --force).
+    Stop the server first; start it with the secret key it had when FILE was taken."""
+    from pbem.backup import BackupError, shown_url
+    from pbem.backup import restore as put_back
+
+    url = current_app.config["DATABASE_URL"]
+    try:
+        done = put_back(url, file, force=force, pg_bindir=current_app.config.get("PG_BINDIR"))
+    except BackupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"restored {file} into the {done.kind} database "
+               f"{shown_url(url)}: {_games(done.games)}, in {_duration(done.seconds)}")
+    if done.at_head:
+        click.echo(f"schema at the migrations' head ({done.head})")
+    else:
+        click.echo(f"schema at revision {done.revision}, older than head {done.head}: run "
+                   f"`flask --app pbem pbem migrate` before starting the server")
+
+
+def _size(size: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit} ({size:,} bytes)"
+    return f"{size} bytes"
+
+
+def _games(games: int, running: int | None = None) -> str:
+    text = f"{games} game{'' if games == 1 else 's'}"
+    return text if running is None else f"{text} ({running} running)"
+
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"

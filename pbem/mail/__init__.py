@@ -7,7 +7,8 @@ Sending (today), each module importing only ones listed above it:
   address check, ``parse_address``), Message-IDs and threading, the List headers
   (one-click unsubscribe), how headers go on the wire and the last check of them.
 - ``backends``: SMTP, the dev mailbox and memory, picked from the configuration (failing
-  closed: no mail configuration, no server).
+  closed: no mail configuration, no server), and the form of the reply addresses settled
+  (``inbound.Addresses``: ``inbound`` imports nothing of pbem).
 - ``recipients``: who may get which email: the kinds of email, unsubscribing
   (suppressions), the checks made when an email is queued and again when it is sent.
 - ``compose``: an outbox row rendered into a message: its links minted as tokens, the

@@ -19,7 +19,7 @@ from typing import Any
 
 from flask import Flask, current_app
 
-from pbem.mail import headers
+from pbem.mail import headers, inbound
 
 
 class MailError(Exception):
@@ -183,13 +183,37 @@ def configure(app: Flask) -> None:
         raise ConfigError(f"PBEM_MAIL_DOMAIN {domain!r} must be a domain name "
                           "(it ends every Message-ID), not an address or IP") from None
     app.config["MAIL_DOMAIN"] = domain
-    inbound = (app.config.get("INBOUND_DOMAIN") or domain).lower()
+    _inbound_addresses(app, addr, domain)
+
+
+def _inbound_addresses(app: Flask, addr: str, domain: str) -> None:
+    """Settle the form of the reply addresses and return paths (``inbound.Addresses``).
+    ``INBOUND_ADDRESSES`` unset is ``domain`` (``play+<token>@``) when the host named an
+    ``INBOUND_DOMAIN`` other than the sender's (their own mail server hands it to ``pbem
+    inbound``), else ``mailbox`` (``games+r.<token>@`` the sender's own mailbox, which
+    any plus-addressing mail account delivers to it). Refuses what could not work."""
+    config = app.config
+    name = (config.get("INBOUND_DOMAIN") or domain).lower()
     try:
-        inbound = headers.parse_address(f"x@{inbound}").split("@", 1)[1]
+        name = headers.parse_address(f"x@{name}").split("@", 1)[1]
     except headers.BadAddress:
-        raise ConfigError(f"PBEM_INBOUND_DOMAIN {inbound!r} must be a domain name "
+        raise ConfigError(f"PBEM_INBOUND_DOMAIN {name!r} must be a domain name "
                           "(replies go to play+<token>@ it)") from None
-    app.config["INBOUND_DOMAIN"] = inbound
+    own_domain = config.get("INBOUND_DOMAIN") and name != addr.rsplit("@", 1)[1].lower()
+    style = config.get("INBOUND_ADDRESSES") or (inbound.DOMAIN if own_domain
+                                                else inbound.MAILBOX)
+    style = str(style).strip().lower()
+    if style not in inbound.STYLES:
+        raise ConfigError(f"PBEM_INBOUND_ADDRESSES must be mailbox or domain, not {style!r}")
+    separator = str(config.get("INBOUND_SEPARATOR") or "+").strip()
+    if separator not in inbound.SEPARATORS:
+        raise ConfigError(f"PBEM_INBOUND_SEPARATOR must be + or -, not {separator!r}")
+    if style == inbound.MAILBOX and (problem := inbound.mailbox_problem(addr)):
+        raise ConfigError(
+            f"PBEM_MAIL_FROM {addr!r} cannot take reply addresses: {problem}. Send from "
+            "a shorter address, or set PBEM_INBOUND_ADDRESSES=domain with a "
+            "PBEM_INBOUND_DOMAIN whose mail reaches pbem inbound")
+    config.update(INBOUND_ADDRESSES=style, INBOUND_SEPARATOR=separator, INBOUND_DOMAIN=name)
 
 
 class Unconfigured:

@@ -44,7 +44,7 @@ from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
 from pbem.mail.addresses import clock_stops
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
-from pbem.mail.inbound import bounce_address, new_reply_token, reply_address
+from pbem.mail.inbound import Addresses, new_reply_token
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of, utcnow
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
@@ -223,7 +223,8 @@ def unpayable(spec: dict[str, Any]) -> bool:
 def reply_to(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
              to_player: bool) -> str | None:
     """The Reply-To of an email to a seat's own player about their game: a fresh reply
-    address (``play+<token>@`` the inbound domain) whose token names the seat, and the
+    address (``games+r.<token>@`` the sender's mailbox or ``play+<token>@`` the inbound
+    domain: ``inbound.Addresses``) whose token names the seat, and the
     decision the email asks (answering it plays that decision: ``services.replies``).
     None for any other email, or with replies off (``REPLIES``)."""
     config = current_app.config
@@ -234,7 +235,7 @@ def reply_to(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     (raw,) = mint_many(s, [{"kind": TokenKind.REPLY, "game_id": game.id, "seat_id": seat.id,
                             "decision_id": decision_id, "action": None}],
                        make=new_reply_token)
-    return reply_address(raw, config["INBOUND_DOMAIN"])
+    return Addresses.of(config).reply(raw)
 
 
 def clock_seconds_left(conn: Connection, game: Any, seat: Any, deadline: datetime,
@@ -363,13 +364,13 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
 
 
 def return_path(row: Outbox) -> str:
-    """The envelope sender of ``row``'s email: its own VERP address on the inbound
-    domain (a delivery report names the email: ``services.bounces``), or with
-    ``BOUNCES`` off the From address."""
+    """The envelope sender of ``row``'s email: its own VERP address (``games+b.<id>.<tag>@``
+    the sender's mailbox or ``bounce+<id>-<tag>@`` the inbound domain: a delivery report
+    names the email, ``services.bounces``), or with ``BOUNCES`` off the From address."""
     config = current_app.config
     if not config.get("BOUNCES", True) or row.id is None:
         return str(config["MAIL_FROM_PAIR"][1])
-    return bounce_address(row.id, config["SECRET_KEY"], config["INBOUND_DOMAIN"])
+    return Addresses.of(config).bounce(row.id, config["SECRET_KEY"])
 
 
 # What ``MIMEMultipart("alternative")`` with two quoted-printable UTF-8 text parts writes

@@ -6,9 +6,11 @@ Nothing here touches the database: ``read_message`` turns bytes into an ``Incomi
 value that ``pbem.services.replies`` acts on. Any bytes at all give an ``Incoming``
 (at worst one with no reply address, which is dropped): a broken message never raises.
 
-Reply addresses are ``play+<token>@<inbound domain>``: the token is 32 lower-case base32
-characters (``new_reply_token``), which mail servers that fold local parts to lower
-case leave intact.
+Reply addresses (``Addresses``) are ``games+r.<token>@example.org`` for a sender
+``games@example.org`` (one ordinary mailbox gets them all), or ``play+<token>@<inbound
+domain>`` for a host whose own mail server hands that domain to the receiver: the token
+is 32 lower-case base32 characters (``new_reply_token``), which mail servers that fold
+local parts to lower case leave intact.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import hmac
 import re
 import secrets
 from base64 import b32encode
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage, Message
 from email.utils import formatdate, getaddresses, make_msgid, parseaddr
@@ -29,9 +31,6 @@ from typing import Any
 
 from mailparser_reply import EmailReplyParser
 
-REPLY_LOCAL = "play"  # the local part before the "+" of every reply address
-BOUNCE_LOCAL = "bounce"  # ... and of every return path (VERP: bounce+<outbox id>-<tag>)
-TOKEN_RE = re.compile(r"^[a-z2-7]{32}$")
 MAX_TEXT = 20_000  # characters of the new text read at most (commands and talk)
 # Headers that only machines write on what they send: answering them could start a loop.
 _AUTO_PRECEDENCE = {"bulk", "junk", "list", "auto_reply", "auto-reply"}
@@ -50,30 +49,137 @@ def new_reply_token() -> str:
     return b32encode(secrets.token_bytes(20)).decode("ascii").lower()
 
 
-def reply_address(token: str, domain: str) -> str:
-    return f"{REPLY_LOCAL}+{token}@{domain}"
-
-
-def bounce_address(row_id: int, secret: str, domain: str) -> str:
-    """The return path of outbox row ``row_id`` (VERP): a delivery report for the email
-    comes back to it, naming the row; the tag (an HMAC of the id) keeps anyone from
-    marking other emails as bounced."""
-    return f"{BOUNCE_LOCAL}+{row_id}-{_bounce_tag(row_id, secret)}@{domain}"
-
-
 def _bounce_tag(row_id: int, secret: str) -> str:
     return hmac.new(secret.encode(), f"bounce:{row_id}".encode(), "sha256").hexdigest()[:16]
 
 
-def bounced_row(rcpts: Iterable[str], secret: str, domain: str) -> int | None:
+# --------------------------------------------------------------------------- our addresses
+
+MAILBOX, DOMAIN = "mailbox", "domain"  # the two forms of reply and bounce addresses
+STYLES = (MAILBOX, DOMAIN)
+SEPARATORS = ("+", "-")  # what may stand between a local part and its tag
+REPLY_LOCAL = "play"  # the domain form's local part of every reply address ...
+BOUNCE_LOCAL = "bounce"  # ... and of every return path (VERP: bounce+<outbox id>-<tag>)
+# The longest local part a reply address of the mailbox form leaves to the mailbox's
+# own: "+r." and the token must fit in RFC 5321's 64 characters. A return path
+# ("+b.<id>.<tag>") fits beside it while outbox ids stay below 10**15.
+MAX_MAILBOX_LOCAL = 64 - len("+r.") - 32
+_MAX_SEEN = 320  # an address read from a message longer than this is nobody's
+REPLY, BOUNCE = "reply", "bounce"
+# What follows "<local part><separator>" in each form: the token of a reply address, the
+# outbox id and tag of a return path.
+_MAILBOX_TAILS = {REPLY: re.compile(r"r\.([a-z2-7]{32})"),
+                  BOUNCE: re.compile(r"b\.(\d{1,18})\.([0-9a-f]{16})")}
+_DOMAIN_TAILS = {REPLY: re.compile(r"([a-z2-7]{32})"),
+                 BOUNCE: re.compile(r"(\d{1,18})-([0-9a-f]{16})")}
+
+
+@dataclass(frozen=True)
+class Addresses:
+    """How the server's reply addresses and return paths are made, and which it reads.
+
+    ``mailbox`` form (``style``), from the sender's own address (``MAIL_FROM``,
+    ``games@example.org``) by plus addressing, so one ordinary mailbox gets them all:
+    ``games+r.<token>@example.org`` (a reply) and ``games+b.<outbox id>.<tag>@example.org``
+    (a delivery report). ``domain`` form, for a host whose own mail server hands a whole
+    domain to ``pbem inbound``: ``play+<token>@<domain>`` and
+    ``bounce+<outbox id>-<tag>@<domain>``. ``separator`` (``+`` or ``-``) stands between the
+    local part and its tag in both forms.
+
+    Reading accepts both forms and both separators at all times, whatever is made now,
+    so addresses sent before a change keep working; case does not matter. The mailbox's
+    own address without a tag is never ours."""
+
+    style: str
+    separator: str
+    mailbox: str  # the sender's address (MAIL_FROM): the mailbox form's local part and host
+    domain: str  # the domain form's host (INBOUND_DOMAIN)
+
+    @classmethod
+    def of(cls, config: Mapping[str, Any]) -> Addresses:
+        """The addresses of a configured app (``pbem.mail.backends.configure``)."""
+        return cls(str(config["INBOUND_ADDRESSES"]), str(config["INBOUND_SEPARATOR"]),
+                   str(config["MAIL_FROM_PAIR"][1]),
+                   str(config["INBOUND_DOMAIN"]).lower())
+
+    def reply(self, token: str) -> str:
+        """The reply address that carries ``token`` (``new_reply_token``)."""
+        local, host = self.mailbox.rsplit("@", 1)
+        if self.style == MAILBOX:
+            return f"{local}{self.separator}r.{token}@{host}"
+        return f"{REPLY_LOCAL}{self.separator}{token}@{self.domain}"
+
+    def bounce(self, row_id: int, secret: str) -> str:
+        """The return path of outbox row ``row_id`` (VERP): a delivery report for the email
+        comes back to it, naming the row; the tag (an HMAC of the id) keeps anyone from
+        marking other emails as bounced."""
+        tag = _bounce_tag(row_id, secret)
+        local, host = self.mailbox.rsplit("@", 1)
+        if self.style == MAILBOX:
+            return f"{local}{self.separator}b.{row_id}.{tag}@{host}"
+        return f"{BOUNCE_LOCAL}{self.separator}{row_id}-{tag}@{self.domain}"
+
+    def _tails(self, address: str) -> list[tuple[str, str]]:
+        """``(form, what follows the separator)`` for each of our local parts that
+        ``address`` begins with at the host of that form (none: not ours)."""
+        addr = address.strip().strip("<>").strip()
+        if len(addr) > _MAX_SEEN or not addr.isprintable() or " " in addr:
+            return []
+        local, at, host = addr.lower().rpartition("@")
+        host = host.rstrip(".")
+        own_local, own_host = self.mailbox.lower().rsplit("@", 1)
+        candidates = [(MAILBOX, own_local, own_host), (REPLY, REPLY_LOCAL, self.domain),
+                      (BOUNCE, BOUNCE_LOCAL, self.domain)]
+        return [(form, local[len(prefix) + 1:]) for form, prefix, where in candidates
+                if at and host == where and local.startswith(prefix)
+                and local[len(prefix):len(prefix) + 1] in SEPARATORS]
+
+    def _match(self, address: str, kind: str) -> re.Match[str] | None:
+        for form, tail in self._tails(address):
+            if form == MAILBOX:
+                m = _MAILBOX_TAILS[kind].fullmatch(tail)
+            else:
+                m = _DOMAIN_TAILS[kind].fullmatch(tail) if form == kind else None
+            if m:
+                return m
+        return None
+
+    def is_ours(self, address: str) -> bool:
+        """Whether ``address`` has the shape of a reply address or return path (the
+        receiver takes mail for it; whether its tag is good is read later). The
+        mailbox's own address, or one with another tag, is not ours."""
+        return any(form != MAILBOX or tail.startswith(("r.", "b."))
+                   for form, tail in self._tails(address))
+
+    def token(self, address: str) -> str | None:
+        """The token of ``address`` if it is one of our reply addresses (either form)."""
+        m = self._match(address, REPLY)
+        return m.group(1) if m else None
+
+    def bounced(self, address: str, secret: str) -> int | None:
+        """The outbox row whose return path ``address`` is (either form, tag checked)."""
+        m = self._match(address, BOUNCE)
+        if m and hmac.compare_digest(m.group(2), _bounce_tag(int(m.group(1)), secret)):
+            return int(m.group(1))
+        return None
+
+
+def mailbox_problem(address: str) -> str | None:
+    """Why ``address`` (the sender's) cannot make reply addresses of the mailbox form,
+    or None: its local part would make them longer than RFC 5321's 64 characters."""
+    local = address.rsplit("@", 1)[0]
+    if len(local) > MAX_MAILBOX_LOCAL:
+        return (f"its local part {local!r} has {len(local)} characters; with the tag of a "
+                f"reply address (+r. and 32 more) it must have at most {MAX_MAILBOX_LOCAL}")
+    return None
+
+
+def bounced_row(rcpts: Iterable[str], secret: str, addresses: Addresses) -> int | None:
     """The outbox row whose return path is among ``rcpts`` (its tag checked), or None."""
     for addr in rcpts:
-        local, _, host = addr.strip().strip("<>").rpartition("@")
-        prefix, plus, rest = local.partition("+")
-        m = re.fullmatch(r"(\d{1,18})-([0-9a-f]{16})", rest.lower())
-        if (plus and prefix.lower() == BOUNCE_LOCAL and host.lower() == domain.lower() and m
-                and hmac.compare_digest(m.group(2), _bounce_tag(int(m.group(1)), secret))):
-            return int(m.group(1))
+        row = addresses.bounced(addr, secret)
+        if row is not None:
+            return row
     return None
 
 
@@ -137,12 +243,13 @@ class Incoming:
 
 
 def read_message(raw: bytes, rcpts: Sequence[str] = (), envelope_from: str | None = None,
-                 domain: str = "", authserv_id: str | None = None,
+                 addresses: Addresses | None = None, authserv_id: str | None = None,
                  secret: str = "") -> Incoming:
     """Read ``raw`` as received for ``rcpts`` (the envelope's recipients; from an IMAP
     mailbox none: then the headers that name them) from ``envelope_from`` (the SMTP
-    MAIL FROM; "" for a delivery report). ``secret``: the key of the return paths'
-    tags (a message to a return path is a bounce, ``bounce``)."""
+    MAIL FROM; "" for a delivery report). ``addresses``: our reply addresses and return
+    paths (without: none is ours); ``secret``: the key of the return paths' tags (a
+    message to a return path is a bounce, ``bounce``)."""
     try:
         msg = email.message_from_bytes(raw, policy=email.policy.compat32)
     except Exception:  # noqa: BLE001 - the parser itself failed: nothing to read
@@ -151,12 +258,12 @@ def read_message(raw: bytes, rcpts: Sequence[str] = (), envelope_from: str | Non
     if message_id is not None and not re.fullmatch(r"<[^<>\s]{1,250}>", message_id):
         message_id = None
     sender = parseaddr(_header(msg, "From"))[1].strip().lower()
-    addresses = list(rcpts) or _named_recipients(msg)
-    bounce = bounced_row(addresses, secret, domain) if secret else None
+    named = list(rcpts) or _named_recipients(msg)
+    bounce = bounced_row(named, secret, addresses) if secret and addresses else None
     if bounce is not None:
         return Incoming(_key(message_id, raw), message_id, sender, None, True, False, "",
                         bounce)
-    token = _token(addresses, domain)
+    token = _token(named, addresses) if addresses else None
     automatic = is_automatic(msg, envelope_from)
     return Incoming(_key(message_id, raw), message_id, sender, token, automatic,
                     fails_authentication(msg, authserv_id),
@@ -185,22 +292,41 @@ def _headers(msg: Message, name: str) -> list[str]:
         return []
 
 
+# The headers that may name the address a message was delivered to, in this order: the
+# receiving mail server's own (Gmail writes the plus address in Delivered-To, Fastmail
+# in X-Delivered-To, Postfix in X-Original-To and Delivered-To, Exim in Envelope-To),
+# then the sender's.
+RECIPIENT_HEADERS = ("Delivered-To", "X-Delivered-To", "X-Original-To", "Envelope-To",
+                     "X-Envelope-To", "To", "Cc")
+
+
 def _named_recipients(msg: Message) -> list[str]:
     """The recipients the headers name (a message read from a mailbox has no envelope)."""
     values: list[str] = []
-    for name in ("Delivered-To", "X-Original-To", "Envelope-To", "To", "Cc"):
+    for name in RECIPIENT_HEADERS:
         values.extend(_headers(msg, name))
-    return [addr for _, addr in getaddresses(values)]
+    try:
+        return [addr for _, addr in getaddresses(values)]
+    except Exception:  # noqa: BLE001 - an unreadable header names nobody
+        return []
 
 
-def _token(addresses: Iterable[str], domain: str) -> str | None:
-    """The token of the first of ``addresses`` that is one of our reply addresses."""
-    for addr in addresses:
-        local, _, host = addr.strip().strip("<>").rpartition("@")
-        prefix, plus, token = local.partition("+")
-        if (plus and prefix.lower() == REPLY_LOCAL and host.lower() == domain.lower()
-                and TOKEN_RE.match(token.lower())):
-            return token.lower()
+def names_ours(raw: bytes, addresses: Addresses) -> bool:
+    """Whether the headers of ``raw`` name one of our reply addresses or return paths
+    (by its shape: ``Addresses.is_ours``); a mailbox's other mail is not ours."""
+    try:
+        msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+    except Exception:  # noqa: BLE001
+        return False
+    return any(addresses.is_ours(addr) for addr in _named_recipients(msg))
+
+
+def _token(named: Iterable[str], addresses: Addresses) -> str | None:
+    """The token of the first of ``named`` that is one of our reply addresses."""
+    for addr in named:
+        token = addresses.token(addr)
+        if token is not None:
+            return token
     return None
 
 

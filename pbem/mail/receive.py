@@ -13,11 +13,17 @@ Postfix, for a domain ``games.example.org`` whose mail is all for pbem (main.cf
     # or, with PBEM_INBOUND_LMTP=true:
     games.example.org   lmtp:inet:127.0.0.1:2525
 
-The receiver accepts only recipients of the inbound domain (``play+…`` and
-``bounce+…``), refuses larger messages than ``INBOUND_MAX_BYTES`` at the SMTP level, and
-answers 451 (try later) when the database fails, so the mail server keeps the message
-and tries again; a message it cannot read is taken and dropped (logged), never retried
-for ever.
+The receiver accepts only our reply addresses and return paths (``inbound.Addresses``:
+``games+r.…``/``games+b.…`` at the sender's domain, ``play+…``/``bounce+…`` at the
+inbound domain), refuses larger messages than ``INBOUND_MAX_BYTES`` at the SMTP level,
+and answers 451 (try later) when the database fails, so the mail server keeps the
+message and tries again; a message it cannot read is taken and dropped (logged), never
+retried for ever.
+
+The IMAP poller reads the host's mailbox, which may be their own: it hands over only the
+unread messages whose headers name one of our addresses, and flags those read; any other
+message (mail to the mailbox itself, something unreadable) stays unread for the person
+who reads that mailbox, and is not looked at again while the poller runs.
 """
 
 from __future__ import annotations
@@ -31,9 +37,10 @@ from typing import Any
 from flask import Flask
 from sqlalchemy.exc import SQLAlchemyError
 
+from pbem.mail.inbound import Addresses, names_ours
+
 log = logging.getLogger("pbem.inbound")
 Hand = Callable[[bytes, list[str], str | None], Any]
-_LOCALS = ("play", "bounce")  # the local parts (before the +) of our addresses
 
 
 def handle(app: Flask, hand: Hand, raw: bytes, rcpts: list[str],
@@ -50,10 +57,17 @@ def handle(app: Flask, hand: Hand, raw: bytes, rcpts: list[str],
     return "250 2.0.0 OK"
 
 
-def is_ours(address: str, domain: str) -> bool:
-    """Whether ``address`` is one of the inbound domain's (``play+…``/``bounce+…``)."""
-    local, _, host = address.strip("<> ").rpartition("@")
-    return host.lower() == domain.lower() and local.partition("+")[0].lower() in _LOCALS
+def describe(config: Any) -> str:
+    """The addresses the receiver takes, as the host reads them at its start."""
+    made = Addresses.of(config)
+    local, host = made.mailbox.rsplit("@", 1)
+    forms = [f"{local}{made.separator}r.…@{host}", f"play{made.separator}…@{made.domain}"]
+    return " and ".join(forms if made.style == "mailbox" else forms[::-1])
+
+
+def is_ours(address: str, addresses: Addresses) -> bool:
+    """Whether ``address`` is one of our reply addresses or return paths (by its shape)."""
+    return addresses.is_ours(address)
 
 
 class Receiver:
@@ -63,11 +77,11 @@ class Receiver:
 
     def __init__(self, app: Flask, hand: Hand, lmtp: bool = False) -> None:
         self.app, self.hand, self.lmtp = app, hand, lmtp
-        self.domain = str(app.config["INBOUND_DOMAIN"])
+        self.addresses = Addresses.of(app.config)
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str,
                           rcpt_options: list[str]) -> str:
-        if not is_ours(address, self.domain):
+        if not is_ours(address, self.addresses):
             return "550 5.1.1 No such user here"
         envelope.rcpt_tos.append(address)
         return "250 2.1.5 OK"
@@ -111,31 +125,56 @@ def smtp_receiver(app: Flask, hand: Hand, host: str | None = None, port: int | N
 def poll_imap(app: Flask, hand: Hand, stop: threading.Event | None = None,
               once: bool = False) -> int:
     """Read the IMAP mailbox (``IMAP_*``) every ``IMAP_POLL_SECONDS``: each unread
-    message is handed over, then flagged as read (a message the database refused stays
-    unread, for the next poll). Until ``stop`` is set (or one pass with ``once``); the
-    number of messages handed over."""
-    from imap_tools import MailBox, MailBoxStartTls, MailBoxUnencrypted
-    from imap_tools.query import AND
-
+    message sent to one of our addresses is handed over, then flagged as read (a message
+    the database refused stays unread, for the next poll); other messages stay unread
+    and are passed over from then on. Until ``stop`` is set (or one pass with ``once``);
+    the number of messages handed over."""
     config = app.config
     stop = stop or threading.Event()
+    addresses = Addresses.of(config)
+    passed: set[str] = set()  # "<UIDVALIDITY>:<UID>" of unread messages not ours
     handed = 0
     while True:
-        host, port = config["IMAP_HOST"], int(config["IMAP_PORT"])
-        box: Any = (MailBox(host, port, timeout=30) if config["IMAP_SSL"]
-                    else MailBoxStartTls(host, port, timeout=30) if config["IMAP_STARTTLS"]
-                    else MailBoxUnencrypted(host, port, timeout=30))
-        with box.login(config["IMAP_USER"], config["IMAP_PASSWORD"],
-                       initial_folder=config["IMAP_FOLDER"]) as mailbox:
-            for msg in mailbox.fetch(AND(seen=False), mark_seen=False, bulk=20):
-                try:
-                    raw = msg.obj.as_bytes()
-                except Exception:  # noqa: BLE001 - cannot be written back: not readable
-                    log.exception("IMAP message %s could not be read; flagged read", msg.uid)
-                    raw = b""
-                status = handle(app, hand, raw, [], None) if raw else "250"
-                if status.startswith("250") and msg.uid:
-                    mailbox.flag(msg.uid, "\\Seen", True)
-                    handed += 1
+        with _imap_login(config) as mailbox:
+            handed += _poll_once(app, hand, mailbox, addresses, passed)
         if once or stop.wait(float(config["IMAP_POLL_SECONDS"])):
             return handed
+
+
+def _imap_login(config: Any) -> Any:
+    from imap_tools import MailBox, MailBoxStartTls, MailBoxUnencrypted
+
+    host, port = config["IMAP_HOST"], int(config["IMAP_PORT"])
+    box: Any = (MailBox(host, port, timeout=30) if config["IMAP_SSL"]
+                else MailBoxStartTls(host, port, timeout=30) if config["IMAP_STARTTLS"]
+                else MailBoxUnencrypted(host, port, timeout=30))
+    return box.login(config["IMAP_USER"], config["IMAP_PASSWORD"],
+                     initial_folder=config["IMAP_FOLDER"])
+
+
+def _poll_once(app: Flask, hand: Hand, mailbox: Any, addresses: Addresses,
+               passed: set[str]) -> int:
+    """One pass over the unread messages not passed over before; the number handed."""
+    from imap_tools.query import AND
+
+    try:  # UIDs name messages only within one UIDVALIDITY of the folder
+        validity = str(mailbox.folder.status(None, ["UIDVALIDITY"]).get("UIDVALIDITY", ""))
+    except Exception:  # noqa: BLE001 - a server that will not say: UIDs alone
+        validity = ""
+    uids = [uid for uid in mailbox.uids(AND(seen=False)) if f"{validity}:{uid}" not in passed]
+    handed = 0
+    for start in range(0, len(uids), 20):
+        for msg in mailbox.fetch(AND(uid=uids[start:start + 20]), mark_seen=False, bulk=20):
+            try:
+                raw = msg.obj.as_bytes()
+            except Exception:  # noqa: BLE001 - cannot be written back: not readable
+                log.exception("IMAP message %s could not be read; left unread", msg.uid)
+                raw = b""
+            if not raw or not names_ours(raw, addresses):
+                passed.add(f"{validity}:{msg.uid}")  # the person's own mail: left unread
+                continue
+            status = handle(app, hand, raw, [], None)
+            if status.startswith("250") and msg.uid:
+                mailbox.flag(msg.uid, "\\Seen", True)
+                handed += 1
+    return handed

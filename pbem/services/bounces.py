@@ -1,5 +1,6 @@
 """Bounces: a delivery report that comes back to an email's return path (VERP,
-``bounce+<outbox id>-<tag>@`` the inbound domain: ``pbem.mail.compose.return_path``).
+``games+b.<outbox id>.<tag>@`` the sender's mailbox or ``bounce+<outbox id>-<tag>@`` the
+inbound domain: ``pbem.mail.compose.return_path``).
 
 A report that says delivery failed for good (Action failed, Status 5.x.x) marks that
 email undeliverable with the mail server's reason, which the host page shows. After

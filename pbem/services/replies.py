@@ -1,9 +1,10 @@
 """Replies by email: a message the inbound receiver took (``pbem.mail.receive``) played
 for the seat whose reply address it was sent to.
 
-Every email to a player carries a fresh reply address (``Reply-To: play+<token>@`` the
-inbound domain, a ``reply`` token stored hashed, naming the seat and, for a decision
-email, the decision). ``receive_reply`` reads the message (``pbem.mail.inbound``) and
+Every email to a player carries a fresh reply address (``Reply-To: games+r.<token>@``
+the sender's own mailbox, or ``play+<token>@`` the inbound domain: ``inbound.Addresses``;
+a ``reply`` token stored hashed, naming the seat and, for a decision email, the
+decision). ``receive_reply`` reads the message (``pbem.mail.inbound``) and
 acts only when all of these hold: it is not from a machine (auto-replies, lists and
 delivery reports are never answered, so no mail loop can start), the receiving server
 did not find it forged (``Authentication-Results``), its reply address is live, and its
@@ -76,7 +77,7 @@ from pbem.kinds import (
     OutboxStatus,
     TokenKind,
 )
-from pbem.mail.inbound import Incoming, read_message, read_report
+from pbem.mail.inbound import Addresses, Incoming, read_message, read_report
 from pbem.models import Decision, Game, InboundMessage, Outbox, Seat, Token, utcnow
 from pbem.services import talk
 from pbem.services.bounces import record_bounce
@@ -137,7 +138,7 @@ def receive_reply(raw: bytes, rcpts: tuple[str, ...] | list[str] = (),
     the envelope's recipients (none from a mailbox: the headers are read);
     ``envelope_from``: the SMTP MAIL FROM ("" for a delivery report)."""
     config = current_app.config
-    incoming = read_message(raw, rcpts, envelope_from, config["INBOUND_DOMAIN"],
+    incoming = read_message(raw, rcpts, envelope_from, Addresses.of(config),
                             config.get("INBOUND_AUTHSERV_ID"), config["SECRET_KEY"])
     if incoming.bounce is not None:  # to an email's return path: a report, never answered
         report = read_report(raw)

@@ -15,7 +15,7 @@ from pbem.models import EventLog, Outbox, Suppression
 from tests.server.helpers import PLAYERS, load, outbox
 from tests.server.replying import Inbound
 
-VERP = re.compile(r"^bounce\+(\d+)-([0-9a-f]{16})@pbem\.test$")
+VERP = re.compile(r"^games\+b\.(\d+)\.([0-9a-f]{16})@pbem\.test$")
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_other_mail_to_a_return_path_changes_nothing(table, inbound, case):
     if case == "delayed":
         inbound.send(report(path, "delayed", "4.4.1"), "", [path])
     elif case == "forged tag":
-        forged = re.sub(r"-[0-9a-f]{16}@", "-" + "0" * 16 + "@", path)
+        forged = re.sub(r"\.[0-9a-f]{16}@", "." + "0" * 16 + "@", path)
         inbound.send(report(forged), "", [forged])
     else:
         inbound.send(b"From: bob@example.com\r\nAuto-Submitted: auto-replied\r\n"

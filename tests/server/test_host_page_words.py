@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from flask import render_template_string
 
+from pbem.kinds import EmailTemplate
 from pbem.web.common import speak
 from tests.engine.stoneage_builders import board, last_use, rolling
 from tests.server.conftest import start_game
@@ -57,6 +58,20 @@ def test_every_news_email_is_named_in_words_on_the_host_page(app, lang):
                 '{% import "pages/_labels.html" as label with context %}'
                 "{{ label.news_kind(h) }}", h=h)
             assert said.strip() and said != h and "_" not in said, (h, said)
+
+
+@pytest.mark.parametrize("lang", ["en", "de"])
+def test_every_kind_of_email_is_named_in_words_on_the_host_page(app, lang):
+    with app.test_request_context():
+        speak(lang)
+        for kind in EmailTemplate:
+            said = render_template_string(
+                '{% import "pages/_labels.html" as label with context %}'
+                "{{ label.email_kind(k) }}", k=kind.value)
+            # a kind without words falls through as its code (which "invitation" is in
+            # English, so the German page tells)
+            assert said.strip() and "_" not in said, (kind, said)
+            assert lang == "en" or said != kind.value, (kind, said)
 
 
 def test_the_host_page_does_not_list_a_held_email_of_an_answered_decision(app, client, inbox):

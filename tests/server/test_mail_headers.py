@@ -28,7 +28,7 @@ BASE_HEADERS = {"content-type", "mime-version", "subject", "from", "to", "date",
                 "message-id", "list-id", "list-unsubscribe", "list-unsubscribe-post",
                 "auto-submitted", "x-auto-response-suppress", "content-language"}
 THREAD = {"in-reply-to", "references"}
-REPLY_TO = re.compile(r"^pbem <play\+[a-z2-7]{32}@pbem\.test>$")  # a seat's reply address
+REPLY_TO = re.compile(r"^pbem <games\+r\.[a-z2-7]{32}@pbem\.test>$")  # a seat's reply address
 
 TITLES = [
     "=?utf-8?q?Win=0D=0AReply-To:_payout@evil.example?=",  # a header through a decode

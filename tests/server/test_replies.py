@@ -20,7 +20,7 @@ from pbem.tokens import hash_token
 from tests.server.helpers import PLAYERS, all_stored_text, game_state, load, open_decisions
 from tests.server.replying import Inbound, reply_address, reply_to, wire
 
-REPLY_TO_RE = re.compile(r"^play\+([a-z2-7]{32})@pbem\.test$")
+REPLY_TO_RE = re.compile(r"^games\+r\.([a-z2-7]{32})@pbem\.test$")
 
 
 @pytest.fixture

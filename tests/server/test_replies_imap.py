@@ -1,6 +1,8 @@
 """The IMAP path of replies by email, against a real IMAP server (Dovecot on loopback):
-a reply in the mailbox is played, answered, and flagged read; a broken or foreign
-message is flagged read too and plays nothing."""
+a reply in the mailbox is played, answered, and flagged read, found by its reply address
+in whichever header the mail server wrote it; a delivery report to a return path marks
+its email bounced; a reply to one of our addresses that must not play is flagged read
+and plays nothing; mail to the mailbox itself stays unread for its owner."""
 
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ from imap_tools.query import AND
 
 from pbem import services
 from pbem.mail import receive
+from pbem.models import Outbox
 from tests.imapserver import PASSWORD, USER, Dovecot, DovecotUnavailable
-from tests.server.replying import reply_to, wire
+from tests.server.helpers import load
+from tests.server.replying import reply_address, reply_to, wire
+from tests.server.test_bounces import report, return_paths
 from tests.server.test_replies import answers, moves, spoken
 
 
@@ -58,15 +63,63 @@ def test_a_reply_in_the_mailbox_is_played_answered_and_flagged_read(table, mailb
     assert receive.poll_imap(table.app, services.receive_reply, once=True) == 0
 
 
-def test_broken_and_foreign_messages_are_flagged_read_and_play_nothing(table, mailbox):
+def test_replies_from_strangers_machines_and_to_no_token_are_flagged_read_and_play_nothing(
+        table, mailbox):
     decision = table.open()
     m = table.mail(decision)
-    mailbox.append(b"\xff\xfe garbage without headers\r\n")
     mailbox.append(wire(reply_to(m, spoken(table, decision)[0], sender="eve@evil.example")))
     mailbox.append(wire(reply_to(m, spoken(table, decision)[0],
                                  headers={"Auto-Submitted": "auto-replied"})))
+    mailbox.append(wire(reply_to(m, spoken(table, decision)[0], to="games+r.@pbem.test")))
     sent_before = len(table.inbox.all())
     assert receive.poll_imap(table.app, services.receive_reply, once=True) == 3
     assert moves(table.app, table.game_id) == []
+    assert len(table.inbox.all()) == sent_before
+    assert unread(mailbox) == 0
+
+
+def test_the_mailboxs_own_mail_stays_unread_and_plays_nothing(table, mailbox):
+    """The mailbox may be the host's own: mail not sent to one of our addresses (to the
+    mailbox itself, with another tag, unreadable) is left for the person who reads it,
+    and a reply that comes after it is still played."""
+    decision = table.open()
+    m = table.mail(decision)
+    line = spoken(table, decision)[0]
+    mailbox.append(b"\xff\xfe garbage without headers\r\n")
+    mailbox.append(wire(reply_to(m, line, to="Friday games <games@pbem.test>")))
+    mailbox.append(wire(reply_to(m, line, to="games+family@pbem.test")))
+    for _ in range(2):
+        assert receive.poll_imap(table.app, services.receive_reply, once=True) == 0
+    assert unread(mailbox) == 3
+    mailbox.append(wire(reply_to(m, line)))
+    assert receive.poll_imap(table.app, services.receive_reply, once=True) == 1
+    (move,) = moves(table.app, table.game_id)
+    assert move.decision_id == decision.id
+    assert unread(mailbox) == 3
+
+
+@pytest.mark.parametrize("header", ["Delivered-To", "X-Delivered-To", "X-Original-To",
+                                    "Envelope-To"])
+def test_a_reply_found_only_in_the_delivery_headers_is_played(table, mailbox, header):
+    """Gmail writes the plus address it delivered to in Delivered-To, Fastmail in
+    X-Delivered-To, Postfix in X-Original-To, Exim in Envelope-To; the To header may
+    name the mailbox alone (a blind copy), and case may change on the way."""
+    decision = table.open()
+    m = table.mail(decision)
+    msg = reply_to(m, spoken(table, decision)[0], to="Friday games <games@pbem.test>")
+    msg[header] = reply_address(m).upper()
+    mailbox.append(wire(msg))
+    assert receive.poll_imap(table.app, services.receive_reply, once=True) == 1
+    (move,) = moves(table.app, table.game_id)
+    assert move.decision_id == decision.id
+
+
+def test_a_delivery_report_in_the_mailbox_marks_that_email_bounced(table, mailbox):
+    row_id, path = next(iter(return_paths(table).items()))
+    assert path.startswith("games+b.")
+    sent_before = len(table.inbox.all())
+    mailbox.append(b"Delivered-To: " + path.encode() + b"\r\n" + report(path))
+    assert receive.poll_imap(table.app, services.receive_reply, once=True) == 1
+    assert load(table.app, Outbox, row_id).status == "undeliverable"
     assert len(table.inbox.all()) == sent_before
     assert unread(mailbox) == 0

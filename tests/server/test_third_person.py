@@ -40,6 +40,16 @@ def test_the_game_page_of_another_player_names_the_decision_in_the_third_person(
     assert second not in waiting
 
 
+def test_the_game_page_of_the_player_waited_for_speaks_to_them(make_app, lang):
+    app, inbox, created, decision = started(make_app, lang)
+    mover = PLAYERS[decision.position]
+    page = app.test_client().get(path_of(inbox.to(mover.email)[0].link("/g/")))
+    waiting = text_of(page.get_data(as_text=True), "waiting")
+    third, second = WORDS[lang]
+    assert f"{'You' if lang == 'en' else 'Du'}: {second}" in waiting
+    assert mover.name not in waiting
+
+
 def test_the_host_page_names_each_waiting_decision_in_the_third_person(make_app, lang):
     app, inbox, created, decision = started(make_app, lang)
     html = app.test_client().get(f"/admin/{created.admin_token}").get_data(as_text=True)
