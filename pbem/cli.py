@@ -188,6 +188,25 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
         controller.stop()
 
 
+@pbem_cli.command("doctor")
+@click.option("--send-to", metavar="ADDRESS",
+              help="Also send a test email to ADDRESS, directly through the mail server "
+                   "(not the outbox).")
+def doctor(send_to: str | None) -> None:
+    """Check the configuration, database, SMTP, reply path, DNS (SPF, DKIM, DMARC, MX)
+    and outbox; print a line for each, with the fix for each failure (exit status 1)."""
+    from pbem import doctor as checks
+
+    app = cast("LocalProxy[Flask]", current_app)._get_current_object()
+    ok = checks.run(app)
+    if send_to:
+        sent = checks.send_test(app, send_to)
+        click.echo(f"{checks.mark(sent.ok)} test email  {sent.what}")
+        ok = ok and bool(sent.ok)
+    if not ok:
+        raise SystemExit(1)
+
+
 @pbem_cli.command("migrate")
 def migrate() -> None:
     """Upgrade the database to the newest schema (Alembic ``upgrade head``)."""
