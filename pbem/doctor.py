@@ -91,8 +91,10 @@ class Probe:
 
     def close(self) -> None:
         if self.smtp is not None:
-            with contextlib.suppress(OSError, smtplib.SMTPException):
+            try:
                 self.smtp.quit()
+            except (OSError, smtplib.SMTPException):
+                self.smtp.close()
             self.smtp = None
 
 
@@ -348,16 +350,21 @@ def check_imap(probe: Probe) -> Result:
     kind: Any = (MailBox if config["IMAP_SSL"] else MailBoxStartTls
                  if config["IMAP_STARTTLS"] else MailBoxUnencrypted)
     folder = str(config.get("IMAP_FOLDER") or "INBOX")
+    box = None
     try:
-        with kind(host, port, timeout=PROBE_TIMEOUT).login(
-                str(user), str(config.get("IMAP_PASSWORD") or ""),
-                initial_folder=folder) as box:
+        box = kind(host, port, timeout=PROBE_TIMEOUT)
+        with box.login(str(user), str(config.get("IMAP_PASSWORD") or ""),
+                       initial_folder=folder):
             unread = len(box.uids("UNSEEN"))
     except Exception as exc:  # noqa: BLE001 - socket, TLS, IMAP errors alike are the finding
         return Result(False, f"{user} at {host}:{port}: {_first_line(exc)}",
                       "check PBEM_IMAP_HOST, PBEM_IMAP_PORT (993 with TLS), PBEM_IMAP_USER, "
                       "PBEM_IMAP_PASSWORD (an app password at most providers) and "
                       "PBEM_IMAP_FOLDER")
+    finally:
+        if box is not None and getattr(box.client, "sock", None) is not None:
+            with contextlib.suppress(OSError):
+                box.client.shutdown()  # after a refused login, the connection is still open
     plain = "" if config["IMAP_SSL"] or config["IMAP_STARTTLS"] else ", without TLS"
     return Result(True, f"{user} at {host}:{port}{plain}: {folder}, {unread} unread")
 

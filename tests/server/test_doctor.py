@@ -71,7 +71,7 @@ class TlsSmtpServer(SmtpServer):
     def authenticate(server, session, envelope, mechanism, auth_data) -> AuthResult:
         ok = (isinstance(auth_data, LoginPassword) and auth_data.login == SMTP_USER.encode()
               and auth_data.password == SMTP_PASSWORD.encode())
-        return AuthResult(success=ok)
+        return AuthResult(success=ok, handled=False)  # False: aiosmtpd answers 535
 
 
 @pytest.fixture(scope="module")
@@ -301,7 +301,8 @@ def test_a_database_behind_on_migrations_names_both_revisions(make_app, smtp_tls
                                                              dns):
     app = make_app(**good_config(smtp_tls, dovecot, dns))
     engine = get_engine(app)
-    (head,) = engine.connect().exec_driver_sql("SELECT version_num FROM alembic_version").one()
+    with engine.connect() as conn:
+        (head,) = conn.exec_driver_sql("SELECT version_num FROM alembic_version").one()
     with engine.begin() as conn:  # the revision before head, as a database not upgraded
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0014'")
     try:
