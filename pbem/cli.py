@@ -191,8 +191,11 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
 @pbem_cli.command("doctor")
 @click.option("--send-to", metavar="ADDRESS",
               help="Also send a test email to ADDRESS, directly through the mail server "
-                   "(not the outbox).")
-def doctor(send_to: str | None) -> None:
+                   "(not the outbox), and with replies on wait for its answer.")
+@click.option("--wait", default=300.0, show_default=True, metavar="SECONDS",
+              help="With --send-to: how long to wait for the reply to come back (0: do "
+                   "not wait).")
+def doctor(send_to: str | None, wait: float) -> None:
     """Check the configuration, database, SMTP, reply path, DNS (SPF, DKIM, DMARC, MX)
     and outbox; print a line for each, with the fix for each failure (exit status 1)."""
     from pbem import doctor as checks
@@ -200,9 +203,7 @@ def doctor(send_to: str | None) -> None:
     app = cast("LocalProxy[Flask]", current_app)._get_current_object()
     ok = checks.run(app)
     if send_to:
-        sent = checks.send_test(app, send_to)
-        click.echo(f"{checks.mark(sent.ok)} test email  {sent.what}")
-        ok = ok and bool(sent.ok)
+        ok = checks.run_send_test(app, send_to, wait) and ok
     if not ok:
         raise SystemExit(1)
 

@@ -797,17 +797,54 @@ def run(app: Flask, echo: Callable[[str], None] = click.echo) -> bool:
     return not failed
 
 
-def send_test(app: Flask, to: str) -> Result:
-    """Send one test email to ``to`` directly through the configured mail backend."""
+def run_send_test(app: Flask, to: str, wait: float,
+                  echo: Callable[[str], None] = click.echo) -> bool:
+    """``--send-to``: send the test email, then wait for its reply; True when all went."""
+    sent_result, sent = send_test(app, to)
+    echo(f"{mark(sent_result.ok)} test email  {sent_result.what}")
+    if sent is None or sent.reply_to is None or wait <= 0:
+        return bool(sent_result.ok)
+    echo(f"  waiting up to {wait:.0f} s for an answer to it (to {sent.reply_to})...")
+    answer = await_reply(app, sent, wait)
+    echo(f"{mark(answer.ok)} reply       {answer.what}")
+    if answer.fix:
+        echo(f"  fix: {answer.fix}")
+    return bool(answer.ok)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """The test email as sent: its Message-ID, its reply address (None: replies off)
+    and when it went."""
+
+    message_id: str
+    reply_to: str | None
+    at: datetime
+
+
+def send_test(app: Flask, to: str) -> tuple[Result, Sent | None]:
+    """Send one test email to ``to`` directly through the configured mail backend (not
+    the outbox: the mail server's answer comes at once, and the clock need not run).
+    With replies on, its Reply-To is a reply address of a token that is nobody's, so a
+    reply to it is taken by ``pbem inbound`` like a player's, recorded, and not played
+    nor answered."""
+    import base64
+    import secrets
+
     from pbem import mail
     from pbem.mail.headers import BadAddress, parse_address
+    from pbem.mail.inbound import Addresses
 
     try:
         rcpt = parse_address(to)
         mail.require(app)
     except (BadAddress, mail.ConfigError) as exc:
-        return Result(False, f"not sent: {exc}", "")
+        return Result(False, f"not sent: {exc}", ""), None
     name, sender = app.config["MAIL_FROM_PAIR"]
+    reply_to = None
+    if _replies_style(Probe(app)) is not None:
+        token = base64.b32encode(secrets.token_bytes(20)).decode().lower()
+        reply_to = Addresses.of(app.config).reply(token)
     msg = EmailMessage()
     msg["From"] = f"{name} <{sender}>" if name else sender
     msg["To"] = rcpt
@@ -815,19 +852,81 @@ def send_test(app: Flask, to: str) -> Result:
     msg["Date"] = format_datetime(datetime.now(UTC))
     msg["Message-ID"] = make_msgid("doctor." + uuid.uuid4().hex[:12],
                                    domain=str(app.config["MAIL_DOMAIN"]))
-    msg["Auto-Submitted"] = "auto-generated"
-    msg.set_content(f"This is a test email from the pbem server at "
-                    f"{app.config['BASE_URL']}, sent by `pbem doctor --send-to`.\n"
-                    f"If it reached you, mail from {sender} arrives.\n")
+    if reply_to:
+        msg["Reply-To"] = reply_to
+    msg.set_content(
+        f"This is a test email from the pbem server at {app.config['BASE_URL']}, sent by "
+        f"`pbem doctor --send-to`. If it reached you, mail from {sender} arrives.\n"
+        + ("\nPlease answer it (any words will do): `pbem doctor` waits for your reply "
+           "to come back through the way players' replies take.\n" if reply_to else ""))
     started = time.monotonic()
     try:
         mail.backend(app).send(mail.Outgoing(sender, rcpt, msg.as_bytes()))
     except mail.MailError as exc:
-        return Result(False, f"to {rcpt}: {exc}", "the SMTP lines above say more")
+        return Result(False, f"to {rcpt}: {exc}", "the SMTP lines above say more"), None
     finally:
         mail.backend(app).close()
-    return Result(True, f"to {rcpt} ({msg['Message-ID']}), handed to the mail server in "
-                        f"{(time.monotonic() - started) * 1000:.0f} ms")
+    sent = Sent(str(msg["Message-ID"]), reply_to, datetime.now(UTC))
+    return Result(True, f"to {rcpt} ({sent.message_id}), handed to the mail server in "
+                        f"{(time.monotonic() - started) * 1000:.0f} ms"), sent
+
+
+def await_reply(app: Flask, sent: Sent, wait: float, every: float = 1.0) -> Result:
+    """Wait up to ``wait`` seconds for a reply to the test email to come back: handed to
+    ``pbem inbound`` (a message it recorded since the test email went; in the domain
+    form any such message, as its sender's Message-ID is not known here), and in the
+    mailbox form also found in the IMAP mailbox (In-Reply-To the test email), which
+    tells a reply that arrived but was not taken from one that never came."""
+    end = time.monotonic() + wait
+    in_mailbox = False
+    while True:
+        if (handed := _handed_since(app, sent.at)) is not None:
+            seconds = (handed - sent.at).total_seconds()
+            return Result(True, f"a reply came back through `pbem inbound` "
+                                f"{max(seconds, 0):.0f} s after the test email")
+        in_mailbox = in_mailbox or _in_mailbox(app, sent.message_id)
+        if time.monotonic() >= end:
+            break
+        time.sleep(min(every, max(end - time.monotonic(), 0)))
+    if in_mailbox:
+        return Result(False, f"the reply reached the mailbox of {app.config['IMAP_USER']}, "
+                             f"but `pbem inbound --imap` did not take it in {wait:.0f} s",
+                      "start `flask --app pbem pbem inbound --imap` (or `pbem serve`)")
+    return Result(False, f"no reply came back in {wait:.0f} s",
+                  "answer the test email, then run again with a longer --wait; if the "
+                  "answer was sent, check the lines on replies and MX above and that "
+                  "`flask --app pbem pbem inbound` runs")
+
+
+def _handed_since(app: Flask, since: datetime) -> datetime | None:
+    from pbem.db import read_scope
+    from pbem.models import InboundMessage
+
+    received = col(InboundMessage.received_at)
+    with read_scope(app) as session:
+        found = session.execute(sa_select(func.min(received))
+                                .where(received >= since)).scalar()
+    if found is not None and found.tzinfo is None:
+        found = found.replace(tzinfo=UTC)
+    return found
+
+
+def _in_mailbox(app: Flask, message_id: str) -> bool:
+    config = app.config
+    if not config.get("IMAP_HOST") or config.get("INBOUND_ADDRESSES") != "mailbox":
+        return False
+    from imap_tools import MailBox, MailBoxStartTls, MailBoxUnencrypted
+
+    kind: Any = (MailBox if config["IMAP_SSL"] else MailBoxStartTls
+                 if config["IMAP_STARTTLS"] else MailBoxUnencrypted)
+    try:
+        with kind(str(config["IMAP_HOST"]), int(config["IMAP_PORT"]),
+                  timeout=PROBE_TIMEOUT).login(
+                str(config["IMAP_USER"]), str(config.get("IMAP_PASSWORD") or ""),
+                initial_folder=str(config.get("IMAP_FOLDER") or "INBOX")) as box:
+            return bool(box.uids(f'HEADER In-Reply-To "{message_id}"'))
+    except Exception:  # noqa: BLE001 - the IMAP line of the table says why
+        return False
 
 
 # --------------------------------------------------------------------------- helpers

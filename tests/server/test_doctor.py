@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import smtplib
 import subprocess
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiosmtpd.smtp import AuthResult, LoginPassword
+from imap_tools import MailBoxUnencrypted
 
 from pbem import create_app, services
 from pbem.db import get_engine, session_scope
@@ -26,6 +29,7 @@ from tests.imapserver import USER as IMAP_USER
 from tests.imapserver import Dovecot, DovecotUnavailable
 from tests.pgcluster import free_port
 from tests.server.conftest import SmtpServer, app_config
+from tests.server.replying import reply_address, reply_to, wire
 
 SMTP_USER, SMTP_PASSWORD = "games", "smtp-test-password-9d2f"
 SECRET_KEY = "k" * 20 + "0123456789abcdef0123456789abcdef"
@@ -149,6 +153,7 @@ def build(sqlite_template, tmp_path, smtp_tls, dovecot, dns):
         apps.append(app)
         return app
 
+    make.smtp = smtp_tls
     yield make
     for app in apps:
         get_engine(app).dispose()
@@ -220,12 +225,93 @@ def test_the_domain_form_checks_the_receiver_and_the_inbound_domains_mx(build, d
 
 def test_send_to_sends_one_test_email_through_the_smtp_server(build, smtp_tls):
     before = len(smtp_tls.mails)
-    status, lines = doctor(build(), "--send-to", "ann@example.org")
+    status, lines = doctor(build(), "--send-to", "ann@example.org", "--wait", "0")
     assert status == 0, lines["output"]
     assert "✓ test email  to ann@example.org" in lines["output"]
     assert len(smtp_tls.mails) == before + 1
     assert smtp_tls.recipients[-1] == ["ann@example.org"]
     assert "pbem doctor: test email" in smtp_tls.mails[-1].subject
+    assert reply_address(smtp_tls.mails[-1]).startswith("games+r.")
+
+
+def answer_when_it_arrives(smtp_tls, deliver) -> threading.Thread:
+    """In a thread: once the next email reaches the SMTP server, answer it as its reader
+    would, handing the answer to ``deliver`` (the mail server of the reply address)."""
+    before = len(smtp_tls.mails)
+
+    def answer() -> None:
+        with smtp_tls.arrived:
+            smtp_tls.arrived.wait_for(lambda: len(smtp_tls.mails) > before, timeout=20)
+        test_mail = smtp_tls.mails[before]
+        deliver(reply_address(test_mail), wire(reply_to(test_mail, "It arrived.")))
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_send_to_waits_for_the_reply_through_the_receiver(build):
+    port = free_port()
+    app = build(INBOUND_ADDRESSES="domain", INBOUND_DOMAIN="replies.pbem.test",
+                INBOUND_PORT=port, IMAP_HOST=None)
+    receiver = receive.smtp_receiver(app, services.receive_reply)
+
+    def to_receiver(address: str, raw: bytes) -> None:
+        with smtplib.SMTP("127.0.0.1", port, timeout=10) as conn:
+            conn.sendmail("ann@example.org", [address], raw)
+
+    try:
+        answering = answer_when_it_arrives(build.smtp, to_receiver)
+        status, lines = doctor(app, "--send-to", "ann@example.org", "--wait", "20")
+        answering.join(5)
+    finally:
+        receiver.stop()
+    assert status == 0, lines["output"]
+    assert "✓ reply       a reply came back through `pbem inbound`" in lines["output"]
+
+
+def test_send_to_waits_for_the_reply_through_the_imap_mailbox(build, dovecot):
+    app = build(IMAP_POLL_SECONDS=0.2)
+    stop = threading.Event()
+
+    def to_mailbox(address: str, raw: bytes) -> None:
+        with MailBoxUnencrypted("127.0.0.1", dovecot.port).login(IMAP_USER,
+                                                                  IMAP_PASSWORD) as box:
+            box.append(raw)
+
+    poller = threading.Thread(target=receive.poll_imap,
+                              args=(app, services.receive_reply, stop), daemon=True)
+    poller.start()
+    try:
+        answering = answer_when_it_arrives(build.smtp, to_mailbox)
+        status, lines = doctor(app, "--send-to", "ann@example.org", "--wait", "20")
+        answering.join(5)
+    finally:
+        stop.set()
+        poller.join(10)
+    assert status == 0, lines["output"]
+    assert "✓ reply       a reply came back through `pbem inbound`" in lines["output"]
+
+
+def test_a_reply_left_in_the_mailbox_says_the_poller_does_not_run(build, dovecot):
+    def to_mailbox(address: str, raw: bytes) -> None:
+        with MailBoxUnencrypted("127.0.0.1", dovecot.port).login(IMAP_USER,
+                                                                  IMAP_PASSWORD) as box:
+            box.append(raw)
+
+    app = build()
+    answering = answer_when_it_arrives(build.smtp, to_mailbox)
+    status, lines = doctor(app, "--send-to", "ann@example.org", "--wait", "3")
+    answering.join(5)
+    assert status == 1
+    assert "✗ reply       the reply reached the mailbox of pbem" in lines["output"]
+    assert "fix: start `flask --app pbem pbem inbound --imap`" in lines["output"]
+
+
+def test_no_reply_in_time_fails_with_what_to_check(build):
+    status, lines = doctor(build(), "--send-to", "ann@example.org", "--wait", "1")
+    assert status == 1
+    assert "✗ reply       no reply came back in 1 s" in lines["output"]
 
 
 # --------------------------------------------------------------------------- broken
