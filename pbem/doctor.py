@@ -190,6 +190,7 @@ def check_migrations(probe: Probe) -> Result:
     head = ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
     with get_engine(probe.app).connect() as conn:
         current = MigrationContext.configure(conn).get_current_revision()
+    probe.found["schema"] = current is not None
     fix = "run `flask --app pbem pbem migrate` (with the server stopped, after a backup)"
     if current is None:
         return Result(False, "no schema (never migrated)", fix)
@@ -600,7 +601,7 @@ def spf(probe: Probe, domain: str) -> Result:
                              f"SPF's {SPF_LOOKUP_LIMIT}: receivers treat it as broken", fix)
     if walk.covered:
         return Result(True, f"{record!r} covers {smtp_host} ({shown}) by {walk.covered}")
-    if any(a.is_loopback or a.is_private for a in walk.addresses):
+    if any(not a.is_global for a in walk.addresses):
         return Result(True, f"{record!r}; {smtp_host} ({shown}) is a relay on this "
                             "machine or network, whose public address is not checked")
     if walk.unchecked:
@@ -707,8 +708,8 @@ def _outbox_due(probe: Probe) -> tuple[int, int, int, datetime | None, str | Non
 
 
 def check_outbox(probe: Probe) -> Result:
-    if not probe.found.get("database"):
-        return Result(None, "not checked: no database")
+    if not probe.found.get("schema"):
+        return Result(None, "not checked: no database schema")
     try:
         due, later, retried, _, error = _outbox_due(probe)
     except Exception as exc:  # noqa: BLE001 - e.g. no schema: the line above says so
@@ -722,8 +723,8 @@ def check_outbox(probe: Probe) -> Result:
 
 
 def check_oldest_pending(probe: Probe) -> Result:
-    if not probe.found.get("database"):
-        return Result(None, "not checked: no database")
+    if not probe.found.get("schema"):
+        return Result(None, "not checked: no database schema")
     try:
         _, _, _, oldest, _ = _outbox_due(probe)
     except Exception as exc:  # noqa: BLE001

@@ -504,3 +504,52 @@ def test_an_email_overdue_in_the_outbox_fails_the_oldest_due_line(make_app, smtp
     assert "SMTPServerDisconnected: gone" in lines["outbox backlog"]
     assert "(2 h ago)" in lines["outbox oldest due"]
     assert "fix: is the clock running?" in lines["outbox oldest due"]
+
+
+# --------------------------------------------------------------------------- SPF walked
+
+PUBLIC = "93.184.215.14"  # the SMTP server as a public address (an IP literal: no lookup)
+
+
+@pytest.fixture
+def spf_of(build, dns):
+    """``spf_of(record, **more_records)``: the SPF line for DOMAIN's ``record``, the SMTP
+    server at PUBLIC."""
+    from pbem import doctor as checks
+
+    app = build(SMTP_HOST=PUBLIC)
+
+    def check(record: str, **more: str):
+        dns.records[(DOMAIN, "TXT")] = txt(record)
+        for name, text in more.items():
+            dns.records[(name.replace("_", "."), "TXT")] = txt(text)
+        return checks.spf(checks.Probe(app, checks.make_resolver(app.config)), DOMAIN)
+
+    return check
+
+
+def test_spf_covering_the_smtp_server_through_an_include_and_redirect_passes(spf_of):
+    found = spf_of("v=spf1 include:a.mail.test -all", a_mail_test="v=spf1 redirect=b.mail.test",
+                   b_mail_test=f"v=spf1 ip4:192.0.2.0/24 ip4:{PUBLIC[:-3]}.0/24 ~all")
+    assert found.ok is True
+    assert f"by ip4:{PUBLIC[:-3]}.0/24" in found.what
+
+
+def test_spf_that_does_not_cover_the_smtp_server_fails_and_says_so(spf_of):
+    found = spf_of("v=spf1 ip4:192.0.2.0/24 include:a.mail.test -all",
+                   a_mail_test="v=spf1 ip6:2001:db8::/32 ~all")
+    assert found.ok is False
+    assert f"does not cover {PUBLIC}" in found.what
+    assert "include:" in found.fix
+
+
+def test_spf_that_lets_anyone_send_fails(spf_of):
+    found = spf_of("v=spf1 +all")
+    assert found.ok is False
+    assert "lets anyone send" in found.what
+
+
+def test_spf_with_a_term_not_evaluated_says_so_rather_than_fail(spf_of):
+    found = spf_of("v=spf1 exists:%{i}.spf.mail.test -all")
+    assert found.ok is True
+    assert "is not evaluated here" in found.what
