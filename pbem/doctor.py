@@ -440,14 +440,19 @@ def _records(probe: Probe, name: str, kind: str) -> list[Any]:
     import dns.resolver
 
     key = f"{kind} {name.lower()}"
+    if probe.resolver is None:
+        raise DnsFailure(probe.found.get("resolver", "no DNS resolver"))
+    if "dns down" in probe.found:  # asked once and waited out: the other lines say so too
+        raise DnsFailure(probe.found["dns down"])
     if key not in probe.found:
         try:
             probe.found[key] = list(probe.resolver.resolve(name, kind, search=False))
         except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
             probe.found[key] = []
         except (dns.resolver.NoNameservers, dns.exception.Timeout) as exc:
-            raise DnsFailure(f"DNS did not answer for {name} {kind}: "
-                             f"{_first_line(exc)}") from exc
+            probe.found["dns down"] = f"DNS did not answer for {name} {kind}: " \
+                                      f"{_first_line(exc)}"
+            raise DnsFailure(probe.found["dns down"]) from exc
         except dns.exception.DNSException as exc:
             raise DnsFailure(f"{name} {kind}: {_first_line(exc)}") from exc
     return list(probe.found[key])
@@ -472,8 +477,8 @@ def _dns_check(check: Callable[[Probe, str], Result]) -> Check:
         try:
             return check(probe, domain)
         except DnsFailure as exc:
-            return Result(False, str(exc), "check PBEM_DNS_SERVER, or this machine's DNS "
-                                           "(/etc/resolv.conf)")
+            return Result(False, str(exc), "check PBEM_DNS_SERVER (ip or ip:port), or this "
+                                           "machine's DNS (/etc/resolv.conf)")
 
     run.__name__ = check.__name__
     return run
@@ -677,8 +682,7 @@ check_spf, check_dkim, check_dmarc, check_mx = map(_dns_check, (spf, dkim, dmarc
 
 
 def check_clock(probe: Probe) -> Result:
-    return Result(None, "not measured here (see /healthz?deep=1 once the clock writes "
-                        "heartbeats)")
+    return Result(None, "not measured by this doctor")
 
 
 def _outbox_due(probe: Probe) -> tuple[int, int, int, datetime | None, str | None]:
@@ -765,7 +769,11 @@ CHECKS: tuple[tuple[str, str, Check], ...] = (
 
 def results(app: Flask) -> Iterator[tuple[str, str, Result]]:
     """Every check's result, in order (a check that raises is a ✗ naming the error)."""
-    probe = Probe(app, make_resolver(app.config))
+    probe = Probe(app)
+    try:
+        probe.resolver = make_resolver(app.config)
+    except Exception as exc:  # noqa: BLE001 - a bad PBEM_DNS_SERVER, no resolv.conf
+        probe.found["resolver"] = f"no DNS resolver: {_first_line(exc)}"
     try:
         for area, name, check in CHECKS:
             try:
@@ -801,15 +809,16 @@ def run(app: Flask, echo: Callable[[str], None] = click.echo) -> bool:
 def run_send_test(app: Flask, to: str, wait: float,
                   echo: Callable[[str], None] = click.echo) -> bool:
     """``--send-to``: send the test email, then wait for its reply; True when all went."""
+    hide = _secrets(app)
     sent_result, sent = send_test(app, to)
-    echo(f"{mark(sent_result.ok)} test email  {sent_result.what}")
+    echo(hide(f"{mark(sent_result.ok)} test email  {sent_result.what}"))
     if sent is None or sent.reply_to is None or wait <= 0:
         return bool(sent_result.ok)
     echo(f"  waiting up to {wait:.0f} s for an answer to it (to {sent.reply_to})...")
     answer = await_reply(app, sent, wait)
-    echo(f"{mark(answer.ok)} reply       {answer.what}")
+    echo(hide(f"{mark(answer.ok)} reply       {answer.what}"))
     if answer.fix:
-        echo(f"  fix: {answer.fix}")
+        echo(hide(f"  fix: {answer.fix}"))
     return bool(answer.ok)
 
 

@@ -553,3 +553,10 @@ def test_spf_with_a_term_not_evaluated_says_so_rather_than_fail(spf_of):
     found = spf_of("v=spf1 exists:%{i}.spf.mail.test -all")
     assert found.ok is True
     assert "is not evaluated here" in found.what
+
+
+def test_a_dns_server_setting_that_is_no_address_fails_the_dns_lines(build):
+    status, lines = doctor(build(DNS_SERVER="dns.example.org:port"))
+    assert status == 1
+    assert "no DNS resolver" in lines["dns SPF"]
+    assert "fix: check PBEM_DNS_SERVER (ip or ip:port)" in lines["dns SPF"]
