@@ -152,7 +152,8 @@ def check_proxy_hops(probe: Probe) -> Result:
     stated = "PBEM_PROXY_HOPS" in os.environ or hops > 0
     if https and not stated:
         return Result(False, "not set, while the base URL is https: if a proxy ends TLS, "
-                             "every player looks like it to the limits per client", fix)
+                             "every player counts as that proxy for the limits per client",
+                      fix)
     return Result(True, f"{hops} (X-Forwarded-For trusted from {hops} "
                         f"prox{'y' if hops == 1 else 'ies'})" if hops
                   else "0 (no reverse proxy in front)")
@@ -166,11 +167,15 @@ def check_database(probe: Probe) -> Result:
     from pbem.db import get_engine
 
     url = shown_url(str(probe.config["DATABASE_URL"]))
+    probe.found["database"] = False
+    if (missing := _missing_sqlite_file(str(probe.config["DATABASE_URL"]))) is not None:
+        return Result(False, f"no database file at {missing}",
+                      "run `flask --app pbem pbem migrate` to create it, or set "
+                      "PBEM_DATABASE_URL to the database the server uses")
     try:
         with get_engine(probe.app).connect() as conn:
             conn.exec_driver_sql("SELECT 1")
     except Exception as exc:  # noqa: BLE001 - whatever the driver raises, it is the finding
-        probe.found["database"] = False
         return Result(False, f"{url}: {_first_line(exc)}",
                       "check PBEM_DATABASE_URL, and that the database server runs and "
                       "lets this user in")
@@ -191,11 +196,12 @@ def check_migrations(probe: Probe) -> Result:
     with get_engine(probe.app).connect() as conn:
         current = MigrationContext.configure(conn).get_current_revision()
     probe.found["schema"] = current is not None
-    fix = "run `flask --app pbem pbem migrate` (with the server stopped, after a backup)"
+    fix = "run `flask --app pbem pbem migrate`"
     if current is None:
         return Result(False, "no schema (never migrated)", fix)
     if current != head:
-        return Result(False, f"schema at {current}, the code's head is {head}", fix)
+        return Result(False, f"schema at {current}, the code's head is {head}",
+                      fix + " (with the server stopped, after `pbem backup FILE`)")
     return Result(True, f"schema at head ({head})")
 
 
@@ -957,6 +963,19 @@ def _secrets(app: Flask) -> Callable[[str], str]:
         return line
 
     return hide
+
+
+def _missing_sqlite_file(url: str) -> str | None:
+    """The path of a SQLite database file that does not exist (connecting would create
+    it empty), else None."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    path = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or path in ("", ":memory:") \
+            or path.startswith("file:"):
+        return None
+    return None if Path(path).exists() else path
 
 
 def _is_local(host: str) -> bool:

@@ -376,11 +376,21 @@ def test_no_secret_is_printed_even_where_a_server_echoes_it(build):
 
 
 def test_a_database_not_migrated_fails_with_the_migrate_command(build, tmp_path):
+    (tmp_path / "new.sqlite3").touch()
     status, lines = doctor(build(DATABASE_URL=f"sqlite:///{tmp_path / 'new.sqlite3'}"))
     assert status == 1
     assert lines["database reachable"].startswith("✓")
     assert "no schema (never migrated)" in lines["database migrated"]
     assert "fix: run `flask --app pbem pbem migrate`" in lines["database migrated"]
+
+
+def test_a_missing_sqlite_file_is_not_created_and_asks_for_migrate(build, tmp_path):
+    path = tmp_path / "nowhere" / "pbem.sqlite3"
+    status, lines = doctor(build(DATABASE_URL=f"sqlite:///{path}"))
+    assert status == 1
+    assert f"no database file at {path}" in lines["database reachable"]
+    assert "fix: run `flask --app pbem pbem migrate` to create it" in lines["database reachable"]
+    assert not path.exists()
 
 
 def test_a_database_behind_on_migrations_names_both_revisions(make_app, smtp_tls, dovecot,
