@@ -82,7 +82,6 @@ class Probe:
     app: Flask
     resolver: Any = None
     smtp: smtplib.SMTP | None = None
-    smtp_error: str = ""
     found: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -232,11 +231,13 @@ def check_smtp_connects(probe: Probe) -> Result:
     timeout = min(float(probe.config.get("SMTP_TIMEOUT") or PROBE_TIMEOUT), PROBE_TIMEOUT)
     fix = (f"check PBEM_SMTP_HOST and PBEM_SMTP_PORT (587 for STARTTLS at most "
            f"providers), and that this machine may connect out to {host}:{port}")
+    conn = None
     try:
         conn = smtplib.SMTP(host, port, timeout=timeout)
         code, _ = conn.ehlo()
     except (OSError, smtplib.SMTPException) as exc:
-        probe.smtp_error = "no connection"
+        if conn is not None:
+            conn.close()
         if port == 465:
             fix = ("pbem speaks STARTTLS, not TLS from the first byte (port 465): use "
                    "port 587 with PBEM_SMTP_STARTTLS=true")
@@ -296,6 +297,7 @@ def check_smtp_login(probe: Probe) -> Result:
     try:
         conn.login(str(user), str(probe.config.get("SMTP_PASSWORD") or ""))
     except smtplib.SMTPAuthenticationError as exc:
+        probe.found["login refused"] = True
         return Result(False, f"{user} refused: {exc.smtp_code} {_text(exc.smtp_error)}",
                       "check PBEM_SMTP_USER and PBEM_SMTP_PASSWORD (at Gmail, Fastmail, "
                       "Outlook.com: an app password, not the account's own)")
@@ -315,6 +317,8 @@ def check_smtp_sender(probe: Probe) -> Result:
     conn = probe.smtp
     if conn is None:
         return Result(None, "not checked: no connection")
+    if probe.found.get("login refused"):
+        return Result(None, "not checked: not logged in")
     sender = str(probe.config["MAIL_FROM_PAIR"][1])
     try:
         code, reply = conn.mail(sender)

@@ -323,6 +323,7 @@ def test_a_wrong_smtp_password_fails_the_login_with_its_fix(build):
     assert lines["smtp login"].startswith("✗ smtp login")
     assert "535" in lines["smtp login"]
     assert "fix: check PBEM_SMTP_USER and PBEM_SMTP_PASSWORD" in lines["smtp login"]
+    assert lines["smtp sender"].startswith("– smtp sender")
     assert "wrong-password" not in lines["output"]
 
 
