@@ -1,0 +1,115 @@
+"""``/metrics``: the server's numbers in the Prometheus text format (prometheus-client).
+
+Every number is read from the database when Prometheus asks (a collector run once per
+scrape), not counted in the web process that answers: so they are the same whichever
+gunicorn worker (or machine) answers, and survive restarts. The clock's sweep time is the
+one its heartbeat row keeps (the last sweep's, not a histogram). Counts that only grow
+are counters (moves); counts of rows in a state, which go up and down, are gauges.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+
+from pbem import health
+from pbem.db import read_connection
+from pbem.kinds import GameStatus, Inbound, MoveSource, OutboxStatus
+from pbem.models import Game, InboundMessage, Move, Outbox, table_of
+from pbem.services.bounces import BOUNCED
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+_MOVE, _GAME, _OUTBOX = table_of(Move), table_of(Game), table_of(Outbox)
+_INBOUND = table_of(InboundMessage)
+
+
+def exposition() -> bytes:
+    """The metrics now, as Prometheus reads them (in the app's context)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(DatabaseCollector())
+    return generate_latest(registry)
+
+
+class DatabaseCollector(Collector):
+    """Reads every number afresh from the database at each scrape."""
+
+    def collect(self) -> Iterator[Metric]:
+        with read_connection() as conn:
+            moves = _by(conn, _MOVE.c.source)
+            games = _by(conn, _GAME.c.status)
+            emails = _by(conn, _OUTBOX.c.status)
+            replies = _by(conn, _INBOUND.c.outcome)
+            bounced = conn.execute(select(func.count()).select_from(_OUTBOX).where(
+                _OUTBOX.c.status == OutboxStatus.UNDELIVERABLE.value,
+                _OUTBOX.c.last_error.startswith(BOUNCED))).scalar_one()
+        facts = health.status()
+        yield _family(CounterMetricFamily, "pbem_moves", "Moves recorded, by who made them.",
+                      "source", MoveSource, moves)
+        yield _family(GaugeMetricFamily, "pbem_games", "Games, by status.", "status",
+                      GameStatus, games)
+        yield _family(GaugeMetricFamily, "pbem_emails",
+                      "Emails in the outbox, by status (sent, undeliverable: failed for "
+                      "good, pending: waiting, ...).", "status", OutboxStatus, emails)
+        yield GaugeMetricFamily("pbem_emails_bounced",
+                                "Emails marked undeliverable by a bounce.", value=bounced)
+        yield GaugeMetricFamily("pbem_emails_failed_last_hour",
+                                "Emails whose last failed attempt was in the last hour.",
+                                value=facts.failed_last_hour)
+        yield GaugeMetricFamily("pbem_emails_retrying",
+                                "Emails waiting for another attempt after a failure.",
+                                value=facts.outbox_retrying)
+        yield GaugeMetricFamily("pbem_outbox_due",
+                                "Emails whose time to be sent has come.",
+                                value=facts.outbox_due)
+        yield _gauge("pbem_outbox_oldest_due_age_seconds",
+                     "How long the longest waiting due email has waited (NaN: none).",
+                     facts.outbox_oldest_due_age)
+        yield _family(GaugeMetricFamily, "pbem_replies",
+                      "Messages the inbound receiver or poller handed over, by outcome.",
+                      "outcome", Inbound, replies)
+        yield _gauge("pbem_clock_last_sweep_age_seconds",
+                     "Seconds since a clock last finished a sweep (NaN: never).",
+                     facts.clock_last_sweep_age)
+        yield _gauge("pbem_clock_sweep_duration_seconds",
+                     "How long that last sweep took (NaN: never).",
+                     facts.clock_sweep_seconds)
+        yield GaugeMetricFamily("pbem_clock_processes",
+                                "Clock processes with a fresh heartbeat.",
+                                value=facts.clock_processes)
+        yield _gauge("pbem_inbound_last_beat_age_seconds",
+                     "Seconds since an inbound process last wrote its heartbeat "
+                     "(NaN: none runs).", facts.inbound_last_beat_age)
+        yield _gauge("pbem_inbound_last_message_age_seconds",
+                     "Seconds since inbound last handed a message over (NaN: never).",
+                     facts.inbound_last_message_age)
+        problems = GaugeMetricFamily("pbem_health_problem",
+                                     "1 for each problem the deep health check reports.",
+                                     labels=["problem"])
+        for code in (health.CLOCK_SILENT, health.OUTBOX_STUCK, health.INBOUND_SILENT):
+            problems.add_metric([code], float(code in facts.problems))
+        yield problems
+
+
+def _by(conn: Any, column: Any) -> dict[str, int]:
+    return {str(key): count for key, count in conn.execute(
+        select(column, func.count()).group_by(column))}
+
+
+def _family(kind: Any, name: str, doc: str, label: str, members: Any,
+            counts: dict[str, int]) -> Metric:
+    """One sample per member of ``members`` (0 when there is none), and any other value
+    found in the column (an old or damaged row) as it is."""
+    family = kind(name, doc, labels=[label])
+    for value in sorted({m.value for m in members} | set(counts)):
+        family.add_metric([value], counts.get(value, 0))
+    return family
+
+
+def _gauge(name: str, doc: str, value: float | None) -> Metric:
+    return GaugeMetricFamily(name, doc, value=math.nan if value is None else value)
