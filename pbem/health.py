@@ -180,7 +180,7 @@ def status(now: datetime | None = None) -> Health:
         "clock_last_sweep_age": _age(now, last_sweep.swept_at if last_sweep else None),
         "clock_last_beat_age": _age(now, max((r.beat_at for r in clocks), default=None)),
         "clock_sweep_seconds": last_sweep.sweep_seconds if last_sweep else None,
-        "clock_processes": sum(1 for r in clocks if _age(now, r.beat_at) <= silent),
+        "clock_processes": sum(1 for r in clocks if (_age(now, r.beat_at) or 0) <= silent),
         **backlog, "failed_last_hour": failed,
         "inbound_configured": bool(config["REPLIES"]),
         "inbound_processes": len(inbound),

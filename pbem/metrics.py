@@ -13,8 +13,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
@@ -24,16 +25,18 @@ from pbem.kinds import GameStatus, Inbound, MoveSource, OutboxStatus
 from pbem.models import Game, InboundMessage, Move, Outbox, table_of
 from pbem.services.bounces import BOUNCED
 
-CONTENT_TYPE = CONTENT_TYPE_LATEST
 _MOVE, _GAME, _OUTBOX = table_of(Move), table_of(Game), table_of(Outbox)
 _INBOUND = table_of(InboundMessage)
 
 
-def exposition() -> bytes:
-    """The metrics now, as Prometheus reads them (in the app's context)."""
+def exposition(accept: str = "") -> tuple[bytes, str]:
+    """The metrics now (in the app's context), in the format the scraper's ``Accept``
+    header asks for (the text format 0.0.4 by default, or OpenMetrics), and its content
+    type."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DatabaseCollector())
-    return generate_latest(registry)
+    encoder, content_type = choose_encoder(accept)
+    return encoder(registry), content_type
 
 
 class DatabaseCollector(Collector):

@@ -52,9 +52,9 @@ def prometheus():
         return Response("a bearer token is required\n", 401, mimetype="text/plain",
                         headers={"WWW-Authenticate": "Bearer", **NO_STORE})
     try:
-        body = metrics.exposition()
+        body, content_type = metrics.exposition(request.headers.get("Accept", ""))
     except SQLAlchemyError:
         current_app.logger.warning("metrics: the database does not answer", exc_info=True)
         return Response("the database does not answer\n", 503, mimetype="text/plain",
                         headers=NO_STORE)
-    return Response(body, 200, content_type=metrics.CONTENT_TYPE, headers=NO_STORE)
+    return Response(body, 200, content_type=content_type, headers=NO_STORE)
