@@ -1,19 +1,29 @@
 """``/metrics``: the server's numbers in the Prometheus text format (prometheus-client).
 
-Every number is read from the database when Prometheus asks (a collector run once per
-scrape), not counted in the web process that answers: so they are the same whichever
+Every number but one is read from the database when Prometheus asks (a collector run once
+per scrape), not counted in the web process that answers: so they are the same whichever
 gunicorn worker (or machine) answers, and survive restarts. The clock's sweep time is the
 one its heartbeat row keeps (the last sweep's, not a histogram). Counts that only grow
 are counters (moves); counts of rows in a state, which go up and down, are gauges.
+
+The one exception is the time a move takes to confirm (``pbem_confirm_seconds``, the POST
+of a one-click link's confirmation page or of a game page's form, from the request's
+start to its answer), which only the web process that answers sees: a histogram in that
+process, summed over gunicorn's workers when ``PROMETHEUS_MULTIPROC_DIR`` names an empty
+directory writable by them (prometheus-client's multiprocess mode); without it, each
+worker answers with its own requests only.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry
+from flask import current_app, g, request
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
@@ -29,12 +39,51 @@ _MOVE, _GAME, _OUTBOX = table_of(Move), table_of(Game), table_of(Outbox)
 _INBOUND = table_of(InboundMessage)
 
 
+# The endpoints whose POST confirms a move, and the label of each.
+CONFIRMS = {"play.one_click": "link", "play.game_act": "page"}
+_CONFIRM_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_HISTOGRAM = "pbem.confirm_seconds"  # app.extensions
+
+
+def confirm_started() -> None:
+    """Before each request (``pbem.web.health``): note when a confirming POST began."""
+    if (request.method == "POST" and request.endpoint in CONFIRMS
+            and current_app.config["METRICS"]):
+        g.pbem_confirm_started = time.perf_counter()
+
+
+def confirm_ended(response: Any) -> Any:
+    """After each request: a confirming POST's time into the histogram."""
+    started = g.pop("pbem_confirm_started", None)
+    if started is not None:
+        confirm_seconds().labels(CONFIRMS[str(request.endpoint)]).observe(
+            time.perf_counter() - started)
+    return response
+
+
+def confirm_seconds() -> Histogram:
+    """This app's histogram of confirm times (made on first use; kept in no registry but
+    the one a scrape builds)."""
+    found = current_app.extensions.get(_HISTOGRAM)
+    if found is None:
+        found = current_app.extensions[_HISTOGRAM] = Histogram(
+            "pbem_confirm_seconds", "Seconds from a move's confirming POST to its answer.",
+            ["via"], registry=None, buckets=_CONFIRM_BUCKETS)
+    return found
+
+
 def exposition(accept: str = "") -> tuple[bytes, str]:
     """The metrics now (in the app's context), in the format the scraper's ``Accept``
     header asks for (the text format 0.0.4 by default, or OpenMetrics), and its content
     type."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(DatabaseCollector())
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # every worker's confirms, summed
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        MultiProcessCollector(registry)
+    else:
+        registry.register(confirm_seconds())
     encoder, content_type = choose_encoder(accept)
     return encoder(registry), content_type
 

@@ -6,7 +6,8 @@ sweep, the outbox, failures in the last hour, inbound), 503 with the problems' c
 something is wrong. Both are public: they show counts and ages only (the README's
 "Health and metrics" says why that is fine). ``/metrics``: the Prometheus text format,
 404 unless ``METRICS`` is set, and with ``METRICS_TOKEN`` only for that bearer token.
-Neither writes anything.
+Neither writes anything. The POSTs that confirm a move are timed for
+``pbem_confirm_seconds`` (see ``pbem.metrics``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from pbem import health, metrics
 
 bp = Blueprint("health", __name__)
+bp.before_app_request(metrics.confirm_started)  # the time a move takes to confirm
+bp.after_app_request(metrics.confirm_ended)
 NO_STORE = {"Cache-Control": "no-store"}
 
 

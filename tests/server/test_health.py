@@ -5,10 +5,15 @@ database (pbem/health.py, pbem/metrics.py, pbem/web/health.py)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import requests
 from freezegun import freeze_time
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, text, update
@@ -19,8 +24,8 @@ from pbem.db import get_engine, session_scope
 from pbem.kinds import MoveSource, OutboxStatus, Process
 from pbem.models import Heartbeat, InboundMessage, Move, Outbox
 from tests.pgcluster import free_port
-from tests.server.conftest import app_config
-from tests.server.helpers import PLAYERS, snapshot
+from tests.server.conftest import app_config, new_table
+from tests.server.helpers import MAIL_FROM, PLAYERS, SECRET, Inbox, snapshot, wait_for
 from tests.server.replying import Inbound
 from tests.server.timekit import T0
 
@@ -337,3 +342,50 @@ def test_metrics_count_reply_outcomes_and_bounces(make_app, table):
     assert samples[("pbem_replies", (("outcome", str(outcome)),))] == 1
     assert sum(v for (name, _), v in samples.items() if name == "pbem_replies") == 1
     assert samples[("pbem_emails_bounced", ())] == 1
+
+
+def test_metrics_time_the_post_that_confirms_a_move(make_app):
+    app = make_app(METRICS=True)
+    client = app.test_client()
+    table = new_table(app, client, Inbox(app))
+    table.step()  # a player's move on the game page
+    samples = scrape(client)
+    assert samples[("pbem_confirm_seconds_count", (("via", "page"),))] == 1
+    assert 0 < samples[("pbem_confirm_seconds_sum", (("via", "page"),))] < 30
+    assert ("pbem_confirm_seconds_count", (("via", "link"),)) not in samples
+
+
+def test_the_confirm_times_of_every_gunicorn_worker_add_up(db_url, tmp_path):
+    """prometheus-client's multiprocess mode: whichever worker answers the scrape, it
+    counts the confirms that every worker timed."""
+    port, shared = free_port(), tmp_path / "prometheus"
+    shared.mkdir()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    env.update(PBEM_DATABASE_URL=db_url, PBEM_SECRET_KEY=SECRET, PBEM_BASE_URL=base,
+               PBEM_MAIL_BACKEND="memory", PBEM_MAIL_FROM=MAIL_FROM, PBEM_METRICS="1",
+               PROMETHEUS_MULTIPROC_DIR=str(shared))
+    errors = tmp_path / "errors.log"
+    with open(errors, "wb") as err:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--workers", "2", "--bind",
+             f"127.0.0.1:{port}", "--config", "python:pbem.gunicorn_conf",
+             "--access-logfile", "/dev/null", "pbem:create_app()"],
+            env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_for(base, server, errors)
+
+        def confirm(n: int) -> int:  # a confirming POST, of a link that is no more
+            return requests.post(f"{base}/a/{'x' * 43}{n}", data={"sig": "x"},
+                                 timeout=30).status_code
+
+        with ThreadPoolExecutor(4) as pool:
+            assert set(pool.map(confirm, range(40))) == {404}
+        for _ in range(6):  # each scrape answered by one worker or the other
+            resp = requests.get(base + "/metrics", timeout=30)
+            counts = [s.value for f in text_string_to_metric_families(resp.text)
+                      for s in f.samples if s.name == "pbem_confirm_seconds_count"]
+            assert counts == [40]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
