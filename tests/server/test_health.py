@@ -36,9 +36,9 @@ def deep(client) -> tuple[int, dict]:
     return resp.status_code, resp.get_json()
 
 
-def heartbeats(app) -> list[Heartbeat]:
+def heartbeats(app, kind: Process | None = None) -> list[Heartbeat]:
     with app.app_context(), session_scope() as s:
-        return list(s.exec(select(Heartbeat)))
+        return [r for r in s.exec(select(Heartbeat)) if kind is None or r.kind == kind]
 
 
 def scrape(client, **headers) -> dict[tuple[str, tuple], float]:
