@@ -145,7 +145,7 @@ class Health:
     outbox_oldest_pending_age: float | None  # the age of the oldest in the backlog
     outbox_retrying: int  # in the backlog after a failed attempt
     failed_last_hour: int  # emails whose last failed attempt was in the last hour
-    inbound_configured: bool  # replies by email are on (REPLIES)
+    replies_on: bool  # emails carry reply addresses (REPLIES): inbound should run
     inbound_processes: int  # inbound processes with a heartbeat row (alive or not)
     inbound_last_beat_age: float | None
     inbound_last_message_age: float | None  # the last message handed over, any process
@@ -179,10 +179,12 @@ def status(now: datetime | None = None) -> Health:
     facts = {
         "clock_last_sweep_age": _age(now, last_sweep.swept_at if last_sweep else None),
         "clock_last_beat_age": _age(now, max((r.beat_at for r in clocks), default=None)),
-        "clock_sweep_seconds": last_sweep.sweep_seconds if last_sweep else None,
+        "clock_sweep_seconds": (round(last_sweep.sweep_seconds, 4)
+                                if last_sweep and last_sweep.sweep_seconds is not None
+                                else None),
         "clock_processes": sum(1 for r in clocks if (_age(now, r.beat_at) or 0) <= silent),
         **backlog, "failed_last_hour": failed,
-        "inbound_configured": bool(config["REPLIES"]),
+        "replies_on": bool(config["REPLIES"]),
         "inbound_processes": len(inbound),
         "inbound_last_beat_age": _age(now, max((r.beat_at for r in inbound), default=None)),
         "inbound_last_message_age": _age(now, max(
