@@ -159,6 +159,7 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
     PBEM_INBOUND_PORT that the mail server of PBEM_INBOUND_DOMAIN forwards to, or with
     --imap a poller of an ordinary mailbox. Each reply plays its commands for the seat
     whose reply address it went to, and is answered in its thread."""
+    import signal
     import threading
     import time
 
@@ -167,6 +168,8 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     app = cast("LocalProxy[Flask]", current_app)._get_current_object()
     config = app.config
+    if threading.current_thread() is threading.main_thread():  # a stop, not a crash:
+        signal.signal(signal.SIGTERM, clock_mod.exit_on_sigterm)  # the heartbeat goes
     if imap:
         if not config.get("IMAP_HOST") or not config.get("IMAP_USER"):
             raise click.ClickException("set PBEM_IMAP_HOST, PBEM_IMAP_USER and "

@@ -249,7 +249,7 @@ def run(app: Flask) -> None:
     """Run the mail loop and the deadline sweeps until Ctrl-C (or SIGTERM)."""
     interval = float(app.config["CLOCK_INTERVAL"])
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)  # stop cleanly under a supervisor
+        signal.signal(signal.SIGTERM, exit_on_sigterm)  # stop cleanly under a supervisor
     with app.app_context():
         health.beat(Process.CLOCK, start=True)
     thread, stop = start_mail_thread(app)
@@ -266,5 +266,6 @@ def run(app: Flask) -> None:
         thread.join(timeout=float(app.config.get("SMTP_TIMEOUT", 10)) + 5)
 
 
-def _exit_on_sigterm(*_args) -> None:
+def exit_on_sigterm(*_args) -> None:
+    """A SIGTERM handler: stop as Ctrl-C would (``finally`` blocks run)."""
     raise SystemExit(0)

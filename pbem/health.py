@@ -6,7 +6,7 @@ starts, after each message it hands over and each poll (the receiver, which wait
 mail, every ``INBOUND_BEAT_SECONDS`` too). A heartbeat is one row per process
 (``Heartbeat``: kind, host name and pid), written over (an upsert), never a growing
 log; rows of processes silent for ``HEARTBEAT_KEEP_DAYS`` are deleted when a process
-starts. Several clocks may run: the freshest row counts.
+starts and after each sweep. Several clocks may run: the freshest row counts.
 
 ``status()`` reads the facts in one read-only snapshot (it writes nothing: a GET asks
 for it) and says what is wrong, by code:
@@ -16,8 +16,8 @@ for it) and says what is wrong, by code:
   mail loop is not running, or hangs). Emails held back on purpose (quiet hours, the
   grace of a take-back, a retry's backoff) are not due until their time;
 - ``inbound/silent``: an inbound process has written a heartbeat, and none for
-  ``INBOUND_SILENT_SECONDS`` (it died; one stopped with Ctrl-C removes its row: replies
-  by email are optional, a server that never ran inbound is not unhealthy).
+  ``INBOUND_SILENT_SECONDS`` (it died; one stopped by Ctrl-C or SIGTERM removes its
+  row: replies by email are optional, a server that never ran inbound is not unhealthy).
 
 Only counts and ages come out: no address, token or game id.
 """
@@ -62,9 +62,10 @@ def process_key(kind: Process) -> str:
 
 def beat(kind: Process, *, start: bool = False, swept: float | None = None,
          message: bool = False) -> None:
-    """Write this process's heartbeat: ``start`` (a new row, and rows of processes gone
-    for ``HEARTBEAT_KEEP_DAYS`` deleted), ``swept`` (a clock's sweep ended, taking that
-    many seconds), ``message`` (inbound handed a message over). Never raises: a
+    """Write this process's heartbeat: ``start`` (a new row), ``swept`` (a clock's sweep
+    ended, taking that many seconds), ``message`` (inbound handed a message over). At a
+    start and after a sweep, rows of processes silent for ``HEARTBEAT_KEEP_DAYS`` are
+    deleted. Never raises: a
     heartbeat that cannot be written is logged (and its absence is what the health check
     sees)."""
     now = utcnow()
@@ -87,7 +88,7 @@ def beat(kind: Process, *, start: bool = False, swept: float | None = None,
                       else sqlite.insert)(_BEAT).values(**row)
             conn.execute(insert.on_conflict_do_update(index_elements=["process"],
                                                       set_=values))
-            if start:
+            if start or swept is not None:  # a tiny table: no cost worth a schedule
                 days = float(current_app.config["HEARTBEAT_KEEP_DAYS"])
                 conn.execute(delete(_BEAT).where(_BEAT.c.beat_at < now - timedelta(days=days)))
     except SQLAlchemyError:
@@ -106,7 +107,8 @@ def forget(kind: Process) -> None:
 @contextlib.contextmanager
 def running(kind: Process, forget_at_end: bool = False) -> Iterator[None]:
     """A heartbeat when the block starts; with ``forget_at_end`` the row is deleted when
-    the block ends (Ctrl-C, a normal end; not a crash or a kill)."""
+    the block ends (Ctrl-C, SIGTERM where it raises SystemExit, a normal end; not a
+    crash or a kill)."""
     beat(kind, start=True)
     try:
         yield

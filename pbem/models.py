@@ -344,7 +344,7 @@ class Heartbeat(SQLModel, table=True):
     kind, host name and pid), written over as it works (an upsert, ``pbem.health.beat``),
     so that the web's health check can tell a silent clock from a quiet one. Several
     clocks may run (on PostgreSQL, on several machines): each has its row, and the
-    freshest counts. Rows of processes gone for a day are deleted when one starts."""
+    freshest counts. Rows of processes silent for a day are deleted (``pbem.health``)."""
 
     process: str = Field(primary_key=True, max_length=255)
     kind: Process = Field(sa_type=EnumText(Process, 16))

@@ -403,3 +403,54 @@ def test_the_confirm_times_of_every_gunicorn_worker_add_up(db_url, tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_a_sweep_deletes_heartbeats_silent_for_a_day(app, frozen):
+    with app.app_context(), session_scope() as s:
+        s.add(Heartbeat(process="inbound:dead:1", kind=Process.INBOUND,
+                        started_at=T0 - timedelta(days=3),
+                        beat_at=T0 - timedelta(days=1, seconds=1)))
+    clock.sweep(app)
+    assert [r.process for r in heartbeats(app)] == [health.process_key(Process.CLOCK)]
+
+
+def inbound_process(db_url: str, tmp_path) -> subprocess.Popen:
+    """``flask --app pbem pbem inbound`` on a free port, once its heartbeat is written."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    env.update(PBEM_DATABASE_URL=db_url, PBEM_SECRET_KEY=SECRET, PBEM_MAIL_BACKEND="memory",
+               PBEM_MAIL_FROM=MAIL_FROM, PBEM_INBOUND_PORT=str(free_port()))
+    return subprocess.Popen([sys.executable, "-m", "flask", "--app", "pbem", "pbem",
+                             "inbound"], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def wait_for_beat(app, process: subprocess.Popen) -> Heartbeat:
+    deadline = time.monotonic() + 60
+    while not (rows := heartbeats(app, Process.INBOUND)):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.05)
+    (row,) = rows
+    assert row.process.endswith(f":{process.pid}")
+    return row
+
+
+def test_inbound_stopped_by_sigterm_takes_its_heartbeat_with_it(app, db_url, tmp_path):
+    process = inbound_process(db_url, tmp_path)
+    try:
+        wait_for_beat(app, process)
+        process.terminate()
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+    assert heartbeats(app, Process.INBOUND) == []
+
+
+def test_inbound_that_is_killed_leaves_its_heartbeat_to_go_stale(app, db_url, tmp_path):
+    process = inbound_process(db_url, tmp_path)
+    try:
+        wait_for_beat(app, process)
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    (row,) = heartbeats(app, Process.INBOUND)
+    assert row.beat_at is not None
