@@ -38,7 +38,7 @@ from sqlalchemy import delete, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
-from pbem.db import background_writes, get_engine, read_connection, session_scope
+from pbem.db import background_writes, one_read, read_connection, session_scope
 from pbem.kinds import OutboxStatus, Process
 from pbem.models import Heartbeat, Outbox, as_utc, table_of, utcnow
 
@@ -121,9 +121,10 @@ def running(kind: Process, forget_at_end: bool = False) -> Iterator[None]:
 
 
 def database_answers() -> bool:
-    """Whether a trivial query works (``/healthz``); writes nothing."""
+    """Whether a trivial query works (``/healthz``); writes nothing, and on SQLite takes
+    no write lock (a reader's connection), so it never waits behind a writer."""
     try:
-        with get_engine().connect() as conn:
+        with one_read() as conn:
             conn.execute(text("SELECT 1")).scalar()
     except SQLAlchemyError:
         log.warning("health: the database does not answer", exc_info=True)

@@ -26,7 +26,7 @@ from pbem.kinds import MoveSource, OutboxStatus, Process
 from pbem.models import Heartbeat, InboundMessage, Move, Outbox
 from tests.pgcluster import free_port
 from tests.server.conftest import app_config, new_table
-from tests.server.helpers import MAIL_FROM, PLAYERS, SECRET, Inbox, snapshot
+from tests.server.helpers import MAIL_FROM, PLAYERS, SECRET, Inbox, holding_game, snapshot
 from tests.server.replying import Inbound
 from tests.server.timekit import T0
 
@@ -63,6 +63,15 @@ def count(app, model, *where) -> int:
 def test_healthz_answers_ok_when_the_database_answers(client):
     resp = client.get("/healthz")
     assert (resp.status_code, resp.get_json()) == (200, {"ok": True})
+
+
+def test_healthz_answers_while_a_writer_holds_the_database(app, client, table):
+    """A reader's query: no write lock to wait for (on SQLite a plain connection would
+    take it, and wait behind the writer until its busy timeout)."""
+    with holding_game(app, table.game_id):
+        resp = client.get("/healthz")
+        assert (resp.status_code, resp.get_json()) == (200, {"ok": True})
+        assert client.get("/healthz?deep=1").status_code in (200, 503)
 
 
 @pytest.fixture
