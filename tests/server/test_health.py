@@ -463,3 +463,15 @@ def test_inbound_that_is_killed_leaves_its_heartbeat_to_go_stale(app, db_url, tm
         process.wait(timeout=30)
     (row,) = heartbeats(app, Process.INBOUND)
     assert row.beat_at is not None
+
+
+def test_metrics_speak_openmetrics_to_a_scraper_that_asks(make_app):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse
+
+    client = make_app(METRICS=True).test_client()
+    resp = client.get("/metrics", headers={
+        "Accept": "application/openmetrics-text; version=1.0.0; charset=utf-8"})
+    assert resp.status_code == 200
+    assert resp.content_type.startswith("application/openmetrics-text")
+    names = {f.name for f in parse(resp.get_data(as_text=True))}
+    assert {"pbem_moves", "pbem_emails", "pbem_clock_last_sweep_age_seconds"} <= names
