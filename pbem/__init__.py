@@ -104,6 +104,20 @@ class DefaultConfig:
     SESSION_COOKIE_SAMESITE = "Lax"
     SESSION_COOKIE_SECURE = None  # default: True when BASE_URL is https
     CLOCK_INTERVAL = 5.0
+    # Health (pbem/health.py, the README's "Health and metrics"): /healthz?deep=1 answers
+    # 503 when no clock swept for CLOCK_SILENT_SECONDS, an email due to be sent waited
+    # OUTBOX_STUCK_SECONDS, or an inbound process wrote no heartbeat for
+    # INBOUND_SILENT_SECONDS (the receiver writes one every INBOUND_BEAT_SECONDS while it
+    # waits). Heartbeats of processes gone for HEARTBEAT_KEEP_DAYS are deleted.
+    CLOCK_SILENT_SECONDS = 300.0
+    OUTBOX_STUCK_SECONDS = 600.0
+    INBOUND_SILENT_SECONDS = 300.0
+    INBOUND_BEAT_SECONDS = 60.0
+    HEARTBEAT_KEEP_DAYS = 1.0
+    # /metrics in the Prometheus text format: off (404) unless METRICS is set; with
+    # METRICS_TOKEN only for "Authorization: Bearer <METRICS_TOKEN>".
+    METRICS = False
+    METRICS_TOKEN = None
     # Minutes a decision email waits when the same player decides again at once: the
     # page of their move already shows it; the email goes out only if they leave it open.
     FOLLOW_UP_MINUTES = 10.0

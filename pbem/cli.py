@@ -17,9 +17,9 @@ from werkzeug.local import LocalProxy
 from engine.registry import listings
 from engine.search import DEFAULT_BUDGET_MS
 from pbem import clock as clock_mod
-from pbem import mail, services
+from pbem import health, mail, services
 from pbem.errors import ServiceError
-from pbem.kinds import SeatBot
+from pbem.kinds import Process, SeatBot
 from pbem.policy import ABSENT_BOTS
 
 pbem_cli = AppGroup("pbem", help="pbem: games by email.")
@@ -159,6 +159,7 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
     PBEM_INBOUND_PORT that the mail server of PBEM_INBOUND_DOMAIN forwards to, or with
     --imap a poller of an ordinary mailbox. Each reply plays its commands for the seat
     whose reply address it went to, and is answered in its thread."""
+    import signal
     import threading
     import time
 
@@ -167,13 +168,16 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     app = cast("LocalProxy[Flask]", current_app)._get_current_object()
     config = app.config
+    if threading.current_thread() is threading.main_thread():  # a stop, not a crash:
+        signal.signal(signal.SIGTERM, clock_mod.exit_on_sigterm)  # the heartbeat goes
     if imap:
         if not config.get("IMAP_HOST") or not config.get("IMAP_USER"):
             raise click.ClickException("set PBEM_IMAP_HOST, PBEM_IMAP_USER and "
                                        "PBEM_IMAP_PASSWORD to poll a mailbox")
         click.echo(f"polling {config['IMAP_USER']} at {config['IMAP_HOST']} every "
                    f"{config['IMAP_POLL_SECONDS']} s")
-        with contextlib.suppress(KeyboardInterrupt):
+        with contextlib.suppress(KeyboardInterrupt), \
+                health.running(Process.INBOUND, forget_at_end=True):
             receive.poll_imap(app, services.receive_reply, threading.Event())
         return
     controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
@@ -181,9 +185,11 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
                f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']}"
                f"{' (LMTP)' if lmtp or (lmtp is None and config['INBOUND_LMTP']) else ''}")
     try:
-        with contextlib.suppress(KeyboardInterrupt):
-            while True:
-                time.sleep(3600)
+        with contextlib.suppress(KeyboardInterrupt), \
+                health.running(Process.INBOUND, forget_at_end=True):
+            while True:  # waiting for mail: alive (pbem.health)
+                time.sleep(float(config["INBOUND_BEAT_SECONDS"]))
+                health.beat(Process.INBOUND)
     finally:
         controller.stop()
 

@@ -15,7 +15,9 @@ loop, never the deadlines.
 Sweeps are guarded so that a second clock does no harm: an exclusive file lock on SQLite,
 a PostgreSQL advisory lock otherwise; and each step re-checks its decision inside its own
 locked transaction, so even an unguarded race plays every expired decision exactly once.
-A deadline that passed while no clock ran is simply due at the next sweep.
+A deadline that passed while no clock ran is simply due at the next sweep. After each
+sweep (or each skipped because another clock sweeps) the clock writes its heartbeat
+(``pbem.health``), which the deep health check reads.
 
 The due decisions are played in short transactions of a few at a time
 (``services.time_out_due``: up to BATCH_SIZE decisions and BATCH_SECONDS each; a failure
@@ -41,8 +43,9 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from flask import Flask
 from sqlalchemy import text
 
-from pbem import mail, services
+from pbem import health, mail, services
 from pbem.db import background_writes, get_engine, is_postgres
+from pbem.kinds import Process
 from pbem.models import utcnow
 
 log = logging.getLogger("pbem.clock")
@@ -93,6 +96,7 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     A failure on one decision is logged and does not stop the others or the mail."""
     counts = {"reminders": 0, "timeouts": 0, "bots": 0, "expired": 0, "busy": 0,
               "errors": 0}
+    started = time.monotonic()
     with app.app_context(), background_writes(), sweep_guard(app) as mine:
         if mine:
             now = now or utcnow()
@@ -112,6 +116,9 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
                     counts["digests"] = digests
         else:
             counts["busy"] = 1
+    with app.app_context():  # alive; and it swept, unless another clock did
+        health.beat(Process.CLOCK,
+                    swept=None if counts["busy"] else time.monotonic() - started)
     if counts["busy"]:
         log.warning("sweep skipped: another clock holds the lock")
     elif any(counts.values()):
@@ -242,7 +249,9 @@ def run(app: Flask) -> None:
     """Run the mail loop and the deadline sweeps until Ctrl-C (or SIGTERM)."""
     interval = float(app.config["CLOCK_INTERVAL"])
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)  # stop cleanly under a supervisor
+        signal.signal(signal.SIGTERM, exit_on_sigterm)  # stop cleanly under a supervisor
+    with app.app_context():
+        health.beat(Process.CLOCK, start=True)
     thread, stop = start_mail_thread(app)
     scheduler = BlockingScheduler()
     scheduler.add_job(sweep, "interval", seconds=interval, args=[app], id="sweep",
@@ -257,5 +266,6 @@ def run(app: Flask) -> None:
         thread.join(timeout=float(app.config.get("SMTP_TIMEOUT", 10)) + 5)
 
 
-def _exit_on_sigterm(*_args) -> None:
+def exit_on_sigterm(*_args) -> None:
+    """A SIGTERM handler: stop as Ctrl-C would (``finally`` blocks run)."""
     raise SystemExit(0)

@@ -140,6 +140,13 @@ class Inbound(StrEnum):
     BOUNCE = "bounce"  # to an email's return path: a delivery report (services.bounces)
 
 
+class Process(StrEnum):
+    """A process that writes a heartbeat (``pbem.models.Heartbeat``, ``pbem.health``)."""
+
+    CLOCK = "clock"  # ``pbem clock``: the sweeps and the mail loop
+    INBOUND = "inbound"  # ``pbem inbound``: the receiver or the IMAP poller
+
+
 class Delivery(StrEnum):
     """How an address gets its turns (``pbem.models.Address``)."""
 

@@ -42,6 +42,7 @@ from pbem.kinds import (
     MoveSource,
     News,
     OutboxStatus,
+    Process,
     SeatBot,
     SuppressionScope,
     TokenKind,
@@ -248,7 +249,8 @@ class Outbox(SQLModel, table=True):
     """
 
     __table_args__ = (Index("ix_outbox_due", "status", "next_attempt_at"),
-                      Index("ix_outbox_rcpt", "rcpt", "created_at"))
+                      Index("ix_outbox_rcpt", "rcpt", "created_at"),
+                      Index("ix_outbox_failed_at", "failed_at"))
 
     id: int | None = Field(default=None, primary_key=True)
     game_id: str | None = Field(default=None, foreign_key="game.id", index=True, max_length=16)
@@ -269,6 +271,9 @@ class Outbox(SQLModel, table=True):
     message_id: str = Field(max_length=200)
     created_at: datetime = Field(default_factory=utcnow)
     sent_at: datetime | None = None
+    # The last failed attempt to send it (an error, the mail server's refusal, giving up,
+    # a bounce): the deep health check and /metrics count the failures of the last hour.
+    failed_at: datetime | None = None
 
 
 class Suppression(SQLModel, table=True):
@@ -332,6 +337,27 @@ class InboundMessage(SQLModel, table=True):
     answered: bool = False
     lines: int = 0
     played: int = 0
+
+
+class Heartbeat(SQLModel, table=True):
+    """What a clock or inbound process last did, one row per process (``process``:
+    kind, host name and pid), written over as it works (an upsert, ``pbem.health.beat``),
+    so that the web's health check can tell a silent clock from a quiet one. Several
+    clocks may run (on PostgreSQL, on several machines): each has its row, and the
+    freshest counts. Rows of processes silent for a day are deleted (``pbem.health``)."""
+
+    process: str = Field(primary_key=True, max_length=255)
+    kind: Process = Field(sa_type=EnumText(Process, 16))
+    started_at: datetime = Field(default_factory=utcnow)
+    beat_at: datetime = Field(default_factory=utcnow)  # the last sign of life
+    # clock: the end of its last sweep (not of one skipped because another clock swept),
+    # how long that sweep took, and how many it made since it started
+    swept_at: datetime | None = None
+    sweep_seconds: float | None = None
+    sweeps: int = 0
+    # inbound: the last message handed over, and how many since it started
+    message_at: datetime | None = None
+    messages: int = 0
 
 
 class RateLimit(SQLModel, table=True):

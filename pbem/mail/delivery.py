@@ -163,7 +163,8 @@ _CLAIM = (update(_OUTBOX).where(*_DUE_ROW, _OUTBOX.c.attempts < bindparam("limit
           .values(status=OutboxStatus.SENDING, next_attempt_at=bindparam("until"),
                   attempts=_OUTBOX.c.attempts + 1))
 _GIVE_UP = (update(_OUTBOX).where(*_DUE_ROW, _OUTBOX.c.attempts >= bindparam("limit"))
-            .values(status=OutboxStatus.UNDELIVERABLE, last_error=bindparam("error")))
+            .values(status=OutboxStatus.UNDELIVERABLE, last_error=bindparam("error"),
+                    failed_at=bindparam("now")))
 
 
 def _render_claimed(row_id: int) -> tuple[Outgoing, int | None, int | None,
@@ -212,6 +213,7 @@ def _record_failure(row_id: int, error: str, permanent: bool = False,
     with session_scope() as s:
         row = get_row(s, Outbox, row_id)
         row.last_error = error[:2000]
+        row.failed_at = utcnow()
         if permanent or row.attempts >= limit:
             row.status = OutboxStatus.UNDELIVERABLE
             log.warning("outbox row %s is undeliverable after %s attempts: %s", row_id,

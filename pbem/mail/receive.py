@@ -24,6 +24,9 @@ The IMAP poller reads the host's mailbox, which may be their own: it hands over 
 unread messages whose headers name one of our addresses, and flags those read; any other
 message (mail to the mailbox itself, something unreadable) stays unread for the person
 who reads that mailbox, and is not looked at again while the poller runs.
+
+Both write the inbound heartbeat (``pbem.health``) after each message handed over, the
+poller after each poll too.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from typing import Any
 from flask import Flask
 from sqlalchemy.exc import SQLAlchemyError
 
+from pbem import health
+from pbem.kinds import Process
 from pbem.mail.inbound import Addresses, names_ours
 
 log = logging.getLogger("pbem.inbound")
@@ -49,6 +54,7 @@ def handle(app: Flask, hand: Hand, raw: bytes, rcpts: list[str],
     try:
         with app.app_context():
             hand(raw, rcpts, envelope_from)
+            health.beat(Process.INBOUND, message=True)
     except SQLAlchemyError:
         log.exception("inbound message: database error, the sender will try again")
         return "451 4.3.0 Temporary failure, try again later"
@@ -137,6 +143,8 @@ def poll_imap(app: Flask, hand: Hand, stop: threading.Event | None = None,
     while True:
         with _imap_login(config) as mailbox:
             handed += _poll_once(app, hand, mailbox, addresses, passed)
+        with app.app_context():
+            health.beat(Process.INBOUND)  # polled: alive
         if once or stop.wait(float(config["IMAP_POLL_SECONDS"])):
             return handed
 

@@ -43,6 +43,7 @@ def record_bounce(row_id: int, report: Report) -> bool:
             return False
         row.status = OutboxStatus.UNDELIVERABLE
         row.last_error = f"{BOUNCED} {report.status} {report.diagnostic}".strip()[:2000]
+        row.failed_at = utcnow()
         rcpt = row.rcpt
         s.flush()
         if _hard_bounces(s, rcpt) >= int(current_app.config["BOUNCE_LIMIT"]):

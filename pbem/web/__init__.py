@@ -8,7 +8,8 @@ protected by a session CSRF token. Requests only queue email; the clock process 
 One blueprint per kind of visitor; the URLs are the same as ever (a link in an email sent
 long ago keeps working; ``tests/server/test_url_map.py`` pins them):
 
-- ``pages``: the home page, the language switch, the health check;
+- ``pages``: the home page, the language switch;
+  ``health``: the health check and the metrics (``/healthz``, ``/metrics``);
   ``rules``: the rules pages of every game (``/rules``, ``/rules/<game>``).
 - ``host``: the new-game form, the host's confirmation link, the host page and its
   controls. Bots at the table and a game's options join the new-game form here.
@@ -32,9 +33,10 @@ from flask import Flask
 from pbem import narrate, zones
 from pbem.errors import ServiceError
 from pbem.tokens import form_signature
-from pbem.web import calendar, common, devmail, host, pages, play, rules, settings
+from pbem.web import calendar, common, devmail, health, host, pages, play, rules, settings
 
-BLUEPRINTS = (pages.bp, rules.bp, host.bp, play.bp, settings.bp, calendar.bp, devmail.bp)
+BLUEPRINTS = (pages.bp, health.bp, rules.bp, host.bp, play.bp, settings.bp, calendar.bp,
+              devmail.bp)
 
 
 def init_app(app: Flask) -> None:

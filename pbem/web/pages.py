@@ -1,5 +1,5 @@
 """Pages for everyone: the home page (its new-game form is the host's, see ``host``), the
-language switch of pages shown to no seat, and the health check."""
+language switch of pages shown to no seat (the health check is ``health``'s)."""
 
 from __future__ import annotations
 
@@ -42,9 +42,3 @@ def _local_path(text: str) -> str:
         return "/"
     parts = urlsplit(text)
     return text if not parts.scheme and not parts.netloc else "/"
-
-
-@bp.get("/healthz")
-def healthz():
-    return {"ok": True}
-

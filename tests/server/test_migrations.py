@@ -122,3 +122,19 @@ def test_the_policy_columns_become_one_json_value_and_back(empty_url):
         "SELECT hours_per_decision, reminder_hours, absent_after, absent_bot, vacation_days "
         "FROM game")).one())
     assert (back[0], _json(back[1]), *back[2:]) == (10.0, [6.0, 1.5], 3, "default", 2.5)
+
+
+def test_the_heartbeats_and_failed_at_go_and_come_back(empty_url):
+    """0016: the heartbeat table and outbox.failed_at (with its index), down and up."""
+    upgrade(empty_url)
+    command.downgrade(alembic_config(empty_url), "0015")
+    tables = inspect_url(empty_url, lambda c: set(inspect(c).get_table_names()))
+    assert "heartbeat" not in tables
+    columns = inspect_url(empty_url, lambda c: {col["name"] for col in
+                                                inspect(c).get_columns("outbox")})
+    assert "failed_at" not in columns
+    upgrade(empty_url)
+    check(empty_url)
+    indexes = inspect_url(empty_url, lambda c: {i["name"] for i in
+                                                inspect(c).get_indexes("outbox")})
+    assert "ix_outbox_failed_at" in indexes

@@ -13,12 +13,14 @@ from imap_tools import MailBoxUnencrypted
 from imap_tools.query import AND
 
 from pbem import services
+from pbem.kinds import Process
 from pbem.mail import receive
 from pbem.models import Outbox
 from tests.imapserver import PASSWORD, USER, Dovecot, DovecotUnavailable
 from tests.server.helpers import load
 from tests.server.replying import reply_address, reply_to, wire
 from tests.server.test_bounces import report, return_paths
+from tests.server.test_health import heartbeats
 from tests.server.test_replies import answers, moves, spoken
 
 
@@ -123,3 +125,17 @@ def test_a_delivery_report_in_the_mailbox_marks_that_email_bounced(table, mailbo
     assert load(table.app, Outbox, row_id).status == "undeliverable"
     assert len(table.inbox.all()) == sent_before
     assert unread(mailbox) == 0
+
+
+def test_each_poll_writes_inbounds_heartbeat_and_each_reply_counts(table, mailbox):
+    """pbem.health: a poller that finds nothing is alive; one that hands a reply over
+    says when."""
+    receive.poll_imap(table.app, services.receive_reply, once=True)
+    (beat,) = heartbeats(table.app, Process.INBOUND)
+    assert (beat.messages, beat.message_at) == (0, None)
+    decision = table.open()
+    mailbox.append(wire(reply_to(table.mail(decision), spoken(table, decision)[0])))
+    receive.poll_imap(table.app, services.receive_reply, once=True)
+    (again,) = heartbeats(table.app, Process.INBOUND)
+    assert again.messages == 1 and again.message_at is not None
+    assert again.beat_at >= beat.beat_at

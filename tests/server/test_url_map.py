@@ -18,7 +18,8 @@ URLS = [
     ("/g/<raw>/notifications", "POST"), ("/g/<raw>/plan", "POST"), ("/g/<raw>/say", "POST"),
     ("/g/<raw>/standing", "POST"), ("/g/<raw>/takeback", "POST"), ("/g/<raw>/vacation", "POST"),
     ("/handover/<raw>", "GET,POST"), ("/healthz", "GET"), ("/host/confirm/<raw>", "GET,POST"),
-    ("/invite/<raw>", "GET,POST"), ("/language", "POST"), ("/my", "GET,POST"),
+    ("/invite/<raw>", "GET,POST"), ("/language", "POST"), ("/metrics", "GET"),
+    ("/my", "GET,POST"),
     ("/my/<raw>", "GET"), ("/my/<raw>/host", "POST"), ("/my/<raw>/open", "POST"),
     ("/my/<raw>/stop", "POST"), ("/new", "GET"), ("/new", "POST"), ("/rules", "GET"),
     ("/rules/<game>", "GET"), ("/static/<path:filename>", "GET"), ("/u/<raw>", "GET,POST"),
@@ -37,8 +38,9 @@ def test_each_blueprint_holds_its_own_visitors_urls(app):
     """Who uses a URL says where it lives (see pbem/web/__init__.py)."""
     owner = {r.rule: r.endpoint.split(".")[0] for r in app.url_map.iter_rules()}
     assert {b.name for b in BLUEPRINTS} == {
-        "pages", "rules", "host", "play", "settings", "calendar", "devmail"}
-    expected = {"/": "pages", "/healthz": "pages", "/rules/<game>": "rules",
+        "pages", "health", "rules", "host", "play", "settings", "calendar", "devmail"}
+    expected = {"/": "pages", "/healthz": "health", "/metrics": "health",
+                "/rules/<game>": "rules",
                 "/new": "host", "/admin/<raw>/<control>": "host", "/a/<raw>": "play",
                 "/watch/<key>": "play", "/my/<raw>": "settings", "/u/<raw>": "settings",
                 "/g/<raw>/notifications": "settings", "/dev/mail": "devmail",
