@@ -692,7 +692,38 @@ check_spf, check_dkim, check_dmarc, check_mx = map(_dns_check, (spf, dkim, dmarc
 
 
 def check_clock(probe: Probe) -> Result:
-    return Result(None, "not measured by this doctor")
+    """The freshest clock's last sweep (``pbem.health``: the heartbeat every clock writes
+    after each sweep), against ``CLOCK_SILENT_SECONDS``."""
+    if not probe.found.get("schema"):
+        return Result(None, "not checked: no database schema")
+    from pbem import health
+
+    try:
+        with probe.app.app_context():
+            facts = health.status()
+    except Exception as exc:  # noqa: BLE001 - e.g. a schema without heartbeats
+        return Result(None, f"not checked: {_first_line(exc)}")
+    silent = float(probe.config["CLOCK_SILENT_SECONDS"])
+    fix = ("start the clock: `flask --app pbem pbem clock` (or `pbem serve`, which starts "
+           "it with the web server); without it no email goes out and no deadline passes")
+    age = facts.clock_last_sweep_age
+    if age is None:
+        return Result(False, "no clock has swept this database", fix)
+    took = facts.clock_sweep_seconds
+    what = (f"last sweep {_seconds(age)} ago"
+            + (f" (took {took:.2f} s)" if took is not None else "")
+            + f", {facts.clock_processes} clock(s) alive")
+    if age > silent:
+        return Result(False, what + f": silent for more than {_seconds(silent)}", fix)
+    return Result(True, what)
+
+
+def _seconds(value: float) -> str:
+    if value < 120:
+        return f"{value:.0f} s"
+    if value < 7200:
+        return f"{value / 60:.0f} min"
+    return f"{value / 3600:.1f} h"
 
 
 def _outbox_due(probe: Probe) -> tuple[int, int, int, datetime | None, str | None]:

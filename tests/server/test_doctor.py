@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiosmtpd.smtp import AuthResult, LoginPassword
+from freezegun import freeze_time
 from imap_tools import MailBoxUnencrypted
 
-from pbem import create_app, services
+from pbem import create_app, health, services
 from pbem.db import get_engine, session_scope
 from pbem.doctor import CHECKS
-from pbem.kinds import EmailTemplate
+from pbem.kinds import EmailTemplate, Process
 from pbem.mail import receive
 from pbem.models import Outbox
 from tests.dnsstub import DnsStub, txt
@@ -159,9 +160,13 @@ def build(sqlite_template, tmp_path, smtp_tls, dovecot, dns):
         get_engine(app).dispose()
 
 
-def doctor(app, *args: str) -> tuple[int, dict[str, str]]:
+def doctor(app, *args: str, clock: bool = True) -> tuple[int, dict[str, str]]:
     """Run the command; its exit status, and each check's line (with its fix line, if
-    any) by the check's name."""
+    any) by the check's name. ``clock``: a clock has just swept (its heartbeat), as on
+    a server that runs."""
+    if clock:
+        with app.app_context():
+            health.beat(Process.CLOCK, swept=0.02)
     result = app.test_cli_runner().invoke(args=["pbem", "doctor", *args])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     names = [f"{area} {name}" for area, name, _ in CHECKS]
@@ -189,7 +194,7 @@ def test_a_good_configuration_passes_every_check_and_exits_0(make_app, smtp_tls,
     assert status == 0, lines["output"]
     assert "✗" not in lines["output"]
     marks = {name: line[0] for name, line in lines.items() if name != "output"}
-    assert marks.pop("clock heartbeat") == "–"  # not measured yet
+    assert "last sweep 0 s ago" in lines["clock heartbeat"]
     assert marks.pop("replies receiver") == "–"  # replies come by IMAP
     assert set(marks.values()) == {"✓"}, marks
     assert "STARTTLS, certificate verified" in lines["smtp TLS"]
@@ -378,7 +383,7 @@ def test_no_secret_is_printed_even_where_a_server_echoes_it(build):
 
 def test_a_database_not_migrated_fails_with_the_migrate_command(build, tmp_path):
     (tmp_path / "new.sqlite3").touch()
-    status, lines = doctor(build(DATABASE_URL=f"sqlite:///{tmp_path / 'new.sqlite3'}"))
+    status, lines = doctor(build(DATABASE_URL=f"sqlite:///{tmp_path / 'new.sqlite3'}"), clock=False)
     assert status == 1
     assert lines["database reachable"].startswith("✓")
     assert "no schema (never migrated)" in lines["database migrated"]
@@ -387,7 +392,7 @@ def test_a_database_not_migrated_fails_with_the_migrate_command(build, tmp_path)
 
 def test_a_missing_sqlite_file_is_not_created_and_asks_for_migrate(build, tmp_path):
     path = tmp_path / "nowhere" / "pbem.sqlite3"
-    status, lines = doctor(build(DATABASE_URL=f"sqlite:///{path}"))
+    status, lines = doctor(build(DATABASE_URL=f"sqlite:///{path}"), clock=False)
     assert status == 1
     assert f"no database file at {path}" in lines["database reachable"]
     assert "fix: run `flask --app pbem pbem migrate` to create it" in lines["database reachable"]
@@ -413,7 +418,7 @@ def test_a_database_behind_on_migrations_names_both_revisions(make_app, smtp_tls
 
 def test_an_unreachable_database_fails_and_skips_what_needs_it(build):
     url = f"postgresql+psycopg://pbem:db-secret-77@127.0.0.1:{free_port()}/pbem"
-    status, lines = doctor(build(DATABASE_URL=url))
+    status, lines = doctor(build(DATABASE_URL=url), clock=False)
     assert status == 1
     assert lines["database reachable"].startswith("✗")
     assert "fix: check PBEM_DATABASE_URL" in lines["database reachable"]
@@ -571,3 +576,25 @@ def test_a_dns_server_setting_that_is_no_address_fails_the_dns_lines(build):
     assert status == 1
     assert "no DNS resolver" in lines["dns SPF"]
     assert "fix: check PBEM_DNS_SERVER (ip or ip:port)" in lines["dns SPF"]
+
+
+# --------------------------------------------------------------------------- the clock
+
+
+def test_without_a_clock_the_heartbeat_fails_with_the_command_that_starts_it(build):
+    status, lines = doctor(build(), clock=False)
+    assert status == 1
+    assert " ".join(lines["clock heartbeat"].split()).startswith(
+        "✗ clock heartbeat no clock has swept")
+    assert "fix: start the clock: `flask --app pbem pbem clock`" in lines["clock heartbeat"]
+
+
+def test_a_clock_silent_for_longer_than_its_limit_fails(build):
+    app = build(CLOCK_SILENT_SECONDS=300)
+    with freeze_time(datetime.now(UTC) - timedelta(minutes=10)), app.app_context():
+        health.beat(Process.CLOCK, swept=0.5)
+    status, lines = doctor(app, clock=False)
+    assert status == 1
+    line = " ".join(lines["clock heartbeat"].split())
+    assert line.startswith("✗ clock heartbeat last sweep 10 min ago (took 0.50 s)"), line
+    assert "silent for more than 5 min" in line and "fix: start the clock" in line
