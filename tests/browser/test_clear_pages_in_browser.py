@@ -103,6 +103,21 @@ def test_switching_the_language_lands_on_a_page_in_the_new_language(browser, liv
         ctx.close()
 
 
+def test_the_language_switch_lies_over_nothing_on_a_phone(browser, live_server):
+    """The header's language buttons (pages of no seat: home, My games, confirmations)
+    wrap below the title on a phone, above the page's first box, not over it."""
+    ctx = browser.new_context(viewport=PHONE, locale="en-GB")
+    try:
+        page = ctx.new_page()
+        page.goto(f"{live_server.url}/my")
+        switch = page.locator("#language-switch").bounding_box()
+        first = page.locator("main > *").first.bounding_box()
+        assert switch is not None and first is not None
+        assert switch["y"] + switch["height"] <= first["y"], (switch, first)
+    finally:
+        ctx.close()
+
+
 def test_the_home_form_shows_a_row_for_each_seat_of_the_chosen_game(browser, live_server):
     ctx = browser.new_context(viewport=DESKTOP, locale="en-GB", java_script_enabled=False)
     try:
