@@ -100,6 +100,7 @@ class DefaultConfig:
     SESSION_COOKIE_SAMESITE = "Lax"
     SESSION_COOKIE_SECURE = None  # default: True when BASE_URL is https
     CLOCK_INTERVAL = 5.0
+    WEB_WORKERS = 2  # gunicorn workers that ``pbem serve`` starts
     # Minutes a decision email waits when the same player decides again at once: the
     # page of their move already shows it; the email goes out only if they leave it open.
     FOLLOW_UP_MINUTES = 10.0

@@ -140,7 +140,7 @@ def deliver(limit: int) -> None:
 def clock() -> None:
     """Run the clock process: delivers queued email as soon as it is queued, and sweeps
     for due reminders and deadlines every few seconds."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    _log_lines()
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per sweep is noise
     gc.collect()  # what lives as long as the process is kept out of every collection's
     gc.freeze()  # walk (see gunicorn_conf.post_worker_init)
@@ -159,12 +159,18 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
     PBEM_INBOUND_PORT that the mail server of PBEM_INBOUND_DOMAIN forwards to, or with
     --imap a poller of an ordinary mailbox. Each reply plays its commands for the seat
     whose reply address it went to, and is answered in its thread."""
+    import signal
     import threading
     import time
 
     from pbem.mail import receive
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    _log_lines()
+    # aiosmtpd's lines for every connection (a normal QUIT among them reads "Connection
+    # lost during _handle_client()"); each reply is logged by pbem.services.replies
+    logging.getLogger("mail.log").setLevel(logging.WARNING)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)  # stop cleanly under a supervisor
     app = cast("LocalProxy[Flask]", current_app)._get_current_object()
     config = app.config
     if imap:
@@ -173,7 +179,7 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
                                        "PBEM_IMAP_PASSWORD to poll a mailbox")
         click.echo(f"polling {config['IMAP_USER']} at {config['IMAP_HOST']} every "
                    f"{config['IMAP_POLL_SECONDS']} s")
-        with contextlib.suppress(KeyboardInterrupt):
+        with contextlib.suppress(KeyboardInterrupt, SystemExit):
             receive.poll_imap(app, services.receive_reply, threading.Event())
         return
     controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
@@ -181,11 +187,85 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
                f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']}"
                f"{' (LMTP)' if lmtp or (lmtp is None and config['INBOUND_LMTP']) else ''}")
     try:
-        with contextlib.suppress(KeyboardInterrupt):
+        with contextlib.suppress(KeyboardInterrupt, SystemExit):
             while True:
                 time.sleep(3600)
     finally:
         controller.stop()
+
+
+@pbem_cli.command("serve")
+@click.option("--host", envvar="HOST", default="127.0.0.1", show_default=True,
+              help="The address the web server listens on (env HOST).")
+@click.option("--port", envvar="PORT", default=5000, show_default=True, type=int,
+              help="The web server's port (env PORT); the receiver's moves with it "
+                   "(2525 for 5000, 2625 for 5100) unless PBEM_INBOUND_PORT is set.")
+@click.option("--workers", type=int, default=None,
+              help="gunicorn workers (default: PBEM_WEB_WORKERS, 2).")
+@click.option("--inbound", "inbound_mode", default="auto", show_default=True,
+              type=click.Choice(["auto", "smtp", "imap", "off"]),
+              help="Replies by email: auto is imap when PBEM_IMAP_HOST is set, else the "
+                   "SMTP receiver (off when PBEM_REPLIES and PBEM_BOUNCES are both false).")
+@click.option("--stop-seconds", default=10.0, show_default=True,
+              help="On SIGTERM, how long the children have to stop before SIGKILL.")
+@sends_mail
+def serve(host: str, port: int, workers: int | None, inbound_mode: str,
+          stop_seconds: float) -> None:
+    """Run the whole server: the web server (gunicorn), the clock and the inbound
+    receiver as child processes, restarted when one dies, all stopped on SIGTERM or
+    Ctrl-C; their output as one stream."""
+    import os
+    import sys
+
+    from pbem import supervise
+
+    config = current_app.config
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.setdefault("PBEM_BASE_URL", f"http://{_local(host)}:{port}")
+    env.setdefault("PBEM_INBOUND_PORT", str(supervise.inbound_port(port)))
+    if inbound_mode == "auto":
+        inbound_mode = ("imap" if config.get("IMAP_HOST") else
+                        "smtp" if config["REPLIES"] or config["BOUNCES"] else "off")
+    inbound = None if inbound_mode == "off" else inbound_mode
+    children = supervise.specs(host=host, port=port, stop_seconds=stop_seconds,
+                               workers=workers or int(config["WEB_WORKERS"]),
+                               inbound=inbound)
+    supervisor = supervise.Supervisor(children, env, stop_seconds=stop_seconds)
+    local = f"http://{_local(host)}:{port}"
+    lines = [f"pbem is running at {local}/"]
+    if config.get("MAIL_BACKEND") == "dev":
+        lines.append(f"dev mailbox:       {local}/dev/mail")
+    if env["PBEM_BASE_URL"].rstrip("/") != local:
+        lines.append(f"links in emails:   {env['PBEM_BASE_URL']}")
+    if inbound == "smtp":
+        lines.append(f"replies by email:  SMTP on {config['INBOUND_HOST']}:"
+                     f"{env['PBEM_INBOUND_PORT']}")
+    elif inbound == "imap":
+        lines.append(f"replies by email:  the IMAP mailbox {config['IMAP_USER']} at "
+                     f"{config['IMAP_HOST']}")
+    lines.append("Ctrl-C (or SIGTERM) stops it all")
+    supervisor.announce_when_listening(_local(host), port, lines)
+    sys.exit(supervisor.run())
+
+
+def _log_lines() -> None:
+    """A process's log as lines on stderr, each once: the root logger's handler, and not
+    also Flask's own handler on the app's logger ("pbem"), which printed every line of
+    ``pbem.clock`` and ``pbem.inbound`` twice."""
+    from flask.logging import default_handler
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    current_app.logger.removeHandler(default_handler)
+
+
+def _exit_on_sigterm(*_args: Any) -> None:
+    raise SystemExit(0)
+
+
+def _local(host: str) -> str:
+    """The address to reach a server bound to ``host`` from this machine."""
+    return {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(
+        host, f"[{host}]" if ":" in host else host)
 
 
 @pbem_cli.command("migrate")
