@@ -165,9 +165,9 @@ class Supervisor:
             child.quick_deaths += 1
         how = "could not start" if status is None else describe_exit(status)
         if child.quick_deaths >= self.backoff.give_up:
-            raise GaveUp(f"{child.spec.name} {how} {child.quick_deaths} times in a row, "
-                         f"each within {self.backoff.steady:g} s of its start; not "
-                         f"starting it again (its output above says why)")
+            raise GaveUp(f"{child.spec.name} stopped {child.quick_deaths} times in a row "
+                         f"within {self.backoff.steady:g} s of its start (the last time it "
+                         f"{how}); not starting it again: its output above says why")
         child.pause = (self.backoff.first if child.pause == 0
                        else min(child.pause * 2, self.backoff.most))
         child.restart_at = self.now() + child.pause
