@@ -171,7 +171,7 @@ def two_served(tmp_path, sqlite_template) -> Iterator[tuple[Served, Served]]:
 
 
 # ---------------------------------------------------------------------- the whole server
-@pytest.mark.parametrize("victim", ["web", "inbound"])
+@pytest.mark.parametrize("victim", ["web", "clock", "inbound"])
 def test_a_child_killed_with_sigkill_comes_back_and_the_web_answers(served, victim):
     served.wait_ready()
     old = served.pid_of(victim)
@@ -183,6 +183,8 @@ def test_a_child_killed_with_sigkill_comes_back_and_the_web_answers(served, vict
     new = served.pid_of(victim)
     assert new != old and alive(new)
     assert not any(alive(pid) for pid in workers), "the dead child's processes live on"
+    if victim == "clock":
+        served.wait_for("clock running", after=seen)
     if victim == "inbound":
         served.wait_for("receiving replies", after=seen)
         with smtplib.SMTP("127.0.0.1", supervise.inbound_port(served.port), timeout=10) as s:
@@ -190,10 +192,12 @@ def test_a_child_killed_with_sigkill_comes_back_and_the_web_answers(served, vict
     served.get_until_ok("/healthz")
 
 
-def test_sigterm_stops_every_process_and_exits_0(served):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_sigterm_or_ctrl_c_stops_every_process_and_exits_0(served, sig):
     served.wait_ready()
     everyone = descendants(served.proc.pid)
     assert len(everyone) >= 5  # gunicorn, its two workers, clock, inbound
+    served.proc.send_signal(sig)
     assert served.stop() == 0
     assert [pid for pid in everyone if alive(pid)] == []
     assert served.output().rstrip().endswith("stopped")
@@ -226,6 +230,17 @@ def test_port_moves_every_port_and_two_servers_run_side_by_side(two_served):
     assert supervise.inbound_port(first.port) != supervise.inbound_port(second.port)
     assert first.stop() == 0
     second.get_until_ok("/healthz")  # the other one did not go with it
+
+
+def test_serve_refuses_to_start_without_a_mail_configuration(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    env |= {"PBEM_DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}",
+            "PBEM_SECRET_KEY": SECRET, "PORT": str(free_ports())}
+    done = subprocess.run([sys.executable, "-m", "flask", "--app", "pbem", "pbem", "serve"],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "PBEM_MAIL_BACKEND=dev" in done.stderr and "Traceback" not in done.stderr
+    assert "started" not in done.stdout
 
 
 # ---------------------------------------------------------------------- the supervisor
