@@ -21,7 +21,6 @@ side with ``PORT=5000`` and ``PORT=5100``.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import ctypes
 import functools
@@ -33,7 +32,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import IO, Any
 
 WEB_PORT = 5000  # the web port of the embedded defaults ...
@@ -94,7 +93,6 @@ class Child:
     pause: float = 0.0
     quick_deaths: int = 0
     reader: threading.Thread | None = None
-    last: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=20))
 
 
 class GaveUp(Exception):
@@ -120,15 +118,13 @@ class Supervisor:
     def say(self, text: str, name: str = "serve") -> None:
         """One line of the stream, prefixed with ``name``."""
         line = f"{name:<{self.width}} | {text.rstrip()}\n".encode("utf-8", "replace")
-        with self.write_lock:
-            self.out.write(line)
-            self.out.flush()
+        with self.write_lock, contextlib.suppress(OSError, ValueError):
+            self.out.write(line)  # gone (a closed terminal): the children run on, their
+            self.out.flush()  # output still drained
 
     def _copy(self, child: Child, stream: IO[bytes]) -> None:
         for raw in iter(stream.readline, b""):
-            text = raw.decode("utf-8", "replace").rstrip("\r\n")
-            child.last.append(text)
-            self.say(text, child.spec.name)
+            self.say(raw.decode("utf-8", "replace").rstrip("\r\n"), child.spec.name)
         stream.close()
 
     # ------------------------------------------------------------------ children

@@ -226,6 +226,11 @@ def test_port_moves_every_port_and_two_servers_run_side_by_side(two_served):
         with smtplib.SMTP("127.0.0.1", receiver, timeout=10) as smtp:
             assert smtp.noop()[0] == 250
         assert "Error" not in out and "Traceback" not in out
+        # the web server's dev mailbox sends its replies to this receiver, and the links
+        # in the emails name this port
+        environ = Path(f"/proc/{server.pid_of('web')}/environ").read_bytes().split(b"\0")
+        assert f"PBEM_INBOUND_PORT={receiver}".encode() in environ
+        assert f"PBEM_BASE_URL=http://127.0.0.1:{server.port}".encode() in environ
     assert first.port != second.port
     assert supervise.inbound_port(first.port) != supervise.inbound_port(second.port)
     assert first.stop() == 0
