@@ -182,7 +182,13 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
         with contextlib.suppress(KeyboardInterrupt, SystemExit):
             receive.poll_imap(app, services.receive_reply, threading.Event())
         return
-    controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
+    try:
+        controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
+    except OSError as exc:  # the port taken (another pbem?), or not ours to take
+        raise click.ClickException(
+            f"cannot receive on {config['INBOUND_HOST']}:{config['INBOUND_PORT']}: "
+            f"{exc.strerror or exc}; set PBEM_INBOUND_PORT (or, under `pbem serve`, "
+            f"PORT) to another port") from None
     click.echo(f"receiving replies for {receive.describe(config)} on "
                f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']}"
                f"{' (LMTP)' if lmtp or (lmtp is None and config['INBOUND_LMTP']) else ''}")

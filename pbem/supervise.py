@@ -46,7 +46,9 @@ class Backoff:
 
     first: float = 1.0  # seconds before the first restart
     most: float = 30.0  # the longest pause
-    steady: float = 10.0  # a child that ran this long was healthy: back to ``first``
+    # a child that ran this long was healthy: back to ``first`` (a start alone takes a
+    # few seconds on a busy machine: imports, the app)
+    steady: float = 30.0
     give_up: int = 5  # deaths in a row within ``steady`` seconds of the start
 
 

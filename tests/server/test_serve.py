@@ -248,6 +248,24 @@ def test_serve_refuses_to_start_without_a_mail_configuration(tmp_path):
     assert "started" not in done.stdout
 
 
+def test_inbound_on_a_taken_port_says_so_and_what_to_set_without_a_traceback(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env |= {"PBEM_DATABASE_URL": f"sqlite:///{tmp_path / 'x.sqlite3'}",
+                "PBEM_SECRET_KEY": SECRET, "PBEM_MAIL_BACKEND": "dev",
+                "PBEM_INBOUND_PORT": str(port)}
+        done = subprocess.run([sys.executable, "-m", "flask", "--app", "pbem", "pbem",
+                               "inbound"], env=env, cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120)
+    assert done.returncode == 1
+    assert f"cannot receive on 127.0.0.1:{port}" in done.stderr
+    assert "address already in use; set PBEM_INBOUND_PORT" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 # ---------------------------------------------------------------------- the supervisor
 def python(code: str) -> tuple[str, ...]:
     return (sys.executable, "-c", code)
