@@ -203,6 +203,20 @@ def test_sigterm_or_ctrl_c_stops_every_process_and_exits_0(served, sig):
     assert served.output().rstrip().endswith("stopped")
 
 
+def test_no_process_outlives_serve_killed_with_sigkill(served):
+    served.wait_ready()
+    everyone = descendants(served.proc.pid)
+    served.proc.kill()
+    served.proc.wait(timeout=30)
+    end = time.monotonic() + WAIT
+    while any(alive(pid) for pid in everyone) and time.monotonic() < end:
+        time.sleep(0.2)
+    left = [pid for pid in everyone if alive(pid)]
+    for pid in left:  # not to leave them to the rest of the suite
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
 def test_the_start_prints_the_urls_and_nothing_like_an_error(served):
     out = served.wait_ready()
     time.sleep(1.0)  # what the children say just after they are up counts too
