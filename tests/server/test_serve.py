@@ -75,7 +75,7 @@ def descendants(pid: int) -> set[int]:
 class Served:
     """One ``pbem serve`` on its own database, mailbox folder and PORT."""
 
-    def __init__(self, folder: Path, template: Path, port: int) -> None:
+    def __init__(self, folder: Path, template: Path, port: int, **settings: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(template, folder / "pbem.sqlite3")
         self.folder, self.port = folder, port
@@ -84,7 +84,7 @@ class Served:
                if not k.startswith("PBEM_") and k not in ("PORT", "HOST")}
         env |= {"PBEM_DATABASE_URL": f"sqlite:///{folder / 'pbem.sqlite3'}",
                 "PBEM_MAILBOX_DIR": str(folder / "mailbox"), "PBEM_SECRET_KEY": SECRET,
-                "PBEM_MAIL_BACKEND": "dev", "PORT": str(port)}
+                "PBEM_MAIL_BACKEND": "dev", "PORT": str(port), **settings}
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "flask", "--app", "pbem", "pbem", "serve"],
@@ -164,10 +164,21 @@ def two_served(tmp_path, sqlite_template) -> Iterator[tuple[Served, Served]]:
     second_port = free_ports()
     while second_port in (first.port, supervise.inbound_port(first.port)):
         second_port = free_ports()
-    second = Served(tmp_path / "b", sqlite_template, second_port)
+    second = Served(tmp_path / "b", sqlite_template, second_port, PBEM_WEB_WORKERS="3")
     yield first, second
     for server in (first, second):
         server.stop()
+
+
+def workers_of(server: Served) -> int:
+    """How many workers the server's gunicorn has, once it stops forking more."""
+    end, counts = time.monotonic() + 10, [-1]
+    while time.monotonic() < end:
+        counts.append(len(descendants(server.pid_of("web"))))
+        if counts[-1] == counts[-2] and counts[-1] > 0:
+            break
+        time.sleep(0.5)
+    return counts[-1]
 
 
 # ---------------------------------------------------------------------- the whole server
@@ -245,6 +256,8 @@ def test_port_moves_every_port_and_two_servers_run_side_by_side(two_served):
         environ = Path(f"/proc/{server.pid_of('web')}/environ").read_bytes().split(b"\0")
         assert f"PBEM_INBOUND_PORT={receiver}".encode() in environ
         assert f"PBEM_BASE_URL=http://127.0.0.1:{server.port}".encode() in environ
+    assert workers_of(first) == 2  # gunicorn's workers: the default
+    assert workers_of(second) == 3  # PBEM_WEB_WORKERS
     assert first.port != second.port
     assert supervise.inbound_port(first.port) != supervise.inbound_port(second.port)
     assert first.stop() == 0
