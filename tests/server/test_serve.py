@@ -27,6 +27,7 @@ from pbem.supervise import Backoff, Spec, Supervisor
 READY = "Ctrl-C (or SIGTERM) stops it all"
 SECRET = "serve-test-" + "s" * 40
 WAIT = 90.0  # seconds: two cores shared with other test files
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def free_ports() -> int:
@@ -75,7 +76,8 @@ def descendants(pid: int) -> set[int]:
 class Served:
     """One ``pbem serve`` on its own database, mailbox folder and PORT."""
 
-    def __init__(self, folder: Path, template: Path, port: int, **settings: str) -> None:
+    def __init__(self, folder: Path, template: Path, port: int,
+                 command: list[str] | None = None, **settings: str) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(template, folder / "pbem.sqlite3")
         self.folder, self.port = folder, port
@@ -85,11 +87,12 @@ class Served:
         env |= {"PBEM_DATABASE_URL": f"sqlite:///{folder / 'pbem.sqlite3'}",
                 "PBEM_MAILBOX_DIR": str(folder / "mailbox"), "PBEM_SECRET_KEY": SECRET,
                 "PBEM_MAIL_BACKEND": "dev", "PORT": str(port), **settings}
+        self.by_make = command is not None  # then in a session of its own, as at a terminal
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "flask", "--app", "pbem", "pbem", "serve"],
-                env=env, cwd=folder, stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT)
+                command or [sys.executable, "-m", "flask", "--app", "pbem", "pbem", "serve"],
+                env=env, cwd=ROOT if self.by_make else folder, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=self.by_make)
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -139,7 +142,9 @@ class Served:
         return int(found[-1])
 
     def stop(self) -> int:
-        if self.proc.poll() is None:
+        if self.proc.poll() is None and self.by_make:  # Ctrl-C at the terminal
+            os.killpg(self.proc.pid, signal.SIGINT)
+        elif self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout=60)
@@ -239,6 +244,28 @@ def test_the_start_prints_the_urls_and_nothing_like_an_error(served):
     lines = [line for line in out.splitlines() if line.strip()]
     assert all(re.match(r"(serve|web|clock|inbound) +\| ", line) for line in lines)
     assert sum("clock running" in line for line in lines) == 1  # each line once
+
+
+def test_make_run_prints_the_urls_and_nothing_like_an_error(tmp_path, sqlite_template):
+    if not (ROOT / ".venv" / "bin" / "flask").exists() or not shutil.which("make"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("make run needs make and the checkout's .venv (make install)")
+        pytest.skip("no .venv in this checkout (make install) or no make: make run not tried")
+    port = free_ports()
+    server = Served(tmp_path / "run", sqlite_template, port,
+                    ["make", "--no-print-directory", "run", f"PORT={port}"])
+    try:
+        server.wait_ready()
+        time.sleep(1.0)
+        out = server.output()
+    finally:
+        server.stop()
+    assert out.startswith("database at head\n")
+    assert f"pbem is running at http://127.0.0.1:{port}/" in out
+    assert f"dev mailbox:       http://127.0.0.1:{port}/dev/mail" in out
+    assert f"SMTP on 127.0.0.1:{supervise.inbound_port(port)}" in out
+    for bad in ("Error", "error", "Traceback", "Connection lost", "Warning", "make: ***"):
+        assert bad not in out, f"{bad!r} in the output of make run:\n{out}"
 
 
 def test_port_moves_every_port_and_two_servers_run_side_by_side(two_served):
