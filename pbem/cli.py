@@ -201,8 +201,8 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
 
 
 @pbem_cli.command("serve")
-@click.option("--host", envvar="HOST", default="127.0.0.1", show_default=True,
-              help="The address the web server listens on (env HOST).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address the web server listens on.")
 @click.option("--port", envvar="PORT", default=5000, show_default=True, type=int,
               help="The web server's port (env PORT); the receiver's moves with it "
                    "(2525 for 5000, 2625 for 5100) unless PBEM_INBOUND_PORT is set.")
@@ -237,7 +237,14 @@ def serve(host: str, port: int, workers: int | None, inbound_mode: str,
                                workers=workers or int(config["WEB_WORKERS"]),
                                inbound=inbound)
     supervisor = supervise.Supervisor(children, env, stop_seconds=stop_seconds)
-    local = f"http://{_local(host)}:{port}"
+    supervisor.announce_when_listening(_local(host), port,
+                                       _banner(f"http://{_local(host)}:{port}", env, inbound))
+    sys.exit(supervisor.run())
+
+
+def _banner(local: str, env: dict[str, str], inbound: str | None) -> list[str]:
+    """What ``serve`` says once the web server listens: where everything is."""
+    config = current_app.config
     lines = [f"pbem is running at {local}/"]
     if config.get("MAIL_BACKEND") == "dev":
         lines.append(f"dev mailbox:       {local}/dev/mail")
@@ -249,9 +256,7 @@ def serve(host: str, port: int, workers: int | None, inbound_mode: str,
     elif inbound == "imap":
         lines.append(f"replies by email:  the IMAP mailbox {config['IMAP_USER']} at "
                      f"{config['IMAP_HOST']}")
-    lines.append("Ctrl-C (or SIGTERM) stops it all")
-    supervisor.announce_when_listening(_local(host), port, lines)
-    sys.exit(supervisor.run())
+    return [*lines, "Ctrl-C (or SIGTERM) stops it all"]
 
 
 def _log_lines() -> None:
