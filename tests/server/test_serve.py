@@ -410,6 +410,18 @@ def test_the_receiver_port_moves_with_the_web_port(port, receiver):
     assert supervise.inbound_port(port) == receiver
 
 
+@pytest.mark.parametrize(("inbound", "last"), [("smtp", ("pbem", "inbound")),
+                                               ("imap", ("inbound", "--imap")), (None, None)])
+def test_the_children_are_gunicorn_the_clock_and_inbound_as_configured(inbound, last):
+    children = supervise.specs(host="127.0.0.1", port=5100, workers=3, inbound=inbound,
+                               stop_seconds=10, python="/venv/bin/python")
+    web, clock = children[:2]
+    assert web.argv[:3] == ("/venv/bin/python", "-m", "gunicorn")
+    assert " --workers 3 --bind 127.0.0.1:5100 " in " ".join(web.argv)
+    assert clock.argv[-2:] == ("pbem", "clock")
+    assert [c.argv[-2:] for c in children[2:]] == ([last] if last else [])
+
+
 # ---------------------------------------------------------------------- the receiver
 def test_the_receiver_starts_without_a_connection_that_it_logs_as_lost(tmp_path, caplog):
     import logging
