@@ -197,8 +197,9 @@ class Clients:
         failed ones."""
         with self.lock:
             got = [r for r in self.records if r[0] == method and start <= r[1] <= end]
-        return [t1 - t0 for _, t0, t1, st in got if st == 200], \
-            sum(1 for *_, st in got if st != 200)
+        answered = (200, 303)  # a page, or a move's 303 to its page (Post/Redirect/Get)
+        return [t1 - t0 for _, t0, t1, st in got if st in answered], \
+            sum(1 for *_, st in got if st not in answered)
 
 
 def lat(values: list[float]) -> str:

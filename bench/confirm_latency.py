@@ -184,7 +184,8 @@ class Bench:
                 c2, t2 = time.thread_time(), time.perf_counter()
                 resp = self._post(f"/a/{raw}", {"sig": sig.group(1)})
                 t3 = time.perf_counter()
-                if resp.status_code != 200 or len(self.commit_at) != n + 1:
+                # 303: the page after the move (Post/Redirect/Get)
+                if resp.status_code != 303 or len(self.commit_at) != n + 1:
                     raise RuntimeError(f"POST /a/<token> answered {resp.status_code}: "
                                        f"{resp.get_data(as_text=True)[:300]}")
                 out["get"].append(t1 - t0)

@@ -134,6 +134,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SIG_RE = re.compile(rb'name="sig" value="([0-9a-f]+)"')
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+# A page (200), or a move's 303 to the page that says it (Post/Redirect/Get).
+ANSWERED = (200, 303)
 NO_CAPS = {"CREATE_LIMIT_PER_HOUR": "100000", "NOTICE_LIMIT_PER_ADDRESS": "100000",
            "NOTICE_LIMIT_PER_GAME": "100000", "INVITE_LIMIT_PER_ADDRESS": "100000"}
 CONFIG_NAMES = {"queued": "pbem queued", "clock": "pbem +clock"}
@@ -495,11 +497,11 @@ class Run:
 
     def ok(self, method: str) -> list[float]:
         return [t1 - t0 for m, t0, t1, st in self.records
-                if m == method and st == 200 and t1 <= self.end]
+                if m == method and st in ANSWERED and t1 <= self.end]
 
     def errors(self) -> int:
         return sum(1 for m, _, t1, st in self.records
-                   if m in ("GET", "POST") and st != 200 and t1 <= self.end)
+                   if m in ("GET", "POST") and st not in ANSWERED and t1 <= self.end)
 
     def polls(self) -> list[tuple[float, int]]:
         """(latency, status) of the polls answered inside the window."""

@@ -185,7 +185,7 @@ class Week:
             data = {"sig": form.hidden["sig"]}
             if "choice" in form.radios:
                 data["choice"] = format_action(action)
-            resp = self.client.post(path, data=data)
+            resp = self.client.post(path, data=data, follow_redirects=True)
             self.made["one-click"] += 1
             return self.follow_ups(resp)
         if page_link is None:
@@ -197,7 +197,8 @@ class Week:
         self.follow_ups(self.post(form, decision, action))
 
     def post(self, form, decision: Decision, action: Action):
-        resp = self.client.post(form.action, data=form_data(action, decision.kind, form))
+        resp = self.client.post(form.action, data=form_data(action, decision.kind, form),
+                                follow_redirects=True)
         if resp.status_code != 200:
             raise RuntimeError(f"{decision.kind} {action}: {resp.status_code}")
         return resp

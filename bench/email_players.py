@@ -379,7 +379,7 @@ def set_standing_choices(players: EmailPlayers, page: str, lang: str,
     wanted = {"standing.tools": "all", "standing.feed": "pay"}
     if any(value not in form.radios.get(name, ()) for name, value in wanted.items()):
         raise RuntimeError(f"the standing-choices form offers no {wanted}: {form.radios}")
-    resp = players.client.post(form.action, data={**form.hidden, **wanted})
+    resp = players.client.post(form.action, data={**form.hidden, **wanted}, follow_redirects=True)
     shown = resp.get_data(as_text=True)
     for name, value in wanted.items():
         if f'name="{name}" value="{value}" checked' not in shown:
@@ -529,7 +529,7 @@ class EmailPlayers(Bench):
         variants = form.radios.get("choice", [])
         if variants:
             data["choice"] = self.rng.choice(variants)
-        resp = self.client.post(path, data=data)
+        resp = self.client.post(path, data=data, follow_redirects=True)
         played = self.played(decision.id)
         return Attempt(decision.kind, "link", played, sent=data.get("choice", ""),
                        reason="" if played else f"POST {resp.status_code}")

@@ -358,14 +358,15 @@ class Bench:
                      if "sig" in f.hidden), None)
         if page.status_code != 200 or form is None:
             raise RuntimeError(f"GET {path[:12]}...: {page.status_code}, no form")
-        resp = self.client.post(path, data={"sig": form.hidden["sig"]})
+        resp = self.client.post(path, data={"sig": form.hidden["sig"]}, follow_redirects=True)
         if resp.status_code != 200:
             raise RuntimeError(f"POST {path[:12]}...: {resp.status_code}: "
                                f"{resp.get_data(as_text=True)[:300]}")
         return resp
 
     def post_form(self, form: Form, decision: Decision, action: Action):
-        resp = self.client.post(form.action, data=form_data(action, decision.kind, form))
+        resp = self.client.post(form.action, data=form_data(action, decision.kind, form),
+                                follow_redirects=True)
         if resp.status_code != 200:
             raise RuntimeError(f"decision form ({decision.kind}, {action}): "
                                f"{resp.status_code}: {resp.get_data(as_text=True)[:500]}")
@@ -423,7 +424,7 @@ class Bench:
                 if format_action(action) not in form.radios["choice"]:
                     raise RuntimeError(f"the confirmation page does not offer {action}")
                 data["choice"] = format_action(action)
-            resp = self.client.post(path, data=data)
+            resp = self.client.post(path, data=data, follow_redirects=True)
             if resp.status_code != 200:
                 raise RuntimeError(f"POST /a/<token> ({action}): {resp.status_code}: "
                                    f"{resp.get_data(as_text=True)[:300]}")
@@ -459,7 +460,8 @@ class Bench:
                     if f.attrs.get("id") == "plan"), None)
         if box is None:  # the plan was dropped meanwhile: nothing to clear
             return
-        resp = self.client.post(box.action, data={"sig": box.hidden["sig"], "how": "clear"})
+        resp = self.client.post(box.action, data={"sig": box.hidden["sig"], "how": "clear"},
+                                follow_redirects=True)
         if resp.status_code != 200:
             raise RuntimeError(f"clearing a plan: {resp.status_code}")
 
@@ -483,7 +485,7 @@ class Bench:
         data = form_data(action, decision.kind, form)
         data["plan.at"] = [at for at, _ in steps]
         data["plan.count"] = [count for _, count in steps]
-        resp = self.client.post(form.action, data=data)
+        resp = self.client.post(form.action, data=data, follow_redirects=True)
         if resp.status_code != 200:
             raise RuntimeError(f"placement with plan {steps}: {resp.status_code}: "
                                f"{resp.get_data(as_text=True)[:500]}")

@@ -423,7 +423,7 @@ class Deployment:
                 res.refused += 1
                 return None
             status, _, t0, t1 = request(self.web_port, "POST", path, [("sig", sig.group(1))])
-            if status != 200:
+            if status not in (200, 303):  # 303: the move's page (Post/Redirect/Get)
                 res.refused += 1
                 return None
             return t0, t1
@@ -447,7 +447,7 @@ class Deployment:
             fields = [("sig", sig), ("decision_id", decision), ("kind", "discard")]
             fields += [("cards", c) for c in cards[: max(0, len(cards) - keep)]]
             status, _, t0, t1 = request(self.web_port, "POST", path, fields)
-            if status == 200:
+            if status in (200, 303):
                 res.keep_two += keep == 2
                 return t0, t1
             if status != 400:
@@ -565,7 +565,7 @@ class Deployment:
             out["GET /a/<token>"].append(t1 - t0)
             status, _, t0, t1 = request(self.web_port, "POST", f"/a/{act}",
                                         [("sig", sig.group(1))])
-            if status != 200:
+            if status != 303:  # to the page that says the move (Post/Redirect/Get)
                 raise RuntimeError(f"POST /a/<token> answered {status}")
             out["POST /a/<token>"].append(t1 - t0)
         return out

@@ -43,6 +43,10 @@ class DefaultConfig:
     SMTP_PASSWORD = None
     SMTP_STARTTLS = False
     SMTP_TIMEOUT = 10
+    # `pbem doctor` only: the DKIM selector to look up (<selector>._domainkey.<domain>),
+    # and a DNS server to ask ("ip:port") instead of the system's resolver.
+    DKIM_SELECTOR = None
+    DNS_SERVER = None
     MAILBOX_DIR = None  # default: <instance>/mailbox
     # Replies by email (``flask --app pbem pbem inbound``): every email to a player has a
     # Reply-To of its own (``pbem.mail.inbound.Addresses``). INBOUND_ADDRESSES "mailbox":

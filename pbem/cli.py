@@ -279,6 +279,26 @@ def _local(host: str) -> str:
         host, f"[{host}]" if ":" in host else host)
 
 
+@pbem_cli.command("doctor")
+@click.option("--send-to", metavar="ADDRESS",
+              help="Also send a test email to ADDRESS, directly through the mail server "
+                   "(not the outbox), and with replies on wait for its answer.")
+@click.option("--wait", default=300.0, show_default=True, metavar="SECONDS",
+              help="With --send-to: how long to wait for the reply to come back (0: do "
+                   "not wait).")
+def doctor(send_to: str | None, wait: float) -> None:
+    """Check the configuration, database, SMTP, reply path, DNS (SPF, DKIM, DMARC, MX)
+    and outbox; print a line for each, with the fix for each failure (exit status 1)."""
+    from pbem import doctor as checks
+
+    app = cast("LocalProxy[Flask]", current_app)._get_current_object()
+    ok = checks.run(app)
+    if send_to:
+        ok = checks.run_send_test(app, send_to, wait) and ok
+    if not ok:
+        raise SystemExit(1)
+
+
 @pbem_cli.command("migrate")
 def migrate() -> None:
     """Upgrade the database to the newest schema (Alembic ``upgrade head``)."""

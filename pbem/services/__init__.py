@@ -56,11 +56,14 @@ from pbem.services.controls import (
     NOTIFY_CHOICES,
     abandon_game,
     answer_handover,
+    came_back,
     come_back,
     describe_handover,
     describe_unsubscribe,
     extend_deadline,
     hand_over,
+    handover_answered,
+    host_reminded,
     is_on_bot,
     note_presence,
     pause_game,
@@ -96,6 +99,7 @@ from pbem.services.games import (
     check_title,
     confirm_host,
     create_game,
+    created_game,
     describe_host_confirm,
     describe_invitation,
     expire_unconfirmed,
@@ -108,6 +112,7 @@ from pbem.services.games import (
 )
 from pbem.services.my_games import (
     my_games,
+    my_links_stopped,
     open_my_game,
     open_my_host_page,
     request_my_games,
@@ -125,6 +130,7 @@ from pbem.services.playing import (
 from pbem.services.plumbing import LANGUAGES, MAIL_QUEUED, OUTBOX_CHANNEL
 from pbem.services.reading import (
     PageStamp,
+    Receipt,
     admin_data,
     game_for_page,
     game_for_spectator,
@@ -132,6 +138,8 @@ from pbem.services.reading import (
     log_round_for_page,
     log_round_for_spectator,
     page_stamp,
+    receipt_for_page,
+    seat_last_event,
     spectator_stamp,
 )
 from pbem.services.replies import Received, receive_reply
@@ -144,7 +152,7 @@ __all__ = [
     # reading
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
     "log_round_for_page", "log_round_for_spectator", "PageStamp", "page_stamp",
-    "spectator_stamp",
+    "Receipt", "receipt_for_page", "seat_last_event", "spectator_stamp",
     # take-backs
     "take_back", "take_back_offer_for",
     # playing
@@ -155,11 +163,13 @@ __all__ = [
     "remind_due", "send_reminder", "time_out", "time_out_due",
     # games
     "Created", "PlayerIn", "bot_levels", "answer_invitation", "check_name", "check_title",
-    "confirm_host", "create_game", "offered_games", "describe_host_confirm", "describe_invitation",
+    "confirm_host", "create_game", "created_game", "offered_games", "describe_host_confirm",
+    "describe_invitation",
     "expire_unconfirmed", "expired_unconfirmed",
     "parse_player", "play_again", "replace_player", "validate_players",
     # my_games
-    "my_games", "open_my_game", "open_my_host_page", "request_my_games", "stop_my_links",
+    "my_games", "my_links_stopped", "open_my_game", "open_my_host_page", "request_my_games",
+    "stop_my_links",
     # addresses
     "save_address_settings",
     # digest
@@ -170,8 +180,10 @@ __all__ = [
     # talk and replies
     "say", "Received", "receive_reply",
     # controls
-    "NOTIFY_CHOICES", "abandon_game", "answer_handover", "come_back", "describe_handover",
-    "describe_unsubscribe", "extend_deadline", "hand_over", "is_on_bot", "note_presence",
+    "NOTIFY_CHOICES", "abandon_game", "answer_handover", "came_back", "come_back",
+    "describe_handover",
+    "describe_unsubscribe", "extend_deadline", "hand_over", "handover_answered",
+    "host_reminded", "is_on_bot", "note_presence",
     "pause_game",
     "remind_now", "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
     "unsubscribe", "vacation_refusal", "withdraw_handover",

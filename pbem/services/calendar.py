@@ -40,7 +40,7 @@ from pbem.forms import DB_INT_MAX, parse_int
 from pbem.kinds import EmailTemplate, GameStatus, Invite, TokenKind
 from pbem.models import Address, Decision, Game, Outbox, Seat, utcnow
 from pbem.services.plumbing import PAGE_LINK, live_seat_page, queue_email
-from pbem.tokens import hash_token, new_token, well_formed
+from pbem.tokens import hash_token, new_token, same_secret, well_formed
 
 EVENT_MINUTES = 15  # an event at a deadline lasts this long (a reminder, not a meeting)
 ALARM_BEFORE = timedelta(hours=1)  # the event's own alarm, for apps that keep it
@@ -51,14 +51,19 @@ CALENDAR_CHOICES = ("start", "stop")
 # --------------------------------------------------------------------------- the address's feed
 
 
-def calendar_settings(raw: str) -> dict[str, Any]:
+def calendar_settings(raw: str, feed: Any = None) -> dict[str, Any]:
     """What a seat's calendar page shows (changes nothing): the game, the seat, and since
-    when the seat's address has a feed (None: it has none)."""
+    when the seat's address has a feed (None: it has none). ``feed``: the secret of the
+    feed just made (``set_calendar``), given back by the page after it; kept (``feed``)
+    only if it is the address's feed now, else None."""
     with read_scope() as s:
         _, game, seat = live_seat_page(s, raw, TokenKind.PAGE)
         row = s.get(Address, seat.email.lower())
-        since = row.calendar_since if row is not None and row.calendar_hash else None
-        return {"game": game, "seat": seat, "since": since}
+        stored = row.calendar_hash if row is not None else None
+        since = row.calendar_since if row is not None and stored else None
+        mine = stored is not None and well_formed(feed) and same_secret(stored,
+                                                                        hash_token(feed))
+        return {"game": game, "seat": seat, "since": since, "feed": feed if mine else None}
 
 
 def set_calendar(raw: str, how: str) -> str | None:

@@ -55,6 +55,7 @@ from pbem.services.plumbing import (
     LANGUAGES,
     PAGE_LINK,
     admin_game,
+    is_link_of,
     live_seat_page,
     live_token,
     load_state,
@@ -67,7 +68,7 @@ from pbem.services.plumbing import (
     seats_of,
     stops_of,
 )
-from pbem.tokens import lookup, mint, revoke_seat
+from pbem.tokens import hash_token, lookup, mint, revoke_seat, well_formed
 
 # --------------------------------------------------------------------------- pausing and extending
 
@@ -142,6 +143,23 @@ def remind_now(admin_raw: str, decision_id: Any) -> tuple[str, datetime]:
         decision.host_reminded_at = now
         queue_reminder(s, game, decision, seat, now, key=f"reminder:{decision.id}:host")
         return seat.name, now
+
+
+def host_reminded(admin_raw: str, decision_id: Any) -> str | None:
+    """The page after the host's "remind now" (Post/Redirect/Get): the name of the
+    player reminded of decision ``decision_id`` of the host link's game, if the host
+    did remind them of it (``Decision.host_reminded_at``); else None (changes nothing)."""
+    try:
+        wanted = parse_int(decision_id, 1, DB_INT_MAX, "")
+    except InvalidInput:
+        return None
+    with read_scope() as s:
+        game = admin_game(s, admin_raw, lock=False)
+        decision = s.get(Decision, wanted)
+        if decision is None or decision.game_id != game.id \
+                or decision.host_reminded_at is None:
+            return None
+        return get_row(s, Seat, decision.seat_id).name
 
 
 def _shift_open(s: Session, game: Game, shift: timedelta, seat_id: int | None = None,
@@ -231,6 +249,33 @@ def describe_handover(raw: str) -> dict[str, Any]:
         return {"game": game, "seat": seat, "seats": seats_of(s, game.id),
                 "answer": (token.action or {}).get("answer", "accept"),
                 "state": _handover_state(game, seat, token)}
+
+
+def handover_answered(raw: str, page: Any = None) -> dict[str, Any] | None:
+    """The page after answering a hand-over (Post/Redirect/Get; the link is spent by
+    then, so it is read even though revoked): as ``describe_handover``, with ``done``:
+    "accepted" when the seat is this link's person's and ``page`` is a live game-page
+    link of that seat (the one the acceptance made: kept as ``page``), "declined" for
+    a link that declines whose offer is no longer open; None for anything else, and
+    the link's page says what it says without an answer (changes nothing)."""
+    if not well_formed(raw):
+        return None
+    with read_scope() as s:
+        token = s.get(Token, hash_token(raw))
+        if token is None or token.kind != TokenKind.HANDOVER or token.seat_id is None:
+            return None
+        game = get_row(s, Game, token.game_id)
+        seat = get_row(s, Seat, token.seat_id)
+        state = _handover_state(game, seat, token)
+        answer = (token.action or {}).get("answer", "accept")
+        info = {"game": game, "seat": seat, "seats": seats_of(s, game.id),
+                "answer": answer, "state": state, "page": None}
+        if state == "accepted" and page is not None \
+                and is_link_of(s, page, TokenKind.PAGE, game.id, seat.id):
+            return {**info, "done": "accepted", "page": page}
+        if answer == "decline" and token.revoked_at is not None and state != "open":
+            return {**info, "done": "declined"}
+        return None
 
 
 def _handover_state(game: Game, seat: Seat, token: Token) -> str:
@@ -325,6 +370,24 @@ def is_on_bot(raw: str) -> bool:
         token = lookup(s, raw, TokenKind.PAGE, TokenKind.ACTION)
         return (token is not None and bool(get_row(s, Seat, token.seat_id).bot)
                 and get_row(s, Game, token.game_id).status == GameStatus.ACTIVE)
+
+
+def came_back(raw: str) -> bool:
+    """The page after a player came back through a one-click link (Post/Redirect/Get):
+    whether the seat behind ``raw`` is its player's again because the player came back
+    (the last change of who plays it, in the log, is the player's return; changes
+    nothing)."""
+    with read_scope() as s:
+        token = lookup(s, raw, TokenKind.PAGE, TokenKind.ACTION)
+        seat = get_row(s, Seat, token.seat_id) if token is not None else None
+        if token is None or seat is None or seat.bot is not None:
+            return False
+        last = s.exec(select(EventLog).where(
+            EventLog.game_id == token.game_id, EventLog.actor == seat.position,
+            col(EventLog.kind).in_(("seat_on_bot", "seat_returned")))
+            .order_by(col(EventLog.seq).desc()).limit(1)).first()
+        return last is not None and last.kind == "seat_returned" \
+            and (last.data or {}).get("by") == "player"
 
 
 def come_back(page_raw: str) -> str:

@@ -40,6 +40,7 @@ from pbem.services.plumbing import (
     admin_game,
     dump_json,
     host_address,
+    is_link_of,
     live_token,
     lock_game,
     log_events,
@@ -447,13 +448,32 @@ def expire_unconfirmed(game_id: str, now: datetime) -> bool:
         return True
 
 
-def describe_host_confirm(raw: str) -> dict[str, Any]:
-    """What a host's confirmation link would confirm, for its page (changes nothing)."""
+def describe_host_confirm(raw: str, admin: Any = None) -> dict[str, Any]:
+    """What a host's confirmation link would confirm, for its page (changes nothing).
+    ``admin``: the host-page link the confirming POST made (``confirm_host``), given back
+    by the page after it; ``host_page`` is that link if it is a live host link of this
+    very game (else None: the page then only says the game is confirmed)."""
     with read_scope() as s:
         token = live_token(s, raw, TokenKind.HOST_CONFIRM)
         game = get_row(s, Game, token.game_id)
-        return {"game": game, "seats": seats_of(s, game.id),
-                "confirmed": game.status != GameStatus.AWAITING_HOST}
+        confirmed = game.status != GameStatus.AWAITING_HOST
+        return {"game": game, "seats": seats_of(s, game.id), "confirmed": confirmed,
+                "host_page": admin if confirmed and admin is not None
+                and is_link_of(s, admin, TokenKind.ADMIN, game.id) else None}
+
+
+def created_game(game_id: Any) -> dict[str, Any] | None:
+    """The page after the new-game form (Post/Redirect/Get): the host's name and address
+    of a game made on the web and not confirmed yet (``game_id``: what the form's POST
+    kept in the browser's signed session, never what a link says), or None."""
+    if not isinstance(game_id, str) or not 0 < len(game_id) <= 16:
+        return None
+    with read_scope() as s:
+        game = s.get(Game, game_id)
+        if game is None or game.status != GameStatus.AWAITING_HOST:
+            return None
+        host = seats_of(s, game.id)[0]
+        return {"name": host.name, "email": host.email}
 
 
 def confirm_host(raw: str) -> tuple[str, bool, str | None]:
@@ -488,8 +508,11 @@ def _send_invitations(s: Session, game: Game, seats: list[Seat]) -> None:
     start_if_ready(s, game, seats)
 
 
-def describe_invitation(raw: str) -> dict[str, Any]:
-    """What an invitation link answers, for its confirmation page (changes nothing)."""
+def describe_invitation(raw: str, page: Any = None) -> dict[str, Any]:
+    """What an invitation link answers, for its confirmation page (changes nothing).
+    ``page``: the game-page link an acceptance made (``answer_invitation``), given back
+    by the page after it; kept (``page``) only if it is a live game-page link of this
+    very seat, else None."""
     with read_scope() as s:
         token = live_token(s, raw, TokenKind.INVITE)
         game = get_row(s, Game, token.game_id)
@@ -497,7 +520,9 @@ def describe_invitation(raw: str) -> dict[str, Any]:
         seat = next(x for x in seats if x.id == token.seat_id)
         return {"game": game, "seat": seat, "seats": seats,
                 "answer": (token.action or {}).get("answer", "accept"),
-                "answered": seat.invite if seat.invite != Invite.INVITED else None}
+                "answered": seat.invite if seat.invite != Invite.INVITED else None,
+                "page": page if page is not None and seat.invite == Invite.ACCEPTED
+                and is_link_of(s, page, TokenKind.PAGE, game.id, seat.id) else None}
 
 
 def answer_invitation(raw: str, accept: bool, language: str | None = None,

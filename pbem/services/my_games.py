@@ -42,7 +42,7 @@ from pbem.services.plumbing import (
     wake_deliverer,
 )
 from pbem.services.reading import end_notice
-from pbem.tokens import hash_token, mint
+from pbem.tokens import hash_token, mint, well_formed
 
 LINK_DAYS = 7  # a link to the list works this long
 ENDED_DAYS = 30  # an ended game stays on the list this long
@@ -161,6 +161,17 @@ def stop_my_links(raw: str) -> int:
         for t in rows:
             t.revoked_at = now
         return len(rows)
+
+
+def my_links_stopped(raw: str) -> bool:
+    """The page after stopping the links to one's list (Post/Redirect/Get): whether
+    ``raw`` is such a link and was stopped (changes nothing)."""
+    if not well_formed(raw):
+        return False
+    with read_scope() as s:
+        token = s.get(Token, hash_token(raw))
+        return token is not None and token.kind == TokenKind.MY_GAMES \
+            and token.revoked_at is not None
 
 
 def _lasting(token: Token) -> bool:

@@ -83,6 +83,7 @@ class Outcome:
     cards: dict[str, Any] | None = None  # printed data of the cards the action names
     language: str = "en"  # the player's
     engine: str = ""  # the game's engine name (which templates narrate it)
+    decision_id: int = 0  # the decision the move closed (its page reads the move back)
 
     def card(self, cid: str) -> dict[str, Any]:
         return (self.cards or {}).get(cid, {"id": cid, "name": cid})
@@ -393,7 +394,7 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
                    waiting=tuple((d.seat, d.kind) for d in mod.pending(state)),
                    winners=tuple(result.winners) if result else (),
                    cards={c: card(c) for c in named}, language=seat.language,
-                   engine=game.engine)
+                   engine=game.engine, decision_id=saved_id(decision))
 
 
 def play_move(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,

@@ -58,6 +58,17 @@ def live_token(s: Session, raw: str, *kinds: TokenKind) -> Token:
     return token
 
 
+def is_link_of(s: Session, raw: Any, kind: TokenKind, game_id: str,
+               seat_id: int | None = None) -> bool:
+    """Whether ``raw`` is a live link of ``kind`` to game ``game_id`` (and, if given, to
+    seat ``seat_id``): how a page after a POST checks the link that POST made for it
+    (Post/Redirect/Get: e.g. the game page of an invitation just accepted) before it
+    shows it."""
+    token = lookup(s, raw, kind) if isinstance(raw, str) else None
+    return token is not None and token.game_id == game_id and (
+        seat_id is None or token.seat_id == seat_id)
+
+
 # A seat's link with what its page or a move needs, in one query (primary-key lookups
 # one by one cost a round trip through the ORM each): the token, its game, its seat, and
 # for a move a decision: the link's own (a one-click link) or the one a page's form names.

@@ -148,6 +148,66 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
         return data
 
 
+def seat_last_event(raw: str) -> tuple[str, dict[str, Any]] | None:
+    """The kind and data of the latest entry of the game's log if the seat behind
+    ``raw`` (a page or one-click link) made it, else None (changes nothing): what the
+    game page after a form checks before it says the form did it (Post/Redirect/Get:
+    a link naming a code for what did not happen says nothing)."""
+    with read_scope() as s:
+        _token, game, seat = live_seat_page(s, raw, *PAGE_KINDS)
+        last = s.exec(select(EventLog).where(EventLog.game_id == game.id)
+                      .order_by(col(EventLog.seq).desc()).limit(1)).first()
+        if last is None or last.actor != seat.position:
+            return None
+        return last.kind, dict(last.data or {})
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The page after a seat's move (``receipt_for_page``), read back from the database:
+    the move (``action``, as its Move row holds it), the game as it is now (``finished``,
+    ``winners``, whom it waits for: ``waiting``, seat and decision kind), the players'
+    ``names`` by seat, the printed words of the reader's language (``card``), and
+    ``data``: the seat's page without its log (its open decision, the take-back)."""
+
+    action: dict[str, Any]
+    names: tuple[str, ...]
+    waiting: tuple[tuple[int, str], ...]
+    winners: tuple[int, ...]
+    finished: bool
+    engine: str
+    language: str
+    card: localize.CardLookup
+    data: dict[str, Any]
+
+
+def receipt_for_page(raw: str, decision_id: int) -> Receipt | None:
+    """What the page after a move through a seat's link shows (the POST of a decision
+    answers with a redirect here: Post/Redirect/Get): the move that closed
+    ``decision_id``, read from its Move row, if it is the seat's own move and stands;
+    None for any other decision (another seat's, a bot's, a timeout, a move taken back
+    since) or a link that is not a game page's (a one-click link opens it read-only)."""
+    with read_scope() as s:
+        token, game, seat = live_seat_page(s, raw, *PAGE_KINDS)
+        move = s.exec(select(Move).where(Move.decision_id == decision_id,
+                                         Move.game_id == game.id)).first()
+        decision = s.get(Decision, decision_id) if move is not None else None
+        if token.kind != TokenKind.PAGE or move is None or decision is None \
+                or move.source != MoveSource.PLAYER or decision.seat_id != seat.id:
+            return None
+        data = _page_data(s, game, seat, with_log=False)
+        data["readonly"] = False
+        data["take_back"] = take_back_offer(s, game, seat)
+        data["stamp"] = PageStamp.of(f"{token.kind}:{token.seat_id}", game)
+        view = data["view"] or {}
+        result = view.get("result") if isinstance(view, dict) else None
+        return Receipt(dict(move.action), tuple(x.name for x in data["seats"]),
+                       tuple((d.position, d.kind) for d in data["open"]),
+                       tuple((result or {}).get("winners") or ()),
+                       game.status == GameStatus.FINISHED, game.engine, seat.language,
+                       data["card"], data)
+
+
 def game_for_spectator(key: str) -> dict[str, Any]:
     with read_scope() as s:
         game = _spectated(s, key)
@@ -390,7 +450,9 @@ def card_lookup(game: Game, lang: str, state: Any = None) -> localize.CardLookup
 def admin_data(raw: str) -> dict[str, Any]:
     """The host page: the game from the host's seat, whom it waits for (``waiting``, as
     the emails list it, in the host's time zone), every email of the game newest first
-    (``outbox``), and the names "play again" would invite (``again``)."""
+    (``outbox``), the names "play again" would invite (``again``), and the latest entry
+    of its log (``last_event``: what the page after a control checks before it says the
+    control was done)."""
     with read_scope() as s:
         game = admin_game(s, raw, lock=False)
         seats = seats_of(s, game.id)
@@ -405,6 +467,8 @@ def admin_data(raw: str) -> dict[str, Any]:
         data["again"] = [seat.name for seat, joined
                          in play_again_players(s, game, host_address(s, raw)) if not joined]
         data["end_notice"] = end_notice(s, game)
+        data["last_event"] = s.exec(select(EventLog).where(EventLog.game_id == game.id)
+                                    .order_by(col(EventLog.seq).desc()).limit(1)).first()
         return data
 
 

@@ -20,7 +20,7 @@
     if (box.getAttribute("data-reload")) {
       location.reload();  // the same address, where the reader was on it
     } else {
-      location.replace(box.getAttribute("data-page"));  // this page answered a form
+      location.replace(box.getAttribute("data-page"));  // a page after a form: its notice was for then
     }
   }
 

@@ -5,12 +5,12 @@ deadline as a file to add."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, redirect, render_template, request
+from flask import Blueprint, Response, current_app, render_template, request
 
 from pbem import services
 from pbem.errors import RateLimited
 from pbem.forms import DB_INT_MAX
-from pbem.web.common import require_sig, speak
+from pbem.web.common import require_sig, see_other, speak
 
 bp = Blueprint("calendar", __name__)
 CALENDAR_TYPE = "text/calendar; charset=utf-8"
@@ -18,19 +18,23 @@ CALENDAR_TYPE = "text/calendar; charset=utf-8"
 
 @bp.route("/g/<raw>/calendar", methods=["GET", "POST"])
 def calendar_page(raw: str):
-    """The seat's calendar page; its POST makes (or replaces) the feed, or stops it."""
-    feed = None
-    done = None
+    """The seat's calendar page; its POST makes (or replaces) the feed, or stops it,
+    then redirects to the page, which shows the new feed's address (``?feed=``: shown
+    only while it is the address's feed) or says the feed is stopped (``?done=stop``,
+    while the address has none)."""
     if request.method == "POST":
         require_sig(raw)
         how = request.form.get("how", "")
         feed = services.set_calendar(raw, how)
-        done = how
-    info = services.calendar_settings(raw)
+        return see_other(f"/g/{raw}/calendar", feed=feed,
+                         done="stop" if how == "stop" else None)
+    info = services.calendar_settings(raw, request.args.get("feed"))
     speak(info["seat"].language)
+    feed = info["feed"]
     url = f"{current_app.config['BASE_URL']}/cal/{feed}.ics" if feed else None
+    stopped = request.args.get("done") == "stop" and info["since"] is None
     return render_template("pages/calendar.html", info=info, raw=raw, feed_url=url,
-                           done=done)
+                           done="stop" if stopped else None)
 
 
 @bp.get("/cal/<raw>.ics")
@@ -54,7 +58,7 @@ def open_game(raw: str, seat_id: int):
         except RateLimited as exc:
             refused = exc
         else:
-            return redirect(request.path, code=303)
+            return see_other(f"/cal/{raw}/open/{seat_id}")
     info = services.calendar_game(raw, seat_id)
     speak(info["seat"].language)
     page = render_template("pages/calendar_open.html", info=info, raw=raw,

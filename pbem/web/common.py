@@ -8,12 +8,14 @@ import hashlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from flask import (
     Flask,
     Request,
     current_app,
     g,
+    redirect,
     render_template,
     request,
     session,
@@ -21,6 +23,7 @@ from flask import (
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_babel import gettext as _
 from flask_babel import refresh
+from werkzeug.wrappers import Response
 
 from pbem.errors import (
     NotFound,
@@ -162,3 +165,17 @@ def message_page(title: str, text: str, status: int = 200, element: str = "messa
     return render_template("pages/message.html", title=title, text=text, element=element,
                            onward=onward or []), status
 
+
+
+def see_other(path: str, **query: str | int | None) -> Response:
+    """Post/Redirect/Get: the answer of a POST that changed something, ``303 See Other``
+    to a page of this site that says what happened, so that reloading it asks for that
+    page again and never acts twice. ``path`` is built by the handler from the request's
+    own link (never taken from a form: no open redirect); ``query`` (None: left out)
+    holds only what the page checks before it says anything: a code from the page's
+    fixed list of sentences (``pbem.web.done``), or the id of a row or a link made by
+    the POST, read back from the database (a link can forge no message)."""
+    if not path.startswith("/") or path.startswith("//") or "\\" in path:
+        raise ValueError(f"not a path of this site: {path!r}")
+    pairs = {key: str(value) for key, value in query.items() if value is not None}
+    return redirect(f"{path}?{urlencode(pairs)}" if pairs else path, code=303)

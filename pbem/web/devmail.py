@@ -17,7 +17,6 @@ from flask import (
     Blueprint,
     abort,
     current_app,
-    redirect,
     render_template,
     request,
     session,
@@ -30,6 +29,7 @@ from pbem.web.common import (
     SCRIPTS,
     check_csrf,
     message_page,
+    see_other,
 )
 
 bp = Blueprint("devmail", __name__)
@@ -60,7 +60,8 @@ def dev_mailbox():
         except FileNotFoundError:  # removed since the listing
             continue
         items.append(_summary(str(path), stat.st_mtime_ns, stat.st_size))
-    return render_template("pages/mailbox.html", items=items)
+    return render_template("pages/mailbox.html", items=items,
+                           replied=request.args.get("done") == "replied")
 
 
 @lru_cache(maxsize=2048)
@@ -126,4 +127,4 @@ def dev_reply(name: str):
         return message_page("Reply not sent", f"The inbound receiver at "
                             f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']} did not take "
                             f"it ({exc}); start it with: flask --app pbem pbem inbound", 502)
-    return redirect("/dev/mail", code=303)
+    return see_other("/dev/mail", done="replied")

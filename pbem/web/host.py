@@ -18,7 +18,7 @@ from flask import (
     session,
 )
 from flask_babel import gettext as _
-from flask_babel import lazy_gettext, ngettext
+from flask_babel import ngettext
 
 from pbem import services
 from pbem.errors import (
@@ -32,12 +32,14 @@ from pbem.errors import (
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.kinds import GameStatus, SeatBot
 from pbem.policy import GamePolicy
+from pbem.web import done
 from pbem.web.common import (
     CSP,
     SCRIPTS,
     check_csrf,
     message_page,
     require_sig,
+    see_other,
     speak,
 )
 
@@ -86,8 +88,19 @@ def new_game():
         return home_page(form, exc.errors, status=exc.status)
     except ServiceError as exc:
         return home_page(form, error=exc, status=exc.status)
-    host = next(p for p in rows if p is not None)
-    return render_template("pages/created.html", host=host, game_id=created.game_id)
+    session["created"] = created.game_id  # what the page after it shows (signed)
+    return see_other("/new")
+
+
+@bp.get("/new")
+def created_page():
+    """The page after the new-game form: check your email. It shows the game the form
+    made in this browser (kept in its signed session, never named by the address); any
+    other visitor goes to the home page."""
+    host = services.created_game(session.get("created"))
+    if host is None:
+        return redirect("/", code=303)
+    return render_template("pages/created.html", host=host)
 
 
 def _players_from_form(form) -> list[services.PlayerIn | None]:
@@ -115,21 +128,27 @@ def _players_from_form(form) -> list[services.PlayerIn | None]:
 
 @bp.route("/host/confirm/<raw>", methods=["GET", "POST"])
 def host_confirm(raw: str):
+    """The host's confirmation link: a page, and only its POST confirms; then it
+    redirects to the page with the host page's link the confirmation made (``?admin=``,
+    checked to be a host link of this game), which says the game is confirmed."""
     if request.method == "POST":
         require_sig(raw)
         _game_id, fresh, admin_raw = services.confirm_host(raw)
         if fresh:
-            return message_page(_("Game confirmed"),
-                            _("Invitations are on their way to the players. Your host page "
-                              "shows who has accepted; the game starts when everyone has."),
-                            element="confirmed",
-                            onward=[(f"/admin/{admin_raw}", _("Open your host page"))])
+            return see_other(f"/host/confirm/{raw}", admin=admin_raw)
         return _already_confirmed()
-    info = services.describe_host_confirm(raw)  # an unknown link gets the friendly 404 page
+    # an unknown link gets the friendly 404 page
+    info = services.describe_host_confirm(raw, request.args.get("admin"))
     if info["game"].status == GameStatus.ABANDONED:
         return message_page(_("Game ended"), _("The host ended this game before it started; "
                                            "nothing was sent to the players."), 409,
                         element="confirmed")
+    if info["host_page"]:
+        return message_page(_("Game confirmed"),
+                            _("Invitations are on their way to the players. Your host page "
+                              "shows who has accepted; the game starts when everyone has."),
+                            element="confirmed",
+                            onward=[(f"/admin/{info['host_page']}", _("Open your host page"))])
     if info["confirmed"]:
         return _already_confirmed()
     return render_template("pages/confirm.html", raw=raw, title=_("Confirm your game"),
@@ -146,7 +165,14 @@ def _already_confirmed():
 
 @bp.get("/admin/<raw>")
 def admin(raw: str):
-    return _admin_page(raw)
+    """The host page; after a control, what it did: ``?done=<code>`` (``done.HOST``), or
+    ``?reminded=<decision>`` (whom the host reminded, read from the decision)."""
+    if "reminded" in request.args:
+        _as_host(raw)
+        name = services.host_reminded(raw, request.args["reminded"])
+        return _admin_page(raw, None if name is None else _(
+            "Done: a reminder is on its way to %(name)s.", name=name))
+    return _admin_page(raw, said=request.args.get("done"))
 
 
 def _as_host(raw: str) -> None:
@@ -155,9 +181,13 @@ def _as_host(raw: str) -> None:
 
 
 def _admin_page(raw: str, notice: str | None = None, error: str | None = None,
-                status: int = 200):
+                status: int = 200, said: str | None = None):
+    """The host page, with a notice or an error (or what ``done.HOST`` says for the code
+    ``said``, if the game bears it out)."""
     _as_host(raw)
     data = services.admin_data(raw)
+    if said:
+        notice = done.say(done.HOST, said, data)
     return render_template("pages/admin.html", data=data, raw=raw, notice=notice,
                            error=error), status
 
@@ -167,24 +197,25 @@ def admin_remind(raw: str):
     """The host's "remind now" for one open decision (at most once per decision)."""
     require_sig(raw)
     _as_host(raw)
+    decision = request.form.get("decision")
     try:
-        name, _when = services.remind_now(raw, request.form.get("decision"))
+        services.remind_now(raw, decision)
     except (AlreadyRecorded, WrongState, InvalidInput) as exc:
         return _admin_page(raw, error=exc.message, status=exc.status)
-    return _admin_page(raw, _("Done: a reminder is on its way to %(name)s.", name=name))
+    return see_other(f"/admin/{raw}", reminded=decision)
 
 
 @bp.post("/admin/<raw>/again")
 def admin_play_again(raw: str):
-    """Play again with the same players: a new game, and its host page (a second press
-    opens the same new game)."""
+    """Play again with the same players: a new game, and its host page, which says so (a
+    second press opens the same new game, with a fresh host link)."""
     require_sig(raw)
     _as_host(raw)
     try:
         created, _fresh = services.play_again(raw, client=request.remote_addr or "unknown")
     except (WrongState, InvalidInput, RateLimited) as exc:
         return _admin_page(raw, error=exc.message, status=exc.status)
-    return redirect(f"/admin/{created.admin_token}", code=303)
+    return see_other(f"/admin/{created.admin_token}", done="again")
 
 
 @bp.post("/admin/<raw>/replace")
@@ -194,7 +225,7 @@ def admin_replace(raw: str):
     position = parse_int(request.form.get("position", ""), 0, DB_INT_MAX,
                          _("choose the seat to re-invite"))
     services.replace_player(raw, position, _player_fields(request.form))
-    return _admin_page(raw, _("Invitation sent."))
+    return see_other(f"/admin/{raw}", done="replaced")
 
 
 def _player_fields(f) -> services.PlayerIn:
@@ -203,18 +234,14 @@ def _player_fields(f) -> services.PlayerIn:
 
 
 def _hand_over(raw: str, f) -> str:
-    done = services.hand_over(raw, f.get("position"), _player_fields(f))
-    if done == "updated":
-        return _("Done: the seat's name, language and time zone are updated.")
-    return _("Invitation sent: the seat changes hands when they accept. Until then the "
-             "seat stays as it is, and nothing else is sent to that address.")
+    updated = services.hand_over(raw, f.get("position"), _player_fields(f)) == "updated"
+    return "handover_updated" if updated else "handover_sent"
 
 
-def _abandon(raw: str, f) -> str:
+def _abandon(raw: str, f) -> None:
     if f.get("sure") != "yes":
         raise ServiceError(_("tick the box to confirm that the game ends for everyone"))
     services.abandon_game(raw)
-    return _("Done: the game is over for everyone.")
 
 
 def _set_bot(raw: str, f) -> None:
@@ -224,15 +251,6 @@ def _set_bot(raw: str, f) -> None:
     if "bot" not in f:
         raise InvalidInput(_("choose who plays the seat: a bot or its player"))
     services.set_bot(raw, f.get("position"), f.get("bot") or None)
-
-
-CONTROL_DONE = {
-    "pause": lazy_gettext("Done: the game is paused."),
-    "resume": lazy_gettext("Done: the game goes on."),
-    "extend": lazy_gettext("Done: the deadline is extended."),
-    "bot": lazy_gettext("Done: the seat is played as you chose."),
-    "withdraw": lazy_gettext("Done: the offer is withdrawn."),
-}
 
 
 ADMIN_ACTIONS = {
@@ -249,12 +267,13 @@ ADMIN_ACTIONS = {
 @bp.post("/admin/<raw>/<control>")
 def admin_control(raw: str, control: str):
     """The host's controls: pause, resume, extend, abandon, bot on/off, hand a seat over
-    (or withdraw a hand-over not yet accepted)."""
+    (or withdraw a hand-over not yet accepted); then the host page, saying what was
+    done (``done.HOST``: the control's name, or the code its handler returns)."""
     handler = ADMIN_ACTIONS.get(control)
     if handler is None:
         abort(404)
     require_sig(raw)
     _as_host(raw)
-    notice = handler(raw, request.form)
-    return _admin_page(raw, notice if isinstance(notice, str) else str(CONTROL_DONE[control]))
+    said = handler(raw, request.form)
+    return see_other(f"/admin/{raw}", done=said if isinstance(said, str) else control)
 

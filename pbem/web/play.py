@@ -12,7 +12,7 @@ from flask import (
     render_template,
     request,
 )
-from flask_babel import LazyString, lazy_gettext, ngettext
+from flask_babel import LazyString
 from flask_babel import gettext as _
 
 from pbem import i18n, services
@@ -28,13 +28,14 @@ from pbem.errors import (
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.kinds import GameStatus
 from pbem.tokens import check_signature
-from pbem.web import fresh
+from pbem.web import done, fresh
 from pbem.web.common import (
     CSP,
     LOG_FETCH,
     SCRIPTS,
     message_page,
     require_sig,
+    see_other,
     speak,
 )
 
@@ -43,12 +44,16 @@ bp = Blueprint("play", __name__)
 
 @bp.route("/invite/<raw>", methods=["GET", "POST"])
 def invitation(raw: str):
-    info = services.describe_invitation(raw)
+    """An invitation's page. Its POST answers, then redirects to the page, which thanks
+    the player (with the game page's link the acceptance made: ``?page=``, checked to be
+    this seat's) instead of saying the invitation was answered before."""
+    posted = request.method == "POST"
+    info = services.describe_invitation(raw, None if posted else request.args.get("page"))
     speak(info["seat"].language)  # the invitation's language, not the browser's
     if not info["answered"] and info["game"].status != GameStatus.INVITING:
         return message_page(_("Game ended"), _("This game no longer waits for players: the "
                                            "host ended it."), 409, element="answered")
-    if request.method == "POST" and not info["answered"]:
+    if posted and not info["answered"]:
         require_sig(raw)
         accept = info["answer"] == "accept"
         form = request.form
@@ -57,9 +62,13 @@ def invitation(raw: str):
                                               form.get("tz") if accept else None)[2]
         except InvalidInput as exc:
             return _invitation_form(info, raw, 400, error=exc, entered=form)
-        if accept and form.get("lang"):
-            speak(form["lang"])
-        return render_template("pages/invited.html", info=info, done=True, page=page)
+        return see_other(f"/invite/{raw}", page=page,
+                         done=None if accept else "declined")
+    if info["answered"] == "accepted" and info["page"]:
+        return render_template("pages/invited.html", info=info, done=True, page=info["page"])
+    if info["answered"] == "declined" and info["answer"] == "decline" \
+            and request.args.get("done") == "declined":
+        return render_template("pages/invited.html", info=info, done=True, page=None)
     if info["answered"]:
         return render_template("pages/invited.html", info=info, done=False), 409
     return _invitation_form(info, raw)
@@ -76,12 +85,20 @@ def _invitation_form(info: dict[str, Any], raw: str, status: int = 200, **extra:
 
 @bp.route("/handover/<raw>", methods=["GET", "POST"])
 def handover(raw: str):
-    """An invitation to take over a seat: a page, and only its POST answers."""
+    """An invitation to take over a seat: a page, and only its POST answers; then it
+    redirects to the page, which thanks the person (see ``services.handover_answered``:
+    the link is spent by then)."""
+    if request.method != "POST" and request.args:
+        answered = services.handover_answered(raw, request.args.get("page"))
+        if answered is not None:
+            return render_template("pages/handover.html", info=answered, raw=raw,
+                                   page=answered["page"])
     info = services.describe_handover(raw)
     if request.method == "POST" and info["state"] == "open":
         require_sig(raw)
-        info["done"], page = services.answer_handover(raw, info["answer"] == "accept")
-        return render_template("pages/handover.html", info=info, raw=raw, page=page)
+        answer, page = services.answer_handover(raw, info["answer"] == "accept")
+        return see_other(f"/handover/{raw}", page=page,
+                         done=None if answer == "accepted" else "declined")
     status = 200 if info["state"] == "open" else 409
     return render_template("pages/handover.html", info=info, raw=raw), status
 
@@ -91,6 +108,9 @@ def one_click(raw: str):
     if request.method != "POST":  # GET and HEAD never act
         info = services.describe_token(raw)
         speak(info["seat"].language)
+        if info.get("closed") and request.args.get("done") == "back" \
+                and services.came_back(raw):
+            return _welcome_back()
         status = 409 if info.get("closed") else 200
         return render_template("pages/action.html", info=info, raw=raw), status
     if not check_signature(current_app.config["SECRET_KEY"], raw, request.form.get("sig")):
@@ -110,44 +130,72 @@ def one_click(raw: str):
     except (AlreadyRecorded, TurnOver) as exc:
         if isinstance(exc, TurnOver) and services.is_on_bot(raw):
             services.come_back(raw)  # a player on a bot who acts through any link is back
-            return message_page(_("Welcome back"), _("A bot played your seat while you were "
-                                                 "away. You play it again from your next "
-                                                 "decision on; watch for the next email."))
+            return see_other(f"/a/{raw}", done="back")
         closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
         return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
-    return _after_move(outcome)
+    return _recorded(outcome)
 
 
-def _after_move(outcome: services.Outcome):
-    """A short page: what was recorded, who acts next, and this seat's next decision at
-    once if it has one (no board or log: the game page has those)."""
-    data = services.game_for_page(outcome.page_token, with_log=False) if outcome.again else None
-    speak(outcome.language)
-    take_back = (data["take_back"] if data is not None
-                 else services.take_back_offer_for(outcome.page_token))
-    return render_template("pages/recorded.html", data=data, raw=outcome.page_token,
-                           outcome=outcome, take_back=take_back)
+def _welcome_back():
+    return message_page(_("Welcome back"), _("A bot played your seat while you were away. "
+                                             "You play it again from your next decision "
+                                             "on; watch for the next email."))
+
+
+def _recorded(outcome: services.Outcome):
+    """A move was recorded: see the page that says so, the seat's game page with
+    ``?recorded=<decision>`` (``outcome.page_token``: the link the move made for it)."""
+    return see_other(f"/g/{outcome.page_token}", recorded=outcome.decision_id)
 
 
 @bp.get("/g/<raw>")
 def game_page(raw: str):
     """The seat's game page; 304 when the browser's copy is still the page (its ETag:
-    see ``fresh``). The page speaks the seat's language, whatever the request asks."""
-    not_modified = fresh.unchanged(lambda: services.page_stamp(raw))
+    see ``fresh``). The page speaks the seat's language, whatever the request asks.
+    After a form: ``?recorded=<decision>``, the page that says a move was recorded;
+    ``?done=<code>``, the page with what the form did (``done.GAME``)."""
+    if "recorded" in request.args:
+        return _receipt(raw, request.args["recorded"])
+    said = request.args.get("done", "")
+    said = said if said in done.GAME else ""
+    not_modified = fresh.unchanged(lambda: services.page_stamp(raw), said)
     if not_modified is not None:
         return not_modified
-    return show_game_page(raw, tagged=True)
+    return show_game_page(raw, tagged=True, said=said)
 
 
-def show_game_page(raw: str, status: int = 200, tagged: bool = False, **extra: Any):
-    """The game page, with what a form posted to it says (``extra``); ``tagged``: with
-    its ETag (a plain GET)."""
+def _receipt(raw: str, decision: str):
+    """A short page: what was recorded (the seat's own move that closed ``decision``,
+    read from its Move row), who acts next, and this seat's next decision at once if it
+    has one (no board or log: the game page has those). For any other decision (a
+    move taken back since, another's, a number that is none) the game page as it is."""
+    try:
+        decision_id = parse_int(decision, 1, DB_INT_MAX, "")
+    except InvalidInput:
+        return show_game_page(raw)
+    receipt = services.receipt_for_page(raw, decision_id)
+    if receipt is None:
+        return show_game_page(raw)
+    speak(receipt.language)
+    return render_template("pages/recorded.html", data=receipt.data, raw=raw,
+                           outcome=receipt, take_back=receipt.data["take_back"])
+
+
+def show_game_page(raw: str, status: int = 200, tagged: bool = False, said: str = "",
+                   **extra: Any):
+    """The game page, with what a form posted to it says (``extra``: a refusal, the form
+    as entered) or, after a redirect, what ``done.GAME`` says for the code ``said``;
+    ``tagged``: with its ETag (a plain GET)."""
     data = services.game_for_page(raw)
     if data["seat"] is not None:
         speak(data["seat"].language)
+    if said:
+        if said in done.BY_SEAT:
+            data["by_seat"] = services.seat_last_event(raw)
+        extra.setdefault("notice", done.say(done.GAME, said, data))
     resp = _with_scripts(data, render_template("pages/game.html", data=data, raw=raw,
                                                **extra), status)
-    return fresh.tag(resp, data["stamp"], headers=tagged)
+    return fresh.tag(resp, data["stamp"], said, headers=tagged)
 
 
 def _with_scripts(data: dict[str, Any], page: str, status: int = 200):
@@ -196,38 +244,35 @@ def game_act(raw: str):
     except (AlreadyRecorded, TurnOver) as exc:  # as a one-click link answers
         closed = "recorded" if isinstance(exc, AlreadyRecorded) else "closed"
         return render_template("pages/action.html", info={"closed": closed}, raw=raw), 409
-    return _after_move(outcome)
+    return see_other(f"/g/{raw}", recorded=outcome.decision_id)
 
 
 @bp.post("/g/<raw>/plan")
 def plan(raw: str):
     """The seat's standing plan (a game that offers plans): ``how=set`` with the plan's
-    rows, or ``how=clear``. The page again, saying what changed or what was wrong (the
-    rows as entered)."""
+    rows, or ``how=clear``. The game page, saying what changed; or again, with what was
+    wrong (the rows as entered)."""
     require_sig(raw)
     form = request.form
     try:
         if form.get("how") == "clear":
-            changed = services.set_plan(raw, "")
-            notice = (lazy_gettext("Your plan is cleared: you place your people yourself.")
-                      if changed else lazy_gettext("You have no plan to clear."))
+            said = "plan_cleared" if services.set_plan(raw, "") else "no_plan"
         else:
             text = form_plan(form)
             if not text:
                 raise IllegalMove("plan/none", "plan")
             services.set_plan(raw, text)
-            notice = lazy_gettext("Your plan is set: it places your people on your next "
-                                  "placement turns, until it cannot be followed.")
+            said = "plan_set"
     except IllegalMove as exc:
         return show_game_page(raw, 400, refusal=exc, entered=form)
-    return show_game_page(raw, notice=notice)
+    return see_other(f"/g/{raw}", done=said)
 
 
 @bp.post("/g/<raw>/standing")
 def standing(raw: str):
     """The seat's standing choices (a game that offers them): one ``standing.<key>`` field
-    a choice, its value (``off``: none). The page again, saying what changed or what was
-    wrong."""
+    a choice, its value (``off``: none). The game page, saying what changed; or again,
+    with what was wrong."""
     require_sig(raw)
     form = request.form
     choices = {name.removeprefix("standing."): value for name, value in form.items()
@@ -236,10 +281,7 @@ def standing(raw: str):
         changed = services.set_standing(raw, choices)
     except IllegalMove as exc:
         return show_game_page(raw, 400, refusal=exc)
-    notice = (lazy_gettext("Your standing choices are saved; they decide from your next "
-                           "decision of their kind on.") if changed
-              else lazy_gettext("Your standing choices are as they were."))
-    return show_game_page(raw, notice=notice)
+    return see_other(f"/g/{raw}", done="standing_saved" if changed else "standing_same")
 
 
 MAX_PLAN_ROWS = 12  # more rows than any game's plan form has
@@ -332,12 +374,13 @@ def spectator(key: str):
 
 @bp.post("/g/<raw>/vacation")
 def vacation(raw: str):
-    """Take whole days of vacation; a refusal (the days, or too often) is said at the
-    field, in the player's language, with what they typed to correct it."""
+    """Take whole days of vacation (then the game page says what is left); a refusal
+    (the days, or too often) is said at the field, in the player's language, with what
+    they typed to correct it."""
     require_sig(raw)
     typed = request.form.get("days", "")
     try:
-        left = services.take_vacation(raw, typed)
+        services.take_vacation(raw, typed)
     except (InvalidInput, RateLimited) as exc:
         if not str(exc.data.get("reason", "")).startswith("vacation/"):
             raise
@@ -345,10 +388,7 @@ def vacation(raw: str):
         why = LazyString(lambda: services.vacation_refusal(data))
         return show_game_page(raw, status=exc.status, error=why, vacation={
             "days": " ".join(str(typed).split())[:20], "error": why})
-    return show_game_page(raw, notice=LazyString(lambda: ngettext(
-        "Your deadlines moved. Vacation left: %(d)s day.",
-        "Your deadlines moved. Vacation left: %(d)s days.", 1 if left == 1 else 2,
-        d=i18n.number(left))))
+    return see_other(f"/g/{raw}", done="vacation")
 
 
 @bp.post("/g/<raw>/say")
@@ -358,14 +398,14 @@ def say(raw: str):
     form = request.form
     at_once = form.get("at_once") == "1" if form.get("talk_setting") else None
     said = services.say(raw, form.get("text", "")[:10_000], at_once)
-    return show_game_page(raw, notice=lazy_gettext("Your message is on the table.") if said
-                          else lazy_gettext("Saved."))
+    return see_other(f"/g/{raw}", done="said" if said else "talk_saved")
 
 
 @bp.post("/g/<raw>/here")
 def here(raw: str):
     """The seat's game page is open and in view (static/live.js says so every
-    LIVE_HERE_SECONDS): a decision opened for the seat meanwhile waits to be emailed."""
+    LIVE_HERE_SECONDS): a decision opened for the seat meanwhile waits to be emailed.
+    No page answers (204): the script posts it, no browser shows it or reloads it."""
     require_sig(raw)
     services.note_presence(raw)
     return "", 204
@@ -380,13 +420,12 @@ def take_back(raw: str):
         services.take_back(raw)
     except WrongState as exc:  # it stands: the game page says why
         return show_game_page(raw, status=exc.status, error=exc.message)
-    return show_game_page(raw, notice=lazy_gettext(
-        "Taken back: decide again. Everyone sees in the log that you took the move back."))
+    return see_other(f"/g/{raw}", done="taken_back")
 
 
 @bp.post("/g/<raw>/back")
 def come_back(raw: str):
     require_sig(raw)
     services.come_back(raw)
-    return show_game_page(raw, notice=lazy_gettext("Welcome back: you play your seat again."))
+    return see_other(f"/g/{raw}", done="back")
 

@@ -8,13 +8,11 @@ import secrets
 
 from flask import (
     Blueprint,
-    redirect,
     render_template,
     request,
     session,
 )
 from flask_babel import gettext as _
-from flask_babel import lazy_gettext
 
 from pbem import services
 from pbem.errors import (
@@ -22,12 +20,13 @@ from pbem.errors import (
     LinkExpired,
     NotFound,
 )
+from pbem.web import done
 from pbem.web.common import (
     check_csrf,
     message_page,
     require_sig,
+    see_other,
 )
-from pbem.web.play import show_game_page
 
 bp = Blueprint("settings", __name__)
 
@@ -35,8 +34,10 @@ bp = Blueprint("settings", __name__)
 @bp.route("/my", methods=["GET", "POST"])
 def my_games_ask():
     """Ask for a link to one's games. The answer is the same whether the address plays
-    here or not; the link goes to the address only."""
+    here or not (``?done=sent``); the link goes to the address only."""
     if request.method != "POST":
+        if request.args.get("done") == "sent":
+            return _my_games_sent()
         return _my_page()
     check_csrf()
     address = request.form.get("email", "")
@@ -44,6 +45,10 @@ def my_games_ask():
         services.request_my_games(address)
     except FormInvalid as exc:
         return _my_page(address, dict(exc.errors).get("my-email"), status=exc.status)
+    return see_other("/my", done="sent")
+
+
+def _my_games_sent():
     return message_page(_("Check your email"), _(
         "If this address plays in any game here, a link to the list of its games is on its "
         "way to it. The link works for a week; keep it private."), element="my-games-sent")
@@ -58,9 +63,13 @@ def _my_page(address: str = "", error: str | None = None, problem: str | None = 
 
 @bp.get("/my/<raw>")
 def my_games_list(raw: str):
+    """The list of one's games; after its links were stopped (``?done=stopped``, and the
+    link is indeed one of those stopped) the page that says so."""
     try:
         data = services.my_games(raw)
     except (NotFound, LinkExpired) as exc:
+        if request.args.get("done") == "stopped" and services.my_links_stopped(raw):
+            return _links_stopped()
         return _my_page(problem=exc.message, status=exc.status)
     return render_template("pages/my_games.html", data=data, raw=raw)
 
@@ -73,7 +82,7 @@ def my_games_open(raw: str):
         page = services.open_my_game(raw, request.form.get("seat", ""))
     except (NotFound, LinkExpired) as exc:
         return _my_page(problem=exc.message, status=exc.status)
-    return redirect("/g/" + page, code=303)
+    return see_other(f"/g/{page}")
 
 
 @bp.post("/my/<raw>/host")
@@ -85,7 +94,7 @@ def my_games_host(raw: str):
         admin = services.open_my_host_page(raw, request.form.get("game", ""))
     except (NotFound, LinkExpired) as exc:
         return _my_page(problem=exc.message, status=exc.status)
-    return redirect("/admin/" + admin, code=303)
+    return see_other(f"/admin/{admin}")
 
 
 @bp.post("/my/<raw>/stop")
@@ -96,68 +105,65 @@ def my_games_stop(raw: str):
         services.stop_my_links(raw)
     except (NotFound, LinkExpired) as exc:
         return _my_page(problem=exc.message, status=exc.status)
+    return see_other(f"/my/{raw}", done="stopped")
+
+
+def _links_stopped():
     return message_page(_("Links stopped"), _(
         "Every link to your games has stopped working, this one too. Your next email of a "
         "game brings a new one; or ask for one on this page."), element="my-links-stopped")
-
-
-NOTIFY_DONE = {
-    "muted": lazy_gettext("From now on you get an email only when it is your turn (and "
-                          "the result)."),
-    "unmuted": lazy_gettext("You get every email of this game again."),
-    "left": lazy_gettext("You left the game. A bot plays your seat, and the host has been "
-                         "told."),
-    "suppressed": lazy_gettext("This address will get no more email from this server."),
-    "lists": lazy_gettext("This address will get no more lists of its games. The emails "
-                          "of your games go on as before."),
-    "ended": lazy_gettext("This game has ended, so it sends you nothing more. Your other "
-                          "games go on as before."),
-}
 
 
 @bp.post("/g/<raw>/language")
 def player_language(raw: str):
     require_sig(raw)
     services.set_language(raw, request.form.get("lang", ""))
-    return show_game_page(raw, notice=lazy_gettext("Your language is saved; your next emails "
-                                               "use it too."))
+    return see_other(f"/g/{raw}", done="language")
 
 
 @bp.post("/g/<raw>/notifications")
 def notifications(raw: str):
     require_sig(raw)
-    done = services.set_notifications(raw, request.form.get("how", ""))
-    return show_game_page(raw, notice=NOTIFY_DONE[done])
+    return see_other(f"/g/{raw}",
+                     done=services.set_notifications(raw, request.form.get("how", "")))
 
 
 @bp.route("/u/<raw>", methods=["GET", "POST"])
 def unsubscribe(raw: str):
     """One-click unsubscribe (RFC 8058): a mail program POSTs ``List-Unsubscribe=
-    One-Click`` without any form of ours; a person gets a page with the choices (and,
-    once the address gets no email, one to let a bot play each seat it still holds)."""
-    done = None
+    One-Click`` without any form of ours, and gets the page that says what stopped (no
+    browser shows it, so none reloads it); a person gets a page with the choices (and,
+    once the address gets no email, one to let a bot play each seat it still holds),
+    whose POST redirects to the page saying what was done (``?done=``,
+    ``done.UNSUBSCRIBE``)."""
     if request.method == "POST":
-        how, seat = "one-click", None
-        if request.form.get("List-Unsubscribe") != "One-Click":
-            require_sig(raw)
-            how, seat = request.form.get("how", ""), request.form.get("seat")
+        if request.form.get("List-Unsubscribe") == "One-Click":
+            said = services.unsubscribe(raw, "one-click")
+            return _unsubscribe_page(raw, str(done.NOTIFY_TEXT[said]))
+        require_sig(raw)
+        how = request.form.get("how", "")
         if how == "settings":
             return _address_settings(raw)
-        done = str(NOTIFY_DONE[services.unsubscribe(raw, how, seat)])
-    return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
-                           raw=raw, done=done)
+        return see_other(f"/u/{raw}", done=services.unsubscribe(raw, how,
+                                                                request.form.get("seat")))
+    return _unsubscribe_page(raw, said=request.args.get("done"))
+
+
+def _unsubscribe_page(raw: str, text: str | None = None, said: str | None = None):
+    info = services.describe_unsubscribe(raw)
+    if said:
+        text = done.say(done.UNSUBSCRIBE, said, info)
+    return render_template("pages/unsubscribe.html", info=info, raw=raw, done=text)
 
 
 def _address_settings(raw: str):
-    """The address's settings for all of its games, saved; or the page again with what
-    was wrong and the form as it was filled in."""
+    """The address's settings for all of its games, saved (then the page says so); or
+    the page again with what was wrong and the form as it was filled in."""
     try:
         services.save_address_settings(raw, request.form)
     except FormInvalid as exc:
         return render_template("pages/unsubscribe.html", raw=raw, errors=dict(exc.errors),
                                info=services.describe_unsubscribe(raw),
                                entered=request.form), exc.status
-    return render_template("pages/unsubscribe.html", info=services.describe_unsubscribe(raw),
-                           raw=raw, done=_("Saved: your settings apply to all your games "
-                                           "from now on."))
+    return see_other(f"/u/{raw}", done="saved")
 

@@ -35,7 +35,16 @@ from pbem.db import get_engine
 from pbem.migrate import upgrade
 from pbem.models import metadata
 from tests.pgcluster import PostgresCluster, PostgresUnavailable
-from tests.server.helpers import BASE_URL, MAIL_FROM, PLAYERS, SECRET, Inbox, Mail, Table
+from tests.server.helpers import (
+    BASE_URL,
+    MAIL_FROM,
+    PLAYERS,
+    SECRET,
+    BrowserClient,
+    Inbox,
+    Mail,
+    Table,
+)
 from tests.smtpsink import SmtpSink
 
 # --------------------------------------------------------------------------- PostgreSQL
@@ -177,6 +186,7 @@ def make_app(db_url, tmp_path) -> Iterator[Callable[..., Flask]]:
     def build(**overrides) -> Flask:
         app = create_app(app_config(db_url, tmp_path, **overrides))
         app.jinja_env.bytecode_cache = TEMPLATE_CACHE
+        app.test_client_class = BrowserClient
         apps.append(app)
         return app
 
@@ -206,6 +216,7 @@ def app(db_url, tmp_path, idle_apps) -> Iterator[Flask]:
     else:
         app = create_app(config)
         app.jinja_env.bytecode_cache = TEMPLATE_CACHE
+        app.test_client_class = BrowserClient
     as_given = copy.deepcopy(dict(app.config))
     yield app
     get_engine(app).dispose()

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import requests
 from flask import Flask
+from flask.testing import FlaskClient
 from sqlalchemy import select as sa_select
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -189,6 +190,44 @@ def token_of(url: str) -> str:
     m = TOKEN_IN_URL_RE.search(url)
     assert m, url
     return m.group(1)
+
+
+# --------------------------------------------------------------------------- redirects
+
+
+def local_location(resp) -> str:
+    """The Location of a ``303 See Other``, checked to be a path of this site (no scheme,
+    no host, no ``//``), as every POST that changed something answers (Post/Redirect/Get)."""
+    assert resp.status_code == 303, (resp.status_code, resp.get_data(as_text=True)[:2000])
+    location = resp.headers["Location"]
+    parts = urlsplit(location)
+    assert location.startswith("/") and not location.startswith("//") \
+        and not parts.scheme and not parts.netloc and "\\" not in location, location
+    return location
+
+
+def see_other(client, resp):
+    """The page a browser shows after a POST's answer: the POST must have answered 303
+    with a Location on this site, and that page is asked for with a GET (what a reload
+    asks for again)."""
+    return client.get(local_location(resp))
+
+
+class BrowserClient(FlaskClient):
+    """The tests' client (``app.test_client()``): after a POST it goes where the answer
+    sends it, as a browser does (Post/Redirect/Get), unless the test asks for the POST's
+    own answer (``follow_redirects=False``); every redirect on the way must be a ``303``
+    to a page of this site (``local_location``). ``resp.history`` keeps the POST's
+    answer."""
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        posted = str(kwargs.get("method", "")).upper() == "POST"
+        if posted:
+            kwargs.setdefault("follow_redirects", True)
+        resp = super().open(*args, **kwargs)
+        for step in getattr(resp, "history", ()):
+            local_location(step)
+        return resp
 
 
 # --------------------------------------------------------------------------- HTML
@@ -445,7 +484,8 @@ class Table:
         raw = page.rsplit("/", 1)[1]
         data = {"sig": form_signature(SECRET, raw), "decision_id": str(decision.id),
                 **page_form_data(action, decision.kind)}
-        resp = self.client.post(page, data=data)
+        resp = see_other(self.client, self.client.post(page, data=data,
+                                                       follow_redirects=False))
         assert resp.status_code == 200, resp.get_data(as_text=True)
         return resp
 
@@ -501,7 +541,9 @@ def new_game_data(form: Form, players=PLAYERS, **extra: str) -> dict[str, str]:
 
 def create_on_web(client, app: Flask, players=PLAYERS, **extra: str) -> Mail:
     """Fill in and send the home page form as a host would; returns the host's email."""
-    resp = client.post("/new", data=new_game_data(new_game_form(client), players, **extra))
+    resp = see_other(client, client.post("/new", data=new_game_data(new_game_form(client),
+                                                                    players, **extra),
+                                         follow_redirects=False))
     assert resp.status_code == 200, resp.get_data(as_text=True)
     assert "Check your email" in resp.get_data(as_text=True)
     return Inbox(app).to(players[0].email, "host_confirm")[-1]

@@ -134,7 +134,8 @@ def test_a_feed_reads_deadlines_and_gives_no_seat(table: Table):
     html = page.get_data(as_text=True)
     assert page.status_code == 200 and "/g/" not in html
     assert count(table.app, Token) == tokens  # a GET mints nothing
-    resp = table.client.post(url, data={"sig": form_signature(SECRET, feed_raw(path))})
+    resp = table.client.post(url, data={"sig": form_signature(SECRET, feed_raw(path))},
+                             follow_redirects=False)
     assert resp.status_code == 303
     assert resp.headers["Location"] == url  # (it was a new /g/ link)
     assert "/g/" not in resp.get_data(as_text=True)
@@ -162,7 +163,8 @@ def test_asking_for_a_games_link_from_the_calendar_is_capped(make_app):
     (event,) = events(client, path).values()
     url = event["url"].split("pbem.test", 1)[1]
     sig = {"sig": form_signature(SECRET, feed_raw(path))}
-    answers = [client.post(url, data=sig).status_code for _ in range(5)]
+    answers = [client.post(url, data=sig, follow_redirects=False).status_code
+               for _ in range(5)]
     assert answers == [303, 303, 429, 429, 429]
     refused = client.post(url, data=sig).get_data(as_text=True)
     assert text_of(refused, "error") == (
@@ -231,7 +233,7 @@ def test_a_german_players_calendar_speaks_german(table: Table):
         table.client.get(url, headers=english).get_data(as_text=True), "open")
     table.inbox.clear()
     resp = table.client.post(url, data={"sig": form_signature(SECRET, feed_raw(path))},
-                             headers=english)
+                             headers=english, follow_redirects=False)
     done = table.client.get(resp.headers["Location"], headers=english)
     assert text_of(done.get_data(as_text=True), "sent").startswith(
         "Wir haben dir den Link zu diesem Spiel gemailt (")

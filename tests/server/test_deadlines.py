@@ -221,7 +221,7 @@ def test_decision_email_shows_the_deadline_in_the_recipients_zone_and_utc(
     assert f"Decide by {local}." in mail_to_cy.text
     assert f"Decide by {local}." in mail_to_cy.html
     html = client.get(path_of(mail_to_cy.link("/g/"))).get_data(as_text=True)
-    assert text_of(html, "waiting").endswith(f"Cy: bid for the conch – until {local}")
+    assert text_of(html, "waiting").endswith(f"You: bid for the conch – until {local}")  # her own page
     # The others' "game started" emails show Cy's deadline in their own zones.
     for player, their_local in [(ANN, "Sunday 31 March 2030, 14:00 (Europe/Berlin)"),
                                 (BOB, "Sunday 31 March 2030, 08:00 (America/New_York)")]:

@@ -175,7 +175,7 @@ def test_discard_with_the_wrong_number_of_cards_is_refused(app, client, table):
 
 
 WRONG_METHODS = [
-    ("GET", "/new"), ("PUT", "/new"), ("DELETE", "/"), ("POST", "/"), ("POST", "/healthz"),
+    ("PATCH", "/new"), ("PUT", "/new"), ("DELETE", "/"), ("POST", "/"), ("POST", "/healthz"),
     ("PUT", "/a/" + "A" * 43), ("DELETE", "/g/" + "A" * 43), ("PATCH", "/invite/x"),
     ("GET", "/admin/x/replace"), ("GET", "/admin/x/pause"), ("PUT", "/host/confirm/x"),
     ("OPTIONS", "/a/x"), ("GET", "/g/x/vacation"),

@@ -58,17 +58,20 @@ def test_the_tag_it_names_moves_with_a_move_the_reader_sees(table: Table):
     assert new != etag and new == etag_of(changed)
 
 
-def test_a_page_answering_a_form_names_the_current_tag_and_the_page_to_show(table):
+def test_a_page_after_a_form_names_its_tag_and_shows_the_game_without_its_notice(table):
     raw = token(table.app, table.game_id, ANN)
     resp = table.client.post(f"/g/{raw}/vacation",
                              data={"sig": form_signature(SECRET, raw),
-                                   "days": "1"})
-    assert resp.status_code == 200
-    html = resp.get_data(as_text=True)
-    assert "ETag" not in resp.headers  # the answer to a POST is no page to revalidate
-    etag, _, page, reload = live_box(html)
-    assert page == f"/g/{raw}" and not reload  # shown by going to the page, not re-posting
-    assert get(table.client, page, etag).status_code == 304
+                                   "days": "1"}, follow_redirects=False)
+    assert resp.status_code == 303  # the answer to a POST is no page (Post/Redirect/Get)
+    after = get(table.client, resp.headers["Location"])
+    assert after.status_code == 200
+    etag, _, page, reload = live_box(after.get_data(as_text=True))
+    assert etag == etag_of(after)
+    # the script asks for that page with its tag; once the game moves on it shows the
+    # game page itself, not the notice that was for then
+    assert page == f"/g/{raw}" and not reload
+    assert get(table.client, resp.headers["Location"], etag).status_code == 304
 
 
 def test_the_spectators_page_follows_the_game_too(table):

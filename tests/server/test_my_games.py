@@ -378,7 +378,8 @@ def test_opening_a_game_gives_that_seats_page(app, client, inbox):
     path = list_path(inbox, CY.email)
     html = client.get(path).get_data(as_text=True)
     cy = seat_of(app, created.game_id, CY.email)
-    resp = client.post(path + "/open", data=open_form(html, cy.id).data())
+    resp = client.post(path + "/open", data=open_form(html, cy.id).data(),
+                       follow_redirects=False)
     assert resp.status_code == 303
     location = resp.headers["Location"]
     assert location.startswith("/g/")

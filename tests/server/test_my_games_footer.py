@@ -34,7 +34,7 @@ def test_my_games_opens_the_host_page_for_the_host_only(app, client, inbox):
     host_mail = inbox.to(PLAYERS[0].email)[0]
     html = client.get(footer_link(host_mail)).get_data(as_text=True)
     (form,) = [f for f in forms(html) if (f.action or "").endswith("/host")]
-    resp = client.post(form.action, data=form.data())
+    resp = client.post(form.action, data=form.data(), follow_redirects=False)
     assert resp.status_code == 303 and resp.headers["Location"].startswith("/admin/")
     assert "How this game runs" in client.get(resp.headers["Location"]).get_data(as_text=True)
     other = client.get(footer_link(inbox.to(PLAYERS[1].email)[0])).get_data(as_text=True)

@@ -273,7 +273,8 @@ def test_the_dev_mailbox_reply_box_answers_through_the_receiver(make_app):
             if PLAYERS[decision.position].email in page:
                 break
         csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
-        resp = client.post(f"/dev/mail/{name}/reply", data={"csrf": csrf, "text": line})
+        resp = client.post(f"/dev/mail/{name}/reply", data={"csrf": csrf, "text": line},
+                           follow_redirects=False)
         assert resp.status_code == 303
         (move,) = moves(app, created.game_id)
         assert move.decision_id == decision.id

@@ -20,7 +20,7 @@ URLS = [
     ("/handover/<raw>", "GET,POST"), ("/healthz", "GET"), ("/host/confirm/<raw>", "GET,POST"),
     ("/invite/<raw>", "GET,POST"), ("/language", "POST"), ("/my", "GET,POST"),
     ("/my/<raw>", "GET"), ("/my/<raw>/host", "POST"), ("/my/<raw>/open", "POST"),
-    ("/my/<raw>/stop", "POST"), ("/new", "POST"), ("/rules", "GET"),
+    ("/my/<raw>/stop", "POST"), ("/new", "GET"), ("/new", "POST"), ("/rules", "GET"),
     ("/rules/<game>", "GET"), ("/static/<path:filename>", "GET"), ("/u/<raw>", "GET,POST"),
     ("/ui.css", "GET"), ("/watch/<key>", "GET"),
     ("/watch/<key>/log/<int(max=2147483647):number>", "GET"),
