@@ -243,8 +243,9 @@ class Supervisor:
                          f"killed")
         for child in self.children:
             if child.proc is not None:
-                _kill_group(child.proc.pid, signal.SIGKILL)
+                _kill_group(child.proc.pid, signal.SIGKILL, within=0)
                 child.proc.wait()
+                _kill_group(child.proc.pid, signal.SIGKILL)  # and wait for what is left
                 if child.reader is not None:
                     child.reader.join(timeout=2.0)
                 child.proc = None
@@ -261,9 +262,15 @@ def describe_exit(status: int) -> str:
     return f"exited with status {status}"
 
 
-def _kill_group(pgid: int, sig: int) -> None:
+def _kill_group(pgid: int, sig: int, within: float = 2.0) -> None:
+    """Send ``sig`` to the process group ``pgid``; with SIGKILL, wait (up to ``within``
+    seconds) until the group is gone, so that no process of it holds a port still."""
+    end = time.monotonic() + within
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+        while sig == signal.SIGKILL and time.monotonic() < end:
+            time.sleep(0.02)
+            os.killpg(pgid, 0)  # ProcessLookupError once none is left
 
 
 _PR_SET_PDEATHSIG = 1

@@ -211,16 +211,18 @@ def test_a_child_killed_with_sigkill_comes_back_and_the_web_answers(served, vict
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
 def test_sigterm_or_ctrl_c_stops_every_process_and_exits_0(served, sig):
     served.wait_ready()
+    assert workers_of(served) == 2
     everyone = descendants(served.proc.pid)
-    assert len(everyone) >= 5  # gunicorn, its two workers, clock, inbound
+    assert len(everyone) == 5  # gunicorn, its two workers, clock, inbound
     served.proc.send_signal(sig)
     assert served.stop() == 0
-    assert [pid for pid in everyone if alive(pid)] == []
+    assert [pid for pid in everyone if alive(pid)] == []  # at once: serve waited for them
     assert served.output().rstrip().endswith("stopped")
 
 
 def test_no_process_outlives_serve_killed_with_sigkill(served):
     served.wait_ready()
+    assert workers_of(served) == 2
     everyone = descendants(served.proc.pid)
     served.proc.kill()
     served.proc.wait(timeout=30)
