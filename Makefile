@@ -81,24 +81,17 @@ screens: $(STAMP) translations
 	PBEM_SCREENS=1 $(BIN)/pytest -q tests/browser/test_screens.py; status=$$?; \
 	  echo ""; echo "  screenshots and report: $(CURDIR)/tests/browser/screens/"; exit $$status
 
-# Web server, clock and the inbound receiver (replies by email, on loopback port 2525) on
-# SQLite + the dev mailbox, whose reply box answers an email through that receiver;
-# Ctrl-C stops all three. The dev mailbox
+# Web server, clock and the inbound receiver (replies by email) on SQLite + the dev
+# mailbox, whose reply box answers an email through that receiver, all under one
+# supervisor (`pbem serve`: one log stream, a child that dies is started again, Ctrl-C
+# stops all three). PORT moves every port: web on PORT, the receiver on 2525 + (PORT -
+# 5000); so two checkouts run side by side with PORT=5000 and PORT=5100. The dev mailbox
 # shows everyone's secret links, so it is opt-in (PBEM_MAIL_BACKEND=dev) and answers only
 # to this machine; a server started without mail configuration refuses to run.
 run: export PBEM_MAIL_BACKEND ?= dev
 run: $(STAMP) translations
-	$(BIN)/flask --app pbem pbem migrate
-	@echo ""
-	@echo "  pbem is running at http://$(HOST):$(PORT)/"
-	@echo "  dev mailbox:       http://$(HOST):$(PORT)/dev/mail"
-	@echo ""
-	@PBEM_BASE_URL=$${PBEM_BASE_URL:-http://$(HOST):$(PORT)} bash -c '\
-	  $(BIN)/flask --app pbem pbem clock & clock=$$!; \
-	  $(BIN)/flask --app pbem pbem inbound & inbound=$$!; \
-	  trap "kill $$clock $$inbound 2>/dev/null" EXIT INT TERM; \
-	  $(BIN)/gunicorn --workers 2 --bind $(HOST):$(PORT) --config python:pbem.gunicorn_conf \
-	    "pbem:create_app()"'
+	@$(BIN)/flask --app pbem pbem migrate
+	@$(BIN)/flask --app pbem pbem serve --host $(HOST) --port $(PORT)
 
 # The wheel, built from scratch with the locked setuptools (setup.py adds templates,
 # migrations and the compiled catalogs): dist/pbem-<version>-py3-none-any.whl.

@@ -118,6 +118,7 @@ class DefaultConfig:
     # METRICS_TOKEN only for "Authorization: Bearer <METRICS_TOKEN>".
     METRICS = False
     METRICS_TOKEN = None
+    WEB_WORKERS = 2  # gunicorn workers that ``pbem serve`` starts
     # Minutes a decision email waits when the same player decides again at once: the
     # page of their move already shows it; the email goes out only if they leave it open.
     FOLLOW_UP_MINUTES = 10.0

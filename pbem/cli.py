@@ -140,7 +140,7 @@ def deliver(limit: int) -> None:
 def clock() -> None:
     """Run the clock process: delivers queued email as soon as it is queued, and sweeps
     for due reminders and deadlines every few seconds."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    _log_lines()
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # a line per sweep is noise
     gc.collect()  # what lives as long as the process is kept out of every collection's
     gc.freeze()  # walk (see gunicorn_conf.post_worker_init)
@@ -165,33 +165,118 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
 
     from pbem.mail import receive
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    _log_lines()
+    # aiosmtpd's lines for every connection (a normal QUIT among them reads "Connection
+    # lost during _handle_client()"); each reply is logged by pbem.services.replies
+    logging.getLogger("mail.log").setLevel(logging.WARNING)
     app = cast("LocalProxy[Flask]", current_app)._get_current_object()
     config = app.config
-    if threading.current_thread() is threading.main_thread():  # a stop, not a crash:
-        signal.signal(signal.SIGTERM, clock_mod.exit_on_sigterm)  # the heartbeat goes
+    if threading.current_thread() is threading.main_thread():  # a stop, not a crash
+        # (under a supervisor): ``finally`` blocks run and the heartbeat goes
+        signal.signal(signal.SIGTERM, clock_mod.exit_on_sigterm)
     if imap:
         if not config.get("IMAP_HOST") or not config.get("IMAP_USER"):
             raise click.ClickException("set PBEM_IMAP_HOST, PBEM_IMAP_USER and "
                                        "PBEM_IMAP_PASSWORD to poll a mailbox")
         click.echo(f"polling {config['IMAP_USER']} at {config['IMAP_HOST']} every "
                    f"{config['IMAP_POLL_SECONDS']} s")
-        with contextlib.suppress(KeyboardInterrupt), \
+        with contextlib.suppress(KeyboardInterrupt, SystemExit), \
                 health.running(Process.INBOUND, forget_at_end=True):
             receive.poll_imap(app, services.receive_reply, threading.Event())
         return
-    controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
+    try:
+        controller = receive.smtp_receiver(app, services.receive_reply, lmtp=lmtp)
+    except OSError as exc:  # the port taken (another pbem?), or not ours to take
+        raise click.ClickException(
+            f"cannot receive on {config['INBOUND_HOST']}:{config['INBOUND_PORT']}: "
+            f"{exc.strerror or exc}; set PBEM_INBOUND_PORT (or, under `pbem serve`, "
+            f"PORT) to another port") from None
     click.echo(f"receiving replies for {receive.describe(config)} on "
                f"{config['INBOUND_HOST']}:{config['INBOUND_PORT']}"
                f"{' (LMTP)' if lmtp or (lmtp is None and config['INBOUND_LMTP']) else ''}")
     try:
-        with contextlib.suppress(KeyboardInterrupt), \
+        with contextlib.suppress(KeyboardInterrupt, SystemExit), \
                 health.running(Process.INBOUND, forget_at_end=True):
             while True:  # waiting for mail: alive (pbem.health)
                 time.sleep(float(config["INBOUND_BEAT_SECONDS"]))
                 health.beat(Process.INBOUND)
     finally:
         controller.stop()
+
+
+@pbem_cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address the web server listens on.")
+@click.option("--port", envvar="PORT", default=5000, show_default=True, type=int,
+              help="The web server's port (env PORT); the receiver's moves with it "
+                   "(2525 for 5000, 2625 for 5100) unless PBEM_INBOUND_PORT is set.")
+@click.option("--workers", type=int, default=None,
+              help="gunicorn workers (default: PBEM_WEB_WORKERS, 2).")
+@click.option("--inbound", "inbound_mode", default="auto", show_default=True,
+              type=click.Choice(["auto", "smtp", "imap", "off"]),
+              help="Replies by email: auto is imap when PBEM_IMAP_HOST is set, else the "
+                   "SMTP receiver (off when PBEM_REPLIES and PBEM_BOUNCES are both false).")
+@click.option("--stop-seconds", default=10.0, show_default=True,
+              help="On SIGTERM, how long the children have to stop before SIGKILL.")
+@sends_mail
+def serve(host: str, port: int, workers: int | None, inbound_mode: str,
+          stop_seconds: float) -> None:
+    """Run the whole server: the web server (gunicorn), the clock and the inbound
+    receiver as child processes, restarted when one dies, all stopped on SIGTERM or
+    Ctrl-C; their output as one stream."""
+    import os
+    import sys
+
+    from pbem import supervise
+
+    config = current_app.config
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.setdefault("PBEM_BASE_URL", f"http://{_local(host)}:{port}")
+    env.setdefault("PBEM_INBOUND_PORT", str(supervise.inbound_port(port)))
+    if inbound_mode == "auto":
+        inbound_mode = ("imap" if config.get("IMAP_HOST") else
+                        "smtp" if config["REPLIES"] or config["BOUNCES"] else "off")
+    inbound = None if inbound_mode == "off" else inbound_mode
+    children = supervise.specs(host=host, port=port, stop_seconds=stop_seconds,
+                               workers=workers or int(config["WEB_WORKERS"]),
+                               inbound=inbound)
+    supervisor = supervise.Supervisor(children, env, stop_seconds=stop_seconds)
+    supervisor.announce_when_listening(_local(host), port,
+                                       _banner(f"http://{_local(host)}:{port}", env, inbound))
+    sys.exit(supervisor.run())
+
+
+def _banner(local: str, env: dict[str, str], inbound: str | None) -> list[str]:
+    """What ``serve`` says once the web server listens: where everything is."""
+    config = current_app.config
+    lines = [f"pbem is running at {local}/"]
+    if config.get("MAIL_BACKEND") == "dev":
+        lines.append(f"dev mailbox:       {local}/dev/mail")
+    if env["PBEM_BASE_URL"].rstrip("/") != local:
+        lines.append(f"links in emails:   {env['PBEM_BASE_URL']}")
+    if inbound == "smtp":
+        lines.append(f"replies by email:  SMTP on {config['INBOUND_HOST']}:"
+                     f"{env['PBEM_INBOUND_PORT']}")
+    elif inbound == "imap":
+        lines.append(f"replies by email:  the IMAP mailbox {config['IMAP_USER']} at "
+                     f"{config['IMAP_HOST']}")
+    return [*lines, "Ctrl-C (or SIGTERM) stops it all"]
+
+
+def _log_lines() -> None:
+    """A process's log as lines on stderr, each once: the root logger's handler, and not
+    also Flask's own handler on the app's logger ("pbem"), which printed every line of
+    ``pbem.clock`` and ``pbem.inbound`` twice."""
+    from flask.logging import default_handler
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    current_app.logger.removeHandler(default_handler)
+
+
+def _local(host: str) -> str:
+    """The address to reach a server bound to ``host`` from this machine."""
+    return {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "[::1]"}.get(
+        host, f"[{host}]" if ":" in host else host)
 
 
 @pbem_cli.command("doctor")

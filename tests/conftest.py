@@ -32,6 +32,7 @@ LONG = {  # test file: seconds it took under `make test` on the two-core machine
     "tests/server/test_bounces.py": 40,
     "tests/server/test_backup.py": 23,
     "tests/server/test_doctor.py": 25,
+    "tests/server/test_serve.py": 65,  # real servers started and stopped, -n 1
 }
 SPLIT = {"tests/engine/test_conformance.py", "tests/server/test_e2e_stoneage.py",
          "tests/test_bench_smoke_servers.py", "tests/test_bench_smoke.py"}

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-TOP = ("engine/", "pbem/", "templates/", "tests/", "migrations/", "bench/", "docs/", ".ci/")
+TOP = ("engine/", "pbem/", "templates/", "tests/", "migrations/", "bench/", "docs/", ".ci/",
+       "deploy/")
 QUOTED = re.compile(r"`([A-Za-z0-9_./-]+)`")
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 

@@ -120,6 +120,14 @@ def smtp_receiver(app: Flask, hand: Hand, host: str | None = None, port: int | N
         def factory(self) -> SMTP:
             return (LMTP if lmtp else SMTP)(self.handler, **self.SMTP_kwargs)
 
+        def _trigger_server(self) -> None:
+            """aiosmtpd's start check, without a connection. Its own opens one to make
+            the server build its SMTP object (so that a broken ``factory`` shows at
+            start) and hangs up, which the receiver logged at every start as
+            "Connection lost during _handle_client()". The same object is built here in
+            the server's loop; ``start`` then waits for it as before."""
+            self.loop.call_soon_threadsafe(self._factory_invoker)
+
     controller = _Controller(handler, hostname=host or config["INBOUND_HOST"],
                              port=int(port or config["INBOUND_PORT"]),
                              data_size_limit=int(config["INBOUND_MAX_BYTES"]),
