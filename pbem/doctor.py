@@ -106,7 +106,8 @@ def check_secret_key(probe: Probe) -> Result:
     key = str(probe.config.get("SECRET_KEY") or "")
     fix = ('set PBEM_SECRET_KEY to a long random value, e.g. the output of '
            '`python3 -c "import secrets; print(secrets.token_hex(32))"`, and keep it: '
-           'every link already sent stops working when it changes')
+           'when it changes, pages already open refuse their buttons and delivery reports of '
+           'emails already sent are no longer recognised (the links themselves keep working)')
     if not key:
         return Result(False, "no secret key", fix)
     if len(key) < MIN_SECRET_CHARS:
