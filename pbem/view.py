@@ -15,9 +15,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
-from sqlalchemy import Text, bindparam, cast
+from sqlalchemy import Text, bindparam
+from sqlalchemy import cast as sql_cast
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
@@ -43,18 +44,20 @@ class NotJSON(TypeError):
 
 
 def as_json(value: object) -> JSON:
-    """``value`` checked to be JSON data (tuples read as lists), as the view holds it."""
+    """``value`` itself, checked to be JSON data (lists or tuples, objects with string
+    keys, scalars): the engine's data is used as it is, not copied."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list | tuple):
-        return tuple(as_json(v) for v in value)
-    if isinstance(value, Mapping):
-        out: dict[str, JSON] = {}
+        for item in value:
+            as_json(item)
+        return cast(Sequence[JSON], value)
+    if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise NotJSON(f"a JSON object's key must be a string: {key!r}")
-            out[key] = as_json(item)
-        return out
+            as_json(item)
+        return cast(Mapping[str, JSON], value)
     raise NotJSON(f"not JSON data: {type(value).__name__}")
 
 
@@ -155,7 +158,7 @@ class Forms:
     standing choices with their values now (``standing``, ``standing_form``)."""
 
     plan: JSONObject | None
-    standing: tuple[JSONObject, ...] | None
+    standing: Sequence[JSONObject] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,8 +221,8 @@ _OPEN = (sa_select(_DECISION.id, _DECISION.seat_id, _DECISION.position, _DECISIO
          .where(_DECISION.game_id == bindparam("game_id"), _DECISION.closed_at.is_(None))
          .order_by(_DECISION.id))
 _EVENT = table_of(EventLog).c
-_EVENTS_AFTER = (sa_select(_EVENT.seq, _EVENT.kind, _EVENT.actor, cast(_EVENT.data, Text),
-                           cast(_EVENT.visible_to, Text), _EVENT.created_at)
+_EVENTS_AFTER = (sa_select(_EVENT.seq, _EVENT.kind, _EVENT.actor, sql_cast(_EVENT.data, Text),
+                           sql_cast(_EVENT.visible_to, Text), _EVENT.created_at)
                  .where(_EVENT.game_id == bindparam("game_id"),
                         _EVENT.seq > bindparam("since"))
                  .order_by(_EVENT.seq))
@@ -303,7 +306,7 @@ def _forms(mod: EngineGame[object], state: object, position: int) -> Forms:
     plan_form = plan(state, position) if plan is not None else None
     choices = standing(state, position) if standing is not None else None
     return Forms(None if plan_form is None else as_object(plan_form),
-                 None if choices is None else tuple(as_object(c) for c in choices))
+                 None if choices is None else [as_object(c) for c in choices])
 
 
 def _winners(view: JSONObject) -> tuple[int, ...]:
