@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from flask import render_template
 from freezegun import freeze_time
+from sqlalchemy import bindparam
+from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
 from engine.core import Action, Effect
@@ -22,15 +24,22 @@ from pbem import localize, services
 from pbem.db import read_scope
 from pbem.i18n import language
 from pbem.kinds import GameStatus
-from pbem.models import Game, Seat
+from pbem.models import Decision, Game, Seat, table_of
 from pbem.services import reading
 from pbem.services.plumbing import load_state, seats_of
-from pbem.services.reading import _OPEN_DECISIONS, _log, _zone, seat_clocks, variants_of
+from pbem.services.reading import _log, _zone, variants_of
+from pbem.services.viewing import seat_clocks
 from pbem.web.common import speak
 from tests.engine.stoneage_builders import board, build
 from tests.server.conftest import start_game
 from tests.server.helpers import PLAYERS
 from tests.server.test_exact_moves import Position
+
+# The game's open decisions, as plain rows (attributes as a Decision's).
+_OPEN_DECISIONS = (sa_select(*table_of(Decision).columns)
+                   .where(table_of(Decision).c.game_id == bindparam("game_id"),
+                          table_of(Decision).c.closed_at.is_(None))
+                   .order_by(table_of(Decision).c.id))
 
 
 def rows_page_data(s: Session, game: Game, seat: Seat | None,

@@ -44,7 +44,7 @@ def assert_as_the_page_has_it(app, raw: str) -> view.SeatView:
     """The view of the seat behind ``raw`` against what its game page is built from
     (``game_for_page``) and what the page shows (its decision form)."""
     with app.app_context(), freeze_time(datetime.now(UTC)):  # the clocks, at one moment
-        seen = view.seat_view(raw)
+        seen = services.seat_view(raw)
         page = services.game_for_page(raw)
     assert [d.id for d in seen.open] == [d.id for d in page["open"]]
     assert [(d.position, d.kind) for d in seen.open] == [(d.position, d.kind)
@@ -115,7 +115,7 @@ def test_a_one_click_link_reads_the_same_view_as_the_game_page(table):
     url = next(iter(table.one_click(decision)))
     page = path_of(table.page_link(decision))
     with table.app.app_context(), freeze_time(datetime.now(UTC)):
-        by_link, by_page = view.seat_view(token_of(url)), view.seat_view(raw_of(page))
+        by_link, by_page = services.seat_view(token_of(url)), services.seat_view(raw_of(page))
     assert by_link == by_page
 
 
@@ -123,7 +123,7 @@ def test_a_link_that_opens_no_page_reads_no_view(app):
     from pbem.errors import NotFound
 
     with app.app_context(), pytest.raises(NotFound):
-        view.seat_view("x" * 43)
+        services.seat_view("x" * 43)
 
 
 # --------------------------------------------------------------------------- events, talk
@@ -134,9 +134,9 @@ def test_events_since_a_point_and_table_talk_with_the_speakers_name(table):
     speaker = table.seats[decision.position]
     page = path_of(table.page_link(decision))
     with table.app.app_context():
-        before = view.seat_view(raw_of(page), since=0)
+        before = services.seat_view(raw_of(page), since=0)
         talk.say(raw_of(page), "Hunt <the> mammoth?")
-        after = view.seat_view(raw_of(page), since=before.game.event_seq)
+        after = services.seat_view(raw_of(page), since=before.game.event_seq)
     assert before.events and before.events[0].seq == 1
     assert [e.kind for e in after.events] == ["table_talk"]
     assert [(t.position, t.name, t.text) for t in after.talk] == [
@@ -150,7 +150,7 @@ def test_by_default_the_events_start_after_the_seats_last_news_email(table):
     with table.app.app_context(), read_scope() as s:
         seat = s.exec(select(Seat).where(Seat.game_id == table.game_id,
                                          Seat.position == decision.position)).one()
-        seen = view.read_seat_view(s, s.get(Game, table.game_id), seat)
+        seen = services.read_seat_view(s, s.get(Game, table.game_id), seat)
     assert seen.since == seat.seen_event_seq > 0
     assert all(e.seq > seat.seen_event_seq for e in seen.events)
 
@@ -184,7 +184,7 @@ def test_stone_age_a_seat_sees_the_page_it_is_shown(stone_age):
 
 def test_no_seat_sees_the_cards_another_holds(stone_age):
     with stone_age.app.app_context():
-        deciding, holder = (view.seat_view(raw_of(p), since=0) for p in stone_age.pages)
+        deciding, holder = (services.seat_view(raw_of(p), since=0) for p in stone_age.pages)
     assert deciding.mine is not None and holder.mine is None
     text = json_text(deciding)
     assert not [card for card in HELD if card in text]
@@ -198,7 +198,7 @@ def test_no_seat_sees_the_cards_another_holds(stone_age):
 
 def test_a_spectator_sees_no_hidden_card_and_has_nothing_to_play(stone_age):
     with stone_age.app.app_context(), read_scope() as s:
-        seen = view.read_seat_view(s, s.get(Game, stone_age.game_id), None)
+        seen = services.read_seat_view(s, s.get(Game, stone_age.game_id), None)
     assert seen.reader.position is None and seen.mine is None
     assert seen.since == 0 and seen.events
     assert not [card for card in HELD if card in json_text(seen)]
@@ -206,7 +206,7 @@ def test_a_spectator_sees_no_hidden_card_and_has_nothing_to_play(stone_age):
 
 def test_the_view_names_no_address_and_no_link(stone_age):
     with stone_age.app.app_context():
-        text = json_text(view.seat_view(raw_of(stone_age.pages[0]), since=0))
+        text = json_text(services.seat_view(raw_of(stone_age.pages[0]), since=0))
     for page in stone_age.pages:
         assert raw_of(page) not in text
     for person in PLAYERS[:2]:
@@ -215,7 +215,7 @@ def test_the_view_names_no_address_and_no_link(stone_age):
 
 def test_the_view_is_read_only(stone_age):
     with stone_age.app.app_context():
-        seen = view.seat_view(raw_of(stone_age.pages[0]))
+        seen = services.seat_view(raw_of(stone_age.pages[0]))
     with pytest.raises(dataclasses.FrozenInstanceError):
         seen.mine = None  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
