@@ -20,7 +20,7 @@ from sqlmodel import Session
 
 from engine.core import Action, Effect
 from engine.registry import get_game
-from pbem import localize, services
+from pbem import localize, mail, services
 from pbem.db import read_scope
 from pbem.i18n import language
 from pbem.kinds import GameStatus
@@ -31,8 +31,8 @@ from pbem.services.reading import _log, _zone, variants_of
 from pbem.services.viewing import seat_clocks
 from pbem.web.common import speak
 from tests.engine.stoneage_builders import board, build
-from tests.server.conftest import start_game
-from tests.server.helpers import PLAYERS
+from tests.server.conftest import GAME_SEED, start_game
+from tests.server.helpers import PLAYERS, Table
 from tests.server.test_exact_moves import Position
 
 # The game's open decisions, as plain rows (attributes as a Decision's).
@@ -99,12 +99,14 @@ def pages(app, game_id: str) -> Iterator[tuple[str, str, str]]:
             yield (seat.name if seat else "spectator"), *html
 
 
-def assert_same_pages(app, game_id: str) -> None:
-    seen = 0
+def assert_same_pages(app, game_id: str) -> list[str]:
+    """The pages are the pages they were; the pages."""
+    seen = []
     for who, before, now in pages(app, game_id):
         assert now == before, who
-        seen += 1
-    assert seen > 1
+        seen.append(now)
+    assert len(seen) > 1
+    return seen
 
 
 @pytest.mark.parametrize("moves", [0, 1, 5])
@@ -118,6 +120,47 @@ def test_an_abandoned_cavemen_page_is_the_page_it_was(app, table):
     table.step()
     with app.app_context():
         services.abandon_game(table.admin)
+    assert_same_pages(app, table.game_id)
+
+
+def policy_game(app, client, inbox, options: dict) -> Table:
+    """A started Cavemen game of the tests' players with ``options`` for its policy."""
+    with app.app_context():
+        created = services.create_game("cavemen", list(PLAYERS), options, seed=GAME_SEED,
+                                       title="", confirm_by_email=False, start=True)
+        mail.deliver_due()
+    return Table(app, client, inbox, created.game_id, created.admin_token,
+                 bot_seed=GAME_SEED)
+
+
+POLICIES = {
+    "time bank": {"time_control": "bank", "bank_days": 3, "increment_hours": 24,
+                  "cap_days": 4},
+    "clocks stop at weekends": {"hours_per_decision": 48, "pause_weekends": True},
+}
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_the_clocks_of_a_page_are_those_it_had(app, client, inbox, policy):
+    table = policy_game(app, client, inbox, POLICIES[policy])
+    assert_same_pages(app, table.game_id)
+    for _ in range(3):
+        table.step()
+    shown = assert_same_pages(app, table.game_id)
+    assert all('id="clocks"' in html for html in shown)
+
+
+def test_a_paused_page_is_the_page_it_was(app, table):
+    table.step()
+    with app.app_context():
+        services.pause_game(table.admin)
+    assert_same_pages(app, table.game_id)
+
+
+def test_the_page_of_a_seat_a_bot_plays_is_the_page_it_was(app, table):
+    decision = table.open()
+    with app.app_context():
+        services.set_bot(table.admin, decision.position, "heuristic")
     assert_same_pages(app, table.game_id)
 
 
