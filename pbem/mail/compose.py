@@ -151,7 +151,8 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     if game is not None and game.state:
         # what the reader may see, read once (``pbem.view``): the board, the events since
         # their last email that told the news, the open decisions, their legal actions;
-        # no effects (a decision email's choices carry theirs from queueing)
+        # no effects (a decision email's choices carry theirs from queueing), legal actions
+        # only for the commands a decision email lists, no forms
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
         position = seat.position if seat else None
@@ -160,7 +161,8 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         since = ((seat.seen_event_seq if seat else 0) if row.template in EVENT_TEMPLATES
                  else None)  # None: no events read
         view = build_seat_view(s, game, seat, ctx["seats"], mod, state, language(), since,
-                               effects=False)
+                               effects=False, legal=row.template == EmailTemplate.DECISION,
+                               forms=False)
         ctx["view"] = view.board.view if view.board is not None else None
         ctx["card"] = localize.lookup(mod, state, localize.translation_for(mod, state,
                                                                            language()))

@@ -85,11 +85,15 @@ def read_seat_view(s: Session, game: Game, seat: Seat | None, since: int | None 
 
 def build_seat_view(s: Session, game: Game, seat: Seat | None, seats: Sequence[Seat],
                     mod: EngineGame[object], state: object, language: str,
-                    since: int | None, effects: bool = True) -> SeatView:
+                    since: int | None, effects: bool = True, legal: bool = True,
+                    forms: bool = True) -> SeatView:
     """``read_seat_view`` from the game's ``seats`` (by position), its engine ``mod``
     and ``state`` (None before it starts) as the caller has read them; ``since``: None
     reads no events (the game page reads its log by rounds); ``effects``: False leaves
-    each choice's ``effect`` None (the game page asks for those it shows)."""
+    each choice's ``effect`` None (the game page asks for those it shows); ``legal``:
+    False leaves ``mine`` None, the reader's legal actions not asked of the game (an
+    email that lists no commands); ``forms``: False leaves the forms None (the emails
+    show none)."""
     position = seat.position if seat is not None else None
     reader = Reader(position, language, seat.timezone if seat is not None else "UTC")
     rows = s.connection().execute(_OPEN, {"game_id": game.id}).all()
@@ -97,17 +101,18 @@ def build_seat_view(s: Session, game: Game, seat: Seat | None, seats: Sequence[S
                                as_utc(r.deadline_at) if r.deadline_at is not None else None,
                                seat is not None and r.seat_id == seat.id) for r in rows)
     board = mine = None
-    forms = Forms(None, None)
+    shown_forms = Forms(None, None)
     if state is not None:
         tr = localize.translation_for(mod, state, language)
         shown = as_object(localize.view(mod, mod.view(state, position), tr))
         board = Board(shown, _winners(shown))
         # the seat's decision to play (none while a bot plays it: the clock does)
         own = next((d for d in open_ if d.mine), None)
-        if own is not None and seat is not None and position is not None and not seat.bot:
+        if (legal and own is not None and seat is not None and position is not None
+                and not seat.bot):
             mine = _my_decision(mod, state, position, own, effects)
-        if position is not None and game.status == GameStatus.ACTIVE:
-            forms = _forms(mod, state, position)
+        if forms and position is not None and game.status == GameStatus.ACTIVE:
+            shown_forms = _forms(mod, state, position)
     events = _events(s, game, position, since) if since is not None else ()
     names = [x.name for x in seats]
     return SeatView(
@@ -118,7 +123,7 @@ def build_seat_view(s: Session, game: Game, seat: Seat | None, seats: Sequence[S
         seats=tuple(SeatInfo(x.position, x.name, x.bot is not None, x.robot,
                              x.invite == Invite.ACCEPTED, x.left_at is not None)
                     for x in seats),
-        open=open_, mine=mine, forms=forms, board=board,
+        open=open_, mine=mine, forms=shown_forms, board=board,
         clocks=tuple(sorted(seat_clocks(s, game, seats, open_).values(),
                             key=lambda c: c.position)),
         since=since if since is not None else game.event_seq, events=events,
