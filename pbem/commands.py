@@ -341,32 +341,25 @@ def spoken_action(action: Action, card: Callable[[str], dict[str, Any]]) -> str:
     return " ".join(words)
 
 
-def ranked_actions(mod: EngineGame, state: Any, seat: int,
-                   legal: Sequence[Action] | None = None,
-                   choices: Sequence[Action] | None = None) -> list[Action]:
+def ranked_actions(mod: EngineGame, state: Any, seat: int) -> list[Action]:
     """Every legal action of ``seat``, most useful first: the game's ``command_order``;
     without it what a timeout plays, the email's one-click choices, then the legal
-    order. Raises the engine's error for a seat with no decision. ``legal`` and
-    ``choices``: the legal actions and the email's choices where the caller has them
-    (the seat's view), else asked of the game."""
-    legal = mod.legal_actions(state, seat) if legal is None else legal
+    order. Raises the engine's error for a seat with no decision."""
+    legal = mod.legal_actions(state, seat)
     order = getattr(mod, "command_order", None)
     if order is not None:
         first = list(order(state, seat))
     else:
-        first = [mod.default_action(state, seat),
-                 *(mod.email_choices(state, seat) if choices is None else choices)]
+        first = [mod.default_action(state, seat), *mod.email_choices(state, seat)]
     allowed = set(legal)
     return list(dict.fromkeys([*(a for a in first if a in allowed), *legal]))
 
 
 def listed_commands(mod: EngineGame, state: Any, seat: int, lang: str = "en",
-                    most: int = MAX_LISTED, legal: Sequence[Action] | None = None,
-                    choices: Sequence[Action] | None = None) -> Listing:
-    """The commands ``seat`` may type now (see ``Listing``), in the reader's words
-    (``legal``, ``choices``: as ``ranked_actions``)."""
+                    most: int = MAX_LISTED) -> Listing:
+    """The commands ``seat`` may type now (see ``Listing``), in the reader's words."""
     try:
-        ranked = ranked_actions(mod, state, seat, legal, choices)
+        ranked = ranked_actions(mod, state, seat)
     except EngineError:
         return Listing()
     speech = Speech(mod, state, lang)

@@ -49,7 +49,7 @@ from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
 from pbem.ui import ui_inline
-from pbem.view import MyDecision, OpenDecision, SeatView
+from pbem.view import OpenDecision, SeatView
 
 LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "/admin/",
               TokenKind.INVITE: "/invite/", TokenKind.HOST_CONFIRM: "/host/confirm/",
@@ -150,9 +150,9 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
                       for name, spec in specs.items() if spec.get("kind") == TokenKind.ACTION]
     if game is not None and game.state:
         # what the reader may see, read once (``pbem.view``): the board, the events since
-        # their last email that told the news, the open decisions, their legal actions;
-        # no effects (a decision email's choices carry theirs from queueing), legal actions
-        # only for the commands a decision email lists, no forms
+        # their last email that told the news (only in the emails that show them), the
+        # open decisions; no legal actions (a decision email's choices carry theirs from
+        # queueing, with their effects) and no forms
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
         position = seat.position if seat else None
@@ -161,8 +161,7 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         since = ((seat.seen_event_seq if seat else 0) if row.template in EVENT_TEMPLATES
                  else None)  # None: no events read
         view = build_seat_view(s, game, seat, ctx["seats"], mod, state, language(), since,
-                               effects=False, legal=row.template == EmailTemplate.DECISION,
-                               forms=False)
+                               effects=False, legal=False, forms=False)
         ctx["view"] = view.board.view if view.board is not None else None
         ctx["card"] = localize.lookup(mod, state, localize.translation_for(mod, state,
                                                                            language()))
@@ -173,8 +172,11 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         if row.template == EmailTemplate.RESULT:
             ctx["standing"] = standing(mod, state, position, ctx["names"])
         if row.template == EmailTemplate.DECISION and position is not None:
-            listing = (commands_of(mod, state, position, view.mine)
-                       if view.mine is not None else Listing())
+            # for the seat's open decision, asked of the game: the view's legal actions are
+            # JSON and notation, and reading them back as the game's actions costs several
+            # times asking for them (bench/render_mail.py)
+            listing = (listed_commands(mod, state, position, language())
+                       if any(d.mine for d in view.open) else Listing())
             ctx["commands"], ctx["commands_more"] = list(listing.lines), listing.more
             ctx["commands_example"] = listing.example
     tz = seat.timezone if seat is not None and to_player else "UTC"
@@ -279,14 +281,6 @@ def deadlines_of(view: SeatView, tz: str) -> list[dict[str, Any]]:
 
 def _by_deadline(d: OpenDecision) -> tuple[datetime, int]:
     return (d.deadline_at or datetime.max.replace(tzinfo=UTC), d.position)
-
-
-def commands_of(mod: Any, state: Any, position: int, mine: MyDecision) -> Listing:
-    """The reply commands a decision email lists, from the legal actions and one-click
-    choices of the reader's view (not asked of the game again)."""
-    actions = {c.notation: c.to_action() for c in mine.legal}
-    return listed_commands(mod, state, position, language(), legal=list(actions.values()),
-                           choices=[actions[c.notation] for c in mine.email])
 
 
 def open_deadlines(s: Session, game: Game, seats: Sequence[Any],
