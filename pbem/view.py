@@ -28,22 +28,30 @@ class NotJSON(TypeError):
     """A value from the engine that is not JSON data (a bug of the game's)."""
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def as_json(value: object) -> JSON:
     """``value`` itself, checked to be JSON data (lists or tuples, objects with string
-    keys, scalars): the engine's data is used as it is, not copied."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, list | tuple):
-        for item in value:
-            as_json(item)
-        return cast(Sequence[JSON], value)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise NotJSON(f"a JSON object's key must be a string: {key!r}")
-            as_json(item)
-        return cast(Mapping[str, JSON], value)
-    raise NotJSON(f"not JSON data: {type(value).__name__}")
+    keys, scalars): the engine's data is used as it is, not copied. (One walk with a
+    stack, the exact types first: a game's view is checked for every page and email.)"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind is dict or (kind is not list and isinstance(item, dict)):
+            mapping = cast(dict[object, object], item)
+            for key in mapping:
+                if type(key) is not str and not isinstance(key, str):
+                    raise NotJSON(f"a JSON object's key must be a string: {key!r}")
+            stack.extend(mapping.values())
+        elif kind is list or kind is tuple or isinstance(item, list | tuple):
+            stack.extend(cast(Sequence[object], item))
+        elif not isinstance(item, bool | int | float | str):  # an enum's member, say
+            raise NotJSON(f"not JSON data: {kind.__name__}")
+    return cast(JSON, value)
 
 
 def as_object(value: object) -> JSONObject:
