@@ -1,11 +1,12 @@
 """Composing an email: an outbox row rendered into a message.
 
 The row's links are minted as tokens (``mint_links``), its template rendered as a .txt
-and an .html twin in the reader's language, with the game as it is at sending (view,
-events since the reader's last email, open deadlines), and both put in one message whose
-headers ``pbem.mail.headers`` writes. "Since the reader's last email" is since the last
-email that told the reader the news (``NEWS_TEMPLATES``): its messages to the table
-come first, whole (``table_talk``), then the other events, the latest ten.
+and an .html twin in the reader's language, with the game as it is at sending: the
+reader's view (``pbem.view``: the board, the events since the reader's last email, the
+open deadlines), read once by ``services.viewing.build_seat_view``, and both put in one
+message whose headers ``pbem.mail.headers`` writes. "Since the reader's last email" is
+since the last email that told the reader the news (``NEWS_TEMPLATES``): its messages
+to the table come first, whole (``table_talk``), then the other events, the latest ten.
 
 Every email of a game to one address carries the same Subject (the game's name,
 ``game_name``) and starts with one line that says what is asked and by when (mail
@@ -58,16 +59,17 @@ LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "
 
 # The reads of rendering, each built once: SQLAlchemy memoises a statement's cache key on
 # the statement object, so a prebuilt one is neither built nor keyed again for every email.
-# All but the outbox row (changed by the mail loop) are run as Core statements on the
+# All but the outbox row (changed by the mail loop) and the seats (``Seat`` objects, which
+# the seat's view reads, ``pbem.services.viewing``) are run as Core statements on the
 # session's connection and read as rows: the ORM's execution (and objects) cost several
-# times the statement on SQLite.
+# times the statement on SQLite. (The view reads the open decisions and the events.)
 _ROW = (select(Outbox, Game, Seat).outerjoin(Game, col(Game.id) == Outbox.game_id)
         .outerjoin(Seat, col(Seat.id) == Outbox.seat_id).where(Outbox.id == bindparam("id")))
 _SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(col(Seat.position))
 EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
                  .where(EventLog.game_id == bindparam("game_id"),
                         EventLog.seq > bindparam("since"))
-                 .order_by(col(EventLog.seq)))  # rows: objects cost several times more
+                 .order_by(col(EventLog.seq)))  # the digest's; rows: objects cost more
 _DECISION = table_of(Decision).c
 _OPEN_DECISIONS = (core_select(_DECISION.id, _DECISION.position, _DECISION.kind,
                                _DECISION.deadline_at, _DECISION.host_reminded_at)
