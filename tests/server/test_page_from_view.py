@@ -2,8 +2,8 @@
 positions of both games, from every seat and a spectator's, the HTML of
 ``pages/game.html`` rendered from ``services.reading._page_data`` is the same as that
 rendered from ``rows_page_data`` below, a copy of ``_page_data`` as it read the rows
-itself before the view (the safety net of the move; to be deleted with it once the
-emails render from the view too)."""
+itself before the view (the safety net of the move, as test_emails_from_view is the
+emails'; to be deleted with them once the templates render from the view)."""
 
 from __future__ import annotations
 
