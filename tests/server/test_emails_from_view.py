@@ -48,7 +48,7 @@ from pbem.models import Decision, Game, Outbox, Seat, id_column, table_of, utcno
 from pbem.services.replies import _answer
 from tests.engine.stoneage_builders import board, build
 from tests.server.conftest import start_game
-from tests.server.helpers import PLAYERS, Inbox
+from tests.server.helpers import PLAYERS, Inbox, open_decisions
 from tests.server.test_address_settings import save, unsubscribe_link
 from tests.server.test_digest import first_player_passes
 from tests.server.test_exact_moves import Position
@@ -284,6 +284,10 @@ STONE_AGE = {
     "placing": build(board(), board(cards=("G01", "G13")), phase="place", turn=0),
     "using": build(board(tools=(1,)), board(), phase="use", turn=0,
                    spots=[("hunt", 0, 1), ("quarry", 0, 2), ("hunt", 1, 1)]),
+    "using in many orders": build(board(tools=(1,)), board(), phase="use", turn=0,
+                                  spots=[("hunt", 0, 1), ("forest", 0, 1), ("clay", 0, 1),
+                                         ("river", 0, 1), ("building1", 0, 1),
+                                         ("hunt", 1, 1)]),
 }
 
 
@@ -292,4 +296,8 @@ def test_the_emails_of_a_stone_age_position_are_the_emails_they_were(app, client
                                                                       position):
     created = start_game(app, players=PLAYERS[:2], game="stoneage")
     Position(app, client, inbox, created.game_id).put(STONE_AGE[position])
+    (decision,) = open_decisions(app, created.game_id)
+    with app.app_context():  # a decision email to the seat the position asks
+        assert services.send_reminder(decision.id, decision.deadline_at.replace(
+            tzinfo=UTC) - timedelta(hours=1))
     assert {"decision", "game_started"} <= set(assert_same_emails(app, created.game_id))
