@@ -731,14 +731,7 @@ class LegalMemo(threading.local):
     """A thread's memo of the legal actions it listed last (one entry): ``last`` is
     (state, seat, actions), so that a bot that lists a seat's actions and then has
     ``apply`` check its choice pays for one listing, not two. A game keeps one for its
-    ``legal_actions`` and ``apply`` and reads it like this (``_legal`` in each game)::
-
-        last = memo.last  # one read; use only ``last`` and what is listed now
-        if last[0] is state and last[1] == seat:
-            return last[2]
-        actions = tuple(...)  # the listing
-        memo.last = (state, seat, actions)
-        return actions
+    ``legal_actions`` and ``apply`` and asks it through ``listed``.
 
     Safe under threads, as the engine must be (the clock plays bots and sends mail in
     threads): each thread has its own entry (``threading.local``), so another thread's
@@ -749,3 +742,14 @@ class LegalMemo(threading.local):
     """
 
     last: tuple[Any, int, tuple[Action, ...]] = (None, -1, ())
+
+    def listed(self, state: Any, seat: int,
+               listing: Callable[[], Iterable[Action]]) -> tuple[Action, ...]:
+        """The actions of ``seat`` in ``state``: this thread's last listing if it was of
+        that very state and seat, else ``listing()``, remembered."""
+        last = self.last  # one read; use only ``last`` and what is listed now
+        if last[0] is state and last[1] == seat:
+            return last[2]
+        actions = tuple(listing())
+        self.last = (state, seat, actions)
+        return actions

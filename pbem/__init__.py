@@ -104,6 +104,9 @@ class DefaultConfig:
     SESSION_COOKIE_SAMESITE = "Lax"
     SESSION_COOKIE_SECURE = None  # default: True when BASE_URL is https
     CLOCK_INTERVAL = 5.0
+    # Seconds a PostgreSQL connection may take to open (libpq's connect_timeout, at least
+    # 2): a database host that drops packets fails a request instead of holding it.
+    DATABASE_CONNECT_TIMEOUT = 10
     # Health (pbem/health.py, the README's "Health and metrics"): /healthz?deep=1 answers
     # 503 when no clock swept for CLOCK_SILENT_SECONDS, an email due to be sent waited
     # OUTBOX_STUCK_SECONDS, or an inbound process wrote no heartbeat for

@@ -48,11 +48,14 @@ def background_writes() -> Iterator[None]:
         _BACKGROUND.reset(token)
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, connect_timeout: float = 10) -> Engine:
     """An engine for ``url``; SQLite gets WAL, NORMAL sync, a busy timeout,
     ``BEGIN IMMEDIATE`` transactions so that writers queue instead of failing, and the
     writer gate (``_sqlite_writer_gate``) for a database in a file; PostgreSQL a pool
-    that replaces connections the server closed (``_postgres_liveness``)."""
+    that replaces connections the server closed (``_postgres_liveness``) and gives up
+    connecting after ``connect_timeout`` seconds (libpq's, at least 2), so that a
+    server that does not answer (packets dropped) fails a request, /healthz among them,
+    instead of holding it for the TCP timeout."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         file = bool(path) and path != ":memory:" and not path.startswith("file:")
@@ -61,7 +64,8 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         _sqlite_pragmas(engine, path + ".writers" if file else None)
         return engine
-    engine = create_engine(url, pool_size=10, max_overflow=10)
+    engine = create_engine(url, pool_size=10, max_overflow=10,
+                           connect_args={"connect_timeout": max(2, round(connect_timeout))})
     _postgres_liveness(engine)
     return engine
 
@@ -218,7 +222,8 @@ def _leave_gate(info: dict) -> None:
 
 
 def init_app(app: Flask) -> None:
-    app.extensions["pbem.engine"] = make_engine(app.config["DATABASE_URL"])
+    app.extensions["pbem.engine"] = make_engine(
+        app.config["DATABASE_URL"], float(app.config["DATABASE_CONNECT_TIMEOUT"]))
 
 
 def get_engine(app: Flask | None = None) -> Engine:

@@ -193,12 +193,8 @@ _LISTED = LegalMemo()
 
 def _legal(state: State, seat: int) -> tuple[Action, ...]:
     """``legal_actions`` as a tuple, listed once for this thread's last state and seat."""
-    last = _LISTED.last  # one read (see LegalMemo)
-    if last[0] is state and last[1] == seat:
-        return last[2]
-    actions = tuple(_legal_actions(state, seat, _decision_kind(state, seat)))
-    _LISTED.last = (state, seat, actions)
-    return actions
+    return _LISTED.listed(state, seat,
+                          lambda: _legal_actions(state, seat, _decision_kind(state, seat)))
 
 
 def _legal_actions(state: State, seat: int, kind: str) -> list[Action]:

@@ -50,8 +50,9 @@ def prometheus():
     if not config["METRICS"]:
         abort(404)
     token = config["METRICS_TOKEN"]
-    if token and not hmac.compare_digest(request.headers.get("Authorization", ""),
-                                         f"Bearer {token}"):
+    given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+    if token and not hmac.compare_digest(given, f"Bearer {token}".encode()):  # bytes: any
+        # header compares (str refuses non-ASCII with a TypeError, a 500)
         return Response("a bearer token is required\n", 401, mimetype="text/plain",
                         headers={"WWW-Authenticate": "Bearer", **NO_STORE})
     try:

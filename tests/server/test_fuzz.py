@@ -282,3 +282,30 @@ def test_invitation_and_host_links_refuse_garbage_forms(app, client):
         assert_clean_refusal(client.post(confirm, data=data), allowed=(400,))
     assert snapshot(app) == before
 
+
+
+# --------------------------------------------------------------------------- issue 32-33 routes
+
+
+@pytest.mark.parametrize("action", ["host", "stop", "open"])
+def test_garbage_my_games_links_are_refused_and_write_nothing(app, client, action):
+    """My games' new buttons (open the host page, stop every link) with a link that is
+    garbage, CR/LF, huge or a forged token: 404, nothing written, nothing mailed."""
+    before = snapshot(app)
+    for junk in ["x", "%0d%0aX-Injected:%201", "A" * 20_000, "B" * 43, "%00"]:
+        resp = client.post(f"/my/{junk}/{action}", data={"sig": "x"})
+        assert_clean_refusal(resp, allowed=(400, 404, 405))
+    assert snapshot(app) == before
+
+
+def test_health_and_metrics_take_garbage_without_a_500(make_app):
+    app = make_app(METRICS=True, METRICS_TOKEN="s3cret-metrics-token")
+    client = app.test_client()
+    for junk in GARBAGE:
+        resp = client.get("/healthz", query_string={"deep": junk})
+        assert resp.status_code in (200, 503), (junk, resp.status_code)
+        safe = junk.replace("\r", "").replace("\n", "").replace("\x00", "")
+        resp = client.get("/metrics", headers={"Authorization": f"Bearer {safe}"})
+        assert resp.status_code == 401, (junk, resp.status_code)
+    assert client.get("/metrics", headers={
+        "Authorization": "Bearer s3cret-metrics-token"}).status_code == 200

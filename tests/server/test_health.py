@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -89,6 +90,43 @@ def test_healthz_answers_503_with_a_reason_not_500_when_the_database_is_away(
     resp = app_without_database.test_client().get(path)
     assert resp.status_code == 503
     assert resp.get_json() == {"ok": False, "database": "unreachable"}
+
+
+def test_healthz_gives_up_on_a_database_that_never_answers(tmp_path):
+    """A PostgreSQL address that takes the connection and never says a word (a host
+    that drops packets looks the same to the client): 503 after the connect timeout,
+    not a request held for the TCP timeout."""
+    silent = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        silent.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(silent.accept()[0])  # and never answers
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    url = f"postgresql+psycopg://pbem@127.0.0.1:{silent.getsockname()[1]}/pbem"
+    app = create_app(app_config(url, tmp_path, DATABASE_CONNECT_TIMEOUT=2))
+    answers: list = []
+    asking = threading.Thread(target=lambda: answers.append(
+        app.test_client().get("/healthz")), daemon=True)
+    try:
+        asking.start()
+        asking.join(60)  # without a connect timeout: held for good (the socket is open)
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        silent.close()
+        get_engine(app).dispose()
+    assert held, "the client never connected"
+    assert answers, "/healthz still waits for a database that never answers"
+    assert answers[0].status_code == 503
+    assert answers[0].get_json() == {"ok": False, "database": "unreachable"}
 
 
 def test_metrics_answer_503_not_500_when_the_database_is_away(app_without_database):
