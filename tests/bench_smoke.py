@@ -18,6 +18,8 @@ BENCHES: dict[str, tuple[list[str], str | list[str]]] = {
                         r"stoneage all: [\d,]+ decisions per CPU-second"),
     "render_mail.py": (["--games", "cavemen", "--players", "2", "--reps", "1", "--every",
                         "50"], r"overall +\d+ emails: median +[\d.]+ ms"),
+    "seat_view.py": (["--players", "2", "--reps", "1"],
+                     r"stoneage: \d+ decisions[\s\S]*page +median +[\d.]+ ms"),
     "page_time.py": (["--players", "2", "--reps", "1", "--cheap-reps", "5"],
                      r"game page \(seat 0\) +200 +[\d.]+[\s\S]*"
                      r"game page \(seat 0\), 304 +304 +[\d.]+"),

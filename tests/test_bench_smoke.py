@@ -5,8 +5,9 @@ import pytest
 from tests.bench_smoke import run_bench, test_every_bench_script_has_a_smoke_run  # noqa: F401
 
 
-@pytest.mark.parametrize("script", ["engine_speed.py", "render_mail.py", "page_time.py",
-                                    "my_timing.py", "sweep_time.py", "confirm_latency.py",
+@pytest.mark.parametrize("script", ["engine_speed.py", "render_mail.py", "seat_view.py",
+                                    "page_time.py", "my_timing.py", "sweep_time.py",
+                                    "confirm_latency.py",
                                     "stoneage_decisions.py", "digest_week.py", "arena.py",
                                     "arena.py --game cavemen", "health_bench.py"])
 def test_the_bench_runs(script: str) -> None:

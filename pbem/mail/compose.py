@@ -1,11 +1,12 @@
 """Composing an email: an outbox row rendered into a message.
 
 The row's links are minted as tokens (``mint_links``), its template rendered as a .txt
-and an .html twin in the reader's language, with the game as it is at sending (view,
-events since the reader's last email, open deadlines), and both put in one message whose
-headers ``pbem.mail.headers`` writes. "Since the reader's last email" is since the last
-email that told the reader the news (``NEWS_TEMPLATES``): its messages to the table
-come first, whole (``table_talk``), then the other events, the latest ten.
+and an .html twin in the reader's language, with the game as it is at sending: the
+reader's view (``pbem.view``: the board, the events since the reader's last email, the
+open deadlines), read once by ``services.viewing.build_seat_view``, and both put in one
+message whose headers ``pbem.mail.headers`` writes. "Since the reader's last email" is
+since the last email that told the reader the news (``NEWS_TEMPLATES``): its messages
+to the table come first, whole (``table_talk``), then the other events, the latest ten.
 
 Every email of a game to one address carries the same Subject (the game's name,
 ``game_name``) and starts with one line that says what is asked and by when (mail
@@ -38,7 +39,7 @@ from sqlmodel import Session, col, select
 from engine.registry import get_game
 from pbem import localize
 from pbem.clocks import Stops, running_between
-from pbem.commands import listed_commands
+from pbem.commands import Listing, listed_commands
 from pbem.i18n import clock_text, format_deadline, language, mark, short_time, time_left
 from pbem.kinds import EmailTemplate, GameStatus, OutboxStatus, TokenKind
 from pbem.mail.addresses import clock_stops
@@ -49,6 +50,7 @@ from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
 from pbem.ui import ui_inline
+from pbem.view import OpenDecision, SeatView
 
 LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "/admin/",
               TokenKind.INVITE: "/invite/", TokenKind.HOST_CONFIRM: "/host/confirm/",
@@ -57,17 +59,17 @@ LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "
 
 # The reads of rendering, each built once: SQLAlchemy memoises a statement's cache key on
 # the statement object, so a prebuilt one is neither built nor keyed again for every email.
-# All but the outbox row (changed by the mail loop) are run as Core statements on the
+# All but the outbox row (changed by the mail loop) and the seats (``Seat`` objects, which
+# the seat's view reads, ``pbem.services.viewing``) are run as Core statements on the
 # session's connection and read as rows: the ORM's execution (and objects) cost several
-# times the statement on SQLite.
+# times the statement on SQLite. (The view reads the open decisions and the events.)
 _ROW = (select(Outbox, Game, Seat).outerjoin(Game, col(Game.id) == Outbox.game_id)
         .outerjoin(Seat, col(Seat.id) == Outbox.seat_id).where(Outbox.id == bindparam("id")))
-_SEATS = (select(*table_of(Seat).c).where(Seat.game_id == bindparam("game_id"))
-          .order_by(col(Seat.position)))
+_SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(col(Seat.position))
 EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
                  .where(EventLog.game_id == bindparam("game_id"),
                         EventLog.seq > bindparam("since"))
-                 .order_by(col(EventLog.seq)))  # rows: objects cost several times more
+                 .order_by(col(EventLog.seq)))  # the digest's; rows: objects cost more
 _DECISION = table_of(Decision).c
 _OPEN_DECISIONS = (core_select(_DECISION.id, _DECISION.position, _DECISION.kind,
                                _DECISION.deadline_at, _DECISION.host_reminded_at)
@@ -87,6 +89,9 @@ _HELD = select(id_column(Outbox.id)).where(Outbox.seat_id == bindparam("seat_id"
 # tells of: ``services.digest``.)
 NEWS_TEMPLATES = frozenset({EmailTemplate.DECISION, EmailTemplate.NOTICE,
                             EmailTemplate.RESULT, EmailTemplate.GAME_STARTED})
+# The emails that show those events (the news, the messages to the table): only they
+# read them.
+EVENT_TEMPLATES = NEWS_TEMPLATES | {EmailTemplate.GAME_LINK}
 TALK_EVENT = "table_talk"  # a message to the table (``services.talk``)
 SAID_MESSAGES = 20  # messages to the table an email shows, whole, at most...
 SAID_CHARS = 4000  # ...and characters of them (one message at least)
@@ -137,39 +142,55 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
     seen = None
     conn = s.connection()
     now = datetime.now(UTC)  # "2 hours left" and "by Thu 18:00" are as of sending
+    view: SeatView | None = None
     if game is not None:  # the players, also before the game starts (confirm, invitation)
-        ctx["seats"] = conn.execute(_SEATS, {"game_id": game.id}).all()
+        ctx["seats"] = list(s.exec(_SEATS, params={"game_id": game.id}))
     ctx["names"] = [x.name for x in ctx["seats"]]  # by position
     # a decision's choices in order: each its spec (action, effect, variants), ``name``
     # and ``url`` (its one-click link; None for one the reader cannot pay for now)
     ctx["choices"] = [dict(spec, name=name, url=links.get(name))
                       for name, spec in specs.items() if spec.get("kind") == TokenKind.ACTION]
     if game is not None and game.state:
+        # what the reader may see, read once (``pbem.view``): the board, the events since
+        # their last email that told the news (only in the emails that show them), the
+        # open decisions; no legal actions (a decision email's choices carry theirs from
+        # queueing, with their effects) and no forms
         mod = get_game(game.engine)
         state = mod.from_json(json.loads(game.state))
         position = seat.position if seat else None
-        tr = localize.translation_for(mod, state, language())
-        ctx["view"] = localize.view(mod, mod.view(state, position), tr)
-        ctx["card"] = localize.lookup(mod, state, tr)
-        since = seat.seen_event_seq if seat else 0
-        events = conn.execute(EVENTS_SINCE, {"game_id": game.id, "since": since}).all()
-        ctx["events"] = [e for e in events
-                         if e.visible_to is None or position in (e.visible_to or [])]
+        from pbem.services.viewing import build_seat_view  # services import the mail
+
+        since = ((seat.seen_event_seq if seat else 0) if row.template in EVENT_TEMPLATES
+                 else None)  # None: no events read
+        view = build_seat_view(s, game, seat, ctx["seats"], mod, state, language(), since,
+                               effects=False, legal=False, forms=False)
+        ctx["view"] = view.board.view if view.board is not None else None
+        ctx["card"] = localize.lookup(mod, state, localize.translation_for(mod, state,
+                                                                           language()))
+        ctx["events"] = list(view.events)
         ctx["said"], ctx["said_earlier"] = table_talk(ctx["events"])
         if row.template in NEWS_TEMPLATES:  # it tells them: the next email starts after
             seen = game.event_seq
         if row.template == EmailTemplate.RESULT:
             ctx["standing"] = standing(mod, state, position, ctx["names"])
         if row.template == EmailTemplate.DECISION and position is not None:
-            listing = listed_commands(mod, state, position, language())
+            # for the seat's open decision, asked of the game: the view's legal actions are
+            # JSON and notation, and reading them back as the game's actions costs several
+            # times asking for them (bench/render_mail.py)
+            listing = (listed_commands(mod, state, position, language())
+                       if any(d.mine for d in view.open) else Listing())
             ctx["commands"], ctx["commands_more"] = list(listing.lines), listing.more
             ctx["commands_example"] = listing.example
     tz = seat.timezone if seat is not None and to_player else "UTC"
     if game is not None and game.status == GameStatus.ACTIVE and game.paused_at is None:
-        ctx["deadlines"] = open_deadlines(s, game, ctx["seats"], tz)
+        ctx["deadlines"] = (deadlines_of(view, tz) if view is not None
+                            else open_deadlines(s, game, ctx["seats"], tz))
     if "deadline" in row.context:  # as it is now (extended, paused...), not when queued
         decision_id = row.context.get("decision_id")
-        at = (conn.execute(_DEADLINE, {"id": decision_id}).scalar()
+        shown = (next((d for d in view.open if d.id == decision_id), None)
+                 if view is not None else None)
+        at = (shown.deadline_at if shown is not None  # else closed: as it closed
+              else conn.execute(_DEADLINE, {"id": decision_id}).scalar()
               if decision_id is not None else None)
         when = at.isoformat() if at is not None else row.context["deadline"]
         ctx["deadline"] = dict(format_deadline(when, tz), short=short_time(when, tz, now),
@@ -248,6 +269,20 @@ def clock_seconds_left(conn: Connection, game: Any, seat: Any, deadline: datetim
              if policy.stops_clocks else Stops(UTC))
     start = max(now, seat.vacation_until) if seat.vacation_until else now
     return running_between(start, deadline, stops)
+
+
+def deadlines_of(view: SeatView, tz: str) -> list[dict[str, Any]]:
+    """Who the game waits for and until when, in zone ``tz`` and UTC, from the reader's
+    view (read at sending): by deadline, then seat; ``bot``: a bot plays that seat
+    (nobody to remind, and its deadline is the clock's, not a person's)."""
+    return [{"name": view.seats[d.position].name, "kind": d.kind, "decision_id": d.id,
+             "bot": view.seats[d.position].bot,
+             **format_deadline(d.deadline_at.isoformat(), tz)}
+            for d in sorted(view.open, key=_by_deadline) if d.deadline_at is not None]
+
+
+def _by_deadline(d: OpenDecision) -> tuple[datetime, int]:
+    return (d.deadline_at or datetime.max.replace(tzinfo=UTC), d.position)
 
 
 def open_deadlines(s: Session, game: Game, seats: Sequence[Any],

@@ -145,6 +145,7 @@ from pbem.services.reading import (
 from pbem.services.replies import Received, receive_reply
 from pbem.services.takeback import take_back, take_back_offer_for
 from pbem.services.talk import say
+from pbem.services.viewing import read_seat_view, seat_view
 
 __all__ = [
     # plumbing and the policy
@@ -153,6 +154,8 @@ __all__ = [
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
     "log_round_for_page", "log_round_for_spectator", "PageStamp", "page_stamp",
     "Receipt", "receipt_for_page", "seat_last_event", "spectator_stamp",
+    # one view of a seat
+    "read_seat_view", "seat_view",
     # take-backs
     "take_back", "take_back_offer_for",
     # playing

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -21,13 +20,11 @@ from sqlmodel import Session, col, select
 from engine.core import Action, Effect, format_action
 from engine.registry import get_game
 from pbem import localize
-from pbem.clocks import Stops, running_between, running_spans
 from pbem.db import read_connection, read_scope
 from pbem.errors import NotFound, WrongState
 from pbem.i18n import language
 from pbem.kinds import GameStatus, Invite, MoveSource, OutboxStatus, TokenKind
 from pbem.mail import open_deadlines, suppressed
-from pbem.mail.addresses import clock_stops
 from pbem.models import (
     Decision,
     EventLog,
@@ -38,18 +35,16 @@ from pbem.models import (
     Token,
     as_utc,
     table_of,
-    utcnow,
 )
 from pbem.services.plumbing import (
     admin_game,
-    bank_of,
-    clock_start,
     host_address,
     live_seat_page,
     live_token,
     load_state,
     seats_of,
 )
+from pbem.services.viewing import build_seat_view
 from pbem.tokens import hash_token, well_formed
 
 PAGE_KINDS = (TokenKind.PAGE, TokenKind.ACTION)  # the links that open a seat's game page
@@ -295,134 +290,45 @@ def spectator_stamp(key: str) -> PageStamp | None:
     return PageStamp(row.id, SPECTATOR, row.version, row.event_seq, row.page_version)
 
 
-# The game's open decisions, as plain rows (attributes as a Decision's; nothing changes).
-_OPEN_DECISIONS = (sa_select(*table_of(Decision).columns)
-                   .where(table_of(Decision).c.game_id == bindparam("game_id"),
-                          table_of(Decision).c.closed_at.is_(None))
-                   .order_by(table_of(Decision).c.id))
-
-
 def _page_data(s: Session, game: Game, seat: Seat | None,
                with_log: bool = True) -> dict[str, Any]:
+    """What ``pages/game.html`` (and the host's and the receipt's pages) render: the
+    seat's view (``services.seat_view``) in the shapes the templates read, with the
+    game's and the seats' rows, the card lookup, the log by rounds."""
     seats = seats_of(s, game.id)
     position = seat.position if seat else None
-    decisions = s.connection().execute(_OPEN_DECISIONS, {"game_id": game.id}).all()
-    # the seat's decision to play (none while a bot plays the seat: the clock plays it)
-    mine = next((d for d in decisions if seat and d.seat_id == seat.id and not seat.bot),
-                None)
     mod = get_game(game.engine)
     state = load_state(mod, game) if game.state else None
-    legal: list[Action] = []
-    choices: list[Action] = []  # the ready-made choices its email offers, listed first
-    if mine is not None and position is not None:
-        legal = mod.legal_actions(state, position)
-        choices = mod.email_choices(state, position)
+    tr_language = seat.language if seat else language()
+    # the effects of the choices are asked as the form shows them (a few of hundreds)
+    seen = build_seat_view(s, game, seat, seats, mod, state, tr_language, None,
+                           effects=False)
+    mine = seen.mine
+    legal = [c.to_action() for c in mine.legal] if mine is not None else []
+    choices = [c.to_action() for c in mine.email] if mine is not None else []
 
     def effect(action: Action) -> Effect:
         """What a legal action costs and brings, for the words of the form's choices."""
         return mod.choice_effect(state, position, action) if position is not None else {}
 
     log = _log(s, game, mod, seat) if with_log else []
-    clocks = seat_clocks(s, game, seats, decisions)
-    tr = localize.translation_for(mod, state, seat.language if seat else language())
+    clocks = {c.position: c for c in seen.clocks}
+    tr = localize.translation_for(mod, state, tr_language)
     return {
         "game": game, "seat": seat, "seats": seats, "card": localize.lookup(mod, state, tr),
-        "view": localize.view(mod, mod.view(state, position), tr) if state is not None else None,
-        "open": decisions, "decision": mine, "legal": legal, "log": log, "readonly": False,
+        "view": seen.board.view if seen.board is not None else None,
+        "open": list(seen.open), "decision": mine.decision if mine is not None else None,
+        "legal": legal, "log": log, "readonly": False,
         "clocks": clocks, "my_clock": clocks.get(position) if position is not None else None,
         "choices": choices, "log_zone": str(_zone(seat)), "effect": effect,
         # the page follows the game (static/live.js) while what players do may change it
         "live": game.status in (GameStatus.ACTIVE, GameStatus.INVITING),
         "variants": lambda action: variants_of(mod, state, position, action),
         # what the seat's standing plan may name now (a game with plans; else None)
-        "plan_form": (mod.plan_form(state, position) if hasattr(mod, "plan_form")
-                      and state is not None and position is not None
-                      and game.status == GameStatus.ACTIVE else None),
+        "plan_form": seen.forms.plan,
         # the seat's standing choices (a game that offers them; else None)
-        "standing_form": (mod.standing_form(state, position)
-                          if hasattr(mod, "standing_form") and state is not None
-                          and position is not None
-                          and game.status == GameStatus.ACTIVE else None),
+        "standing_form": seen.forms.standing,
     }
-
-
-RUNS_SHOWN = 128  # the spans of a running clock a page's script is given at most
-
-
-@dataclass(frozen=True)
-class Clock:
-    """A player's clock as a page shows it, now: ``left`` seconds; ``deciding``: a
-    decision of theirs is open, so it runs (else a time bank waits for their turn);
-    ``running``: it runs at this moment (not in a stop the policy makes, a vacation or a
-    pause); ``runs``: the spans (Unix seconds) in which it runs from its start (the
-    decision's opening, or the end of a vacation) until it runs out (the first
-    RUNS_SHOWN; ``rest``: the seconds after them), from which the page's script
-    (static/clock.js) tells the time left as time passes, with no request. The spans
-    do not move with the clock, and the page is the same page all along (its ETag does
-    not move with the clock; only the words written at rendering do, which the script
-    puts right)."""
-
-    position: int
-    left: float
-    deciding: bool
-    running: bool
-    runs: tuple[tuple[int, int], ...] = ()
-    rest: float = 0.0
-
-    @property
-    def runs_attr(self) -> str:
-        return " ".join(f"{a}-{b}" for a, b in self.runs)
-
-
-def seat_clocks(s: Session, game: Game, seats: list[Seat],
-                decisions: Sequence[Any]) -> dict[int, Clock]:
-    """Each player's clock in a running game, by seat position: in a time bank game
-    every seat's (its bank, or while a decision of theirs is open the running time
-    until its deadline); with fixed hours, that of each seat with a decision open; none
-    for a bot seated at creation, and none running for a bot standing in. A
-    paused game's clocks stand where the pause found them. The quiet hours and zones
-    are read (one query) only in a game whose policy stops clocks."""
-    policy = game.policy
-    if game.status != GameStatus.ACTIVE:
-        return {}
-    now = utcnow()
-    at = game.paused_at or now
-    ends: dict[int, datetime] = {}
-    opened: dict[int, datetime] = {}
-    for d in decisions:
-        if d.deadline_at is not None:
-            ends[d.position] = min(ends.get(d.position, d.deadline_at), d.deadline_at)
-            opened[d.position] = min(opened.get(d.position, d.opened_at), d.opened_at)
-    if not ends and not policy.banked:
-        return {}
-    stops = (clock_stops(s.connection(), seats, policy.pause_weekends)
-             if policy.stops_clocks else [Stops(UTC)] * len(seats))
-    out: dict[int, Clock] = {}
-    for seat, seat_stops in zip(seats, stops, strict=True):
-        if seat.robot:  # a bot seated at creation plays after a short pause: no clock
-            continue
-        end = None if seat.bot else ends.get(seat.position)  # a bot standing in: no clock runs
-        if end is None:
-            if policy.banked:
-                out[seat.position] = Clock(seat.position, bank_of(game, seat), False, False)
-            continue
-        running = policy.running(seat_stops)
-        runs: list[tuple[datetime, datetime]] = []
-        rest = 0.0
-        if game.paused_at:
-            left = running_between(clock_start(seat, at), end, running)
-        else:  # one walk over the clock's stops: the time left is what remains of it
-            start = clock_start(seat, opened[seat.position])
-            runs = running_spans(start, end, running, RUNS_SHOWN)
-            if len(runs) == RUNS_SHOWN:  # more than the page is given
-                rest = running_between(runs[-1][1], end, running)
-            left = rest + sum((b - max(a, now)).total_seconds() for a, b in runs if b > now)
-        out[seat.position] = Clock(
-            seat.position, left, True,
-            running=any(a <= now < b for a, b in runs),
-            runs=tuple((int(a.timestamp()), int(b.timestamp())) for a, b in runs),
-            rest=max(0.0, rest))
-    return out
 
 
 def variants_of(mod: Any, state: Any, position: int | None,
