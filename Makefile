@@ -107,13 +107,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 # Static types, before the tests: the engine strictly (engine/conformance.py checks each
-# game module against the Game protocol), the server with plain mypy (the settings in
-# pyproject.toml), and the modules of the server that are strict already (STRICT_PBEM:
+# game module against the Game protocol), the server strictly too (the settings in
+# pyproject.toml), and the modules of the server that take no explicit Any (STRICT_PBEM:
 # strictly, with no explicit Any; the modules they import are checked but not reported).
 STRICT_PBEM = pbem/view.py pbem/services/viewing.py
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine tests/toygame
-	$(BIN)/mypy pbem
+	$(BIN)/mypy --strict pbem
 	$(BIN)/mypy --strict --disallow-any-explicit --follow-imports=silent $(STRICT_PBEM)
 
 bench: $(STAMP)

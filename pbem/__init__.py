@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import secrets
 from pathlib import Path
 from typing import Any
@@ -206,7 +207,7 @@ def _local_secret(inst: Path) -> str:
     return key
 
 
-def _redact_tokens(record) -> bool:
+def _redact_tokens(record: logging.LogRecord) -> bool:
     """A logging filter: link tokens in a log line become ``<token>``."""
     from pbem.tokens import redact
 

@@ -35,9 +35,10 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from apscheduler.schedulers.blocking import BlockingScheduler
 from flask import Flask
@@ -48,9 +49,15 @@ from pbem.db import background_writes, get_engine, is_postgres
 from pbem.kinds import Process
 from pbem.models import utcnow
 
+if TYPE_CHECKING:
+    import psycopg
+
+    from pbem.services.deadlines import Due, StepResult
+
 log = logging.getLogger("pbem.clock")
 ADVISORY_KEY = 0x70_62_65_6D  # "pbem"
 DUE_PAGE = 500  # due decisions asked for at a time (again while pages come full)
+Item = TypeVar("Item", int, str)  # what ``_guarded`` runs a step for: a decision, a game
 
 
 @contextlib.contextmanager
@@ -126,7 +133,9 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
     return counts
 
 
-def _play_due(find, play, now: datetime, counts: dict[str, int], key: str) -> None:
+def _play_due(find: Callable[[datetime, int], list[Due]],
+              play: Callable[[list[Due], datetime], list[tuple[Due, StepResult]]],
+              now: datetime, counts: dict[str, int], key: str) -> None:
     """Play what ``find`` finds due (``DUE_PAGE`` at a time), in batches (``play``), and
     look again while pages come full: a thousand due timeouts take one sweep, not one
     sweep per page ``CLOCK_INTERVAL`` apart. A decision is tried once per sweep; one that
@@ -149,7 +158,8 @@ def _play_due(find, play, now: datetime, counts: dict[str, int], key: str) -> No
             return
 
 
-def _guarded(step, item: int | str, now: datetime, counts: dict[str, int]) -> bool:
+def _guarded(step: Callable[[Item, datetime], bool], item: Item, now: datetime,
+             counts: dict[str, int]) -> bool:
     """Run one step for one decision (or game); a bug or bad row there must not stop
     the clock."""
     try:
@@ -169,7 +179,7 @@ class Wakeup:
     def __init__(self, app: Flask) -> None:
         self.app = app
         self.poll = float(app.config["MAIL_POLL_INTERVAL"])
-        self.conn = None
+        self.conn: psycopg.Connection[tuple[Any, ...]] | None = None
 
     def wait(self, stop: threading.Event) -> None:
         if not is_postgres(self.app):
@@ -193,7 +203,7 @@ class Wakeup:
             self.close()
             stop.wait(self.poll)
 
-    def _listen(self):
+    def _listen(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self.conn is None:
             import psycopg
 
@@ -266,6 +276,6 @@ def run(app: Flask) -> None:
         thread.join(timeout=float(app.config.get("SMTP_TIMEOUT", 10)) + 5)
 
 
-def exit_on_sigterm(*_args) -> None:
+def exit_on_sigterm(*_args: object) -> None:
     """A SIGTERM handler: stop as Ctrl-C would (``finally`` blocks run)."""
     raise SystemExit(0)

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import fcntl
 import select
+import sqlite3
 import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import IO, Any, Protocol, TypeVar
+from typing import IO, Any, Protocol, TypeVar, cast
 
 from flask import Flask, current_app
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.base import OptionEngine
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DisconnectionError
-from sqlalchemy.pool import Pool
+from sqlalchemy.pool import ConnectionPoolEntry, Pool, PoolProxiedConnection
 from sqlmodel import Session, SQLModel
 
 READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
@@ -81,7 +83,8 @@ def _postgres_liveness(engine: Engine) -> None:
     next query, with or without a ping: the ping would wait as long.)"""
 
     @event.listens_for(engine, "checkout")
-    def _on_checkout(dbapi_conn, _record, _proxy) -> None:
+    def _on_checkout(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry,
+                     _proxy: PoolProxiedConnection) -> None:
         if not _looks_alive(dbapi_conn):
             raise DisconnectionError("the server closed this pooled connection")
 
@@ -99,7 +102,8 @@ def _looks_alive(dbapi_conn: Any) -> bool:
 
 def _sqlite_pragmas(engine: Engine, gate: str | None) -> None:
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record) -> None:  # pragma: no cover - trivial
+    def _on_connect(dbapi_conn: sqlite3.Connection,
+                    _record: ConnectionPoolEntry) -> None:  # pragma: no cover - trivial
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
@@ -109,7 +113,7 @@ def _sqlite_pragmas(engine: Engine, gate: str | None) -> None:
         cur.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn) -> None:  # pragma: no cover - trivial
+    def _on_begin(conn: Connection) -> None:  # pragma: no cover - trivial
         # A read takes no lock at all (WAL gives it a snapshot) and may not write; a
         # transaction that may write takes the write lock at once, so that it never has
         # to upgrade a stale snapshot (which SQLite refuses instead of waiting).
@@ -151,26 +155,28 @@ def _sqlite_writer_gate(engine: Engine) -> None:
     never touch the gate; foreground writers do not wait for each other at it."""
 
     @event.listens_for(engine, "commit")
-    def _on_commit(conn) -> None:  # pragma: no cover - trivial
+    def _on_commit(conn: Connection) -> None:  # pragma: no cover - trivial
         _leave_gate(conn.connection.info)
 
     @event.listens_for(engine, "rollback")
-    def _on_rollback(conn) -> None:  # pragma: no cover - trivial
+    def _on_rollback(conn: Connection) -> None:  # pragma: no cover - trivial
         _leave_gate(conn.connection.info)
 
     @event.listens_for(engine, "checkin")
-    def _on_checkin(_dbapi_conn, record) -> None:  # pragma: no cover - trivial
+    def _on_checkin(_dbapi_conn: DBAPIConnection,
+                    record: ConnectionPoolEntry) -> None:  # pragma: no cover - trivial
         _leave_gate(record.info)  # however the transaction ended
 
     @event.listens_for(engine, "close")
-    def _on_close(_dbapi_conn, record) -> None:  # pragma: no cover - trivial
+    def _on_close(_dbapi_conn: DBAPIConnection,
+                  record: ConnectionPoolEntry) -> None:  # pragma: no cover - trivial
         for key in (_GATE, _WAITING):
             gate = record.info.pop(key, None)
             if gate is not None:
                 gate.close()
 
 
-def _gate_file(info: dict, path: str, key: str = _GATE) -> IO[bytes]:
+def _gate_file(info: dict[str, Any], path: str, key: str = _GATE) -> IO[bytes]:
     """This connection's own open file of the gate (``flock`` locks belong to an open
     file, so each connection holds or waits on its own, also within one process); with
     ``key`` ``_WAITING``, of the gate's waiting room (``<gate>.waiting``)."""
@@ -181,7 +187,7 @@ def _gate_file(info: dict, path: str, key: str = _GATE) -> IO[bytes]:
     return gate
 
 
-def _enter_gate(info: dict, path: str) -> None:
+def _enter_gate(info: dict[str, Any], path: str) -> None:
     """Hold this connection's gate for the transaction about to begin (see
     ``_sqlite_writer_gate``): shared for a foreground writer, alone for a background one.
     A foreground writer that has to wait stands in the waiting room (a second file, held
@@ -216,7 +222,7 @@ def _enter_gate(info: dict, path: str) -> None:
             fcntl.flock(waiting, fcntl.LOCK_UN)
 
 
-def _leave_gate(info: dict) -> None:
+def _leave_gate(info: dict[str, Any]) -> None:
     if info.pop(_GATE_HELD, False):
         fcntl.flock(info[_GATE], fcntl.LOCK_UN)
 
@@ -227,7 +233,7 @@ def init_app(app: Flask) -> None:
 
 
 def get_engine(app: Flask | None = None) -> Engine:
-    return (app or current_app).extensions["pbem.engine"]
+    return cast(Engine, (app or current_app).extensions["pbem.engine"])
 
 
 @contextmanager
@@ -386,7 +392,7 @@ def _reader(engine: Engine) -> Engine:
     return reader
 
 
-def _dispose_reader(reader: Engine):
+def _dispose_reader(reader: Engine) -> Callable[[Engine], None]:
     def dispose(_engine: Engine) -> None:  # not reader.dispose(): it shares the event
         reader.pool.dispose()
         reader.pool = reader.pool.recreate()

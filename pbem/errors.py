@@ -34,7 +34,7 @@ class IllegalMove(InvalidInput):
 
     code = "action/refused"
 
-    def __init__(self, reason: str, kind: str, detail: dict | None = None) -> None:
+    def __init__(self, reason: str, kind: str, detail: dict[str, Any] | None = None) -> None:
         super().__init__("that move is not allowed now", reason=reason, kind=kind)
         self.reason, self.kind = reason, kind
         self.detail = detail or {}  # the game's own words on what was wrong (explain)

@@ -14,7 +14,7 @@ import functools
 import weakref
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from zoneinfo import ZoneInfo
 
 from babel.dates import format_datetime, format_timedelta
@@ -38,7 +38,7 @@ DATE_PATTERNS = {"en": "EEEE d MMMM y, HH:mm", "de": "EEEE, d. MMMM y, HH:mm"}
 def select_locale() -> str:
     """The seat's language on its own pages; else the visitor's choice; else the
     browser's preference; else English."""
-    chosen = g.get("language") if has_request_context() else None
+    chosen: str | None = g.get("language") if has_request_context() else None
     if chosen in LANGUAGES:
         return chosen
     if not has_request_context():
@@ -204,20 +204,20 @@ def time_left(when: datetime | str, now: datetime | None = None) -> str:
 
 
 def _minutes(n: int) -> str:
-    return ngettext("%(num)s minute", "%(num)s minutes", n)
+    return cast(str, ngettext("%(num)s minute", "%(num)s minutes", n))
 
 
 def _hours(n: int) -> str:
-    return ngettext("%(num)s hour", "%(num)s hours", n)
+    return cast(str, ngettext("%(num)s hour", "%(num)s hours", n))
 
 
 def _days(n: int) -> str:
-    return ngettext("%(num)s day", "%(num)s days", n)
+    return cast(str, ngettext("%(num)s day", "%(num)s days", n))
 
 
 def _joined(big: str, small: str) -> str:
     # TRANSLATORS: a time in two units, as "1 day 3 hours" or "1 hour 25 minutes"
-    return gettext("%(big)s %(small)s", big=big, small=small)
+    return cast(str, gettext("%(big)s %(small)s", big=big, small=small))
 
 
 def mark(text: str) -> str:
@@ -301,7 +301,7 @@ def _bind(translations: Any) -> dict[str, Any]:
     return {"gettext": gettext_, "ngettext": ngettext_, "_": gettext_}
 
 
-def sentence(text: Any) -> str:
+def sentence(text: object) -> str:
     """A message as a sentence: a capital first letter (the rest untouched) and a full
     stop, unless it already ends in one."""
     text = str(text)

@@ -10,7 +10,7 @@ here knows a game.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from engine.core import Game as EngineGame
 from pbem.i18n import LANGUAGES
@@ -44,7 +44,7 @@ def view(mod: EngineGame, data: dict[str, Any] | None, tr: Any) -> dict[str, Any
     rewrite = getattr(mod, "translated_view", None)
     if data is None or tr is None or rewrite is None:
         return data
-    return rewrite(data, lambda info: card(info, tr), tr)
+    return cast(dict[str, Any], rewrite(data, lambda info: card(info, tr), tr))
 
 
 def lookup(mod: EngineGame, state: Any, tr: Any) -> CardLookup:

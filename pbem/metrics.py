@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from enum import StrEnum
 from typing import Any
 
 from flask import current_app, g, request
@@ -153,7 +154,8 @@ def _by(conn: Any, column: Any) -> dict[str, int]:
         select(column, func.count()).group_by(column))}
 
 
-def _family(kind: Any, name: str, doc: str, label: str, members: Any,
+def _family(kind: type[CounterMetricFamily | GaugeMetricFamily], name: str, doc: str,
+            label: str, members: Iterable[StrEnum],
             counts: dict[str, int]) -> Metric:
     """One sample per member of ``members`` (0 when there is none), and any other value
     found in the column (an old or damaged row) as it is."""

@@ -88,7 +88,7 @@ class Game(SQLModel, table=True):
     id: str = Field(primary_key=True, max_length=16)
     engine: str = Field(max_length=32)
     title: str = Field(default="", max_length=200)
-    options: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    options: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     seed: int
     state: str | None = Field(default=None, sa_column=Column(Text))
     # The state before the last move a player made, while only bots moved after it: what a
@@ -157,7 +157,7 @@ class Seat(SQLModel, table=True):
     # A hand-over the host asked for and the new person has not accepted yet:
     # {"name", "email", "language", "timezone", "at"}. Nothing but the one invitation
     # goes to that address until they accept.
-    pending_handover: dict | None = Field(default=None, sa_column=Column(JSON))
+    pending_handover: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
 
 
 class Decision(SQLModel, table=True):
@@ -199,7 +199,7 @@ class Token(SQLModel, table=True):
     game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
     seat_id: int | None = Field(default=None, foreign_key="seat.id")
     decision_id: int | None = Field(default=None, foreign_key="decision.id", index=True)
-    action: dict | None = Field(default=None, sa_column=Column(JSON))
+    action: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     created_at: datetime = Field(default_factory=utcnow)
     revoked_at: datetime | None = None
 
@@ -211,7 +211,7 @@ class Move(SQLModel, table=True):
     game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
     decision_id: int = Field(foreign_key="decision.id", unique=True)
     position: int
-    action: dict = Field(sa_column=Column(JSON, nullable=False))
+    action: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
     source: MoveSource = Field(sa_type=EnumText(MoveSource, 16))
     created_at: datetime = Field(default_factory=utcnow)
     # The game's version and its last event before the move (None: recorded before
@@ -233,8 +233,8 @@ class EventLog(SQLModel, table=True):
     seq: int
     kind: str = Field(max_length=40)
     actor: int | None = None
-    data: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-    visible_to: list | None = Field(default=None, sa_column=Column(JSON))
+    data: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    visible_to: list[int] | None = Field(default=None, sa_column=Column(JSON))
     created_at: datetime = Field(default_factory=utcnow)
 
 
@@ -261,7 +261,7 @@ class Outbox(SQLModel, table=True):
     to_name: str = Field(default="", max_length=100)
     language: str = Field(default="en", max_length=8)
     template: EmailTemplate = Field(sa_type=EnumText(EmailTemplate, 64))
-    context: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    context: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     idempotency_key: str = Field(unique=True, max_length=200)
     status: OutboxStatus = Field(default=OutboxStatus.PENDING,
                                  sa_type=EnumText(OutboxStatus, 16))

@@ -40,7 +40,7 @@ INSERT_TOKEN = insert(table_of(Token))
 
 
 def mint(session: Session, kind: TokenKind, game_id: str, seat_id: int | None = None,
-         decision_id: int | None = None, action: dict | None = None) -> str:
+         decision_id: int | None = None, action: dict[str, Any] | None = None) -> str:
     """Create a token row and return the raw token (shown once, never stored)."""
     (raw,) = mint_many(session, [{"kind": kind, "game_id": game_id, "seat_id": seat_id,
                                   "decision_id": decision_id, "action": action}])

@@ -22,11 +22,13 @@ import functools
 import hashlib
 import json
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, current_app, request
 from flask_babel import get_locale
 from jinja2 import pass_context
+from jinja2.runtime import Context
 from markupsafe import Markup, escape
 
 from engine.registry import listings
@@ -192,7 +194,7 @@ def _attribute(names: tuple[str, ...], inline: bool) -> Markup:
 
 
 @pass_context
-def ui(context, *names: str) -> Markup:
+def ui(context: Context, *names: str) -> Markup:
     """`` class="…"`` in a page, `` style="…"`` in an email (``inline_css`` set)."""
     return _attribute(tuple(n for n in names if n), bool(context.get("inline_css")))
 
@@ -206,11 +208,11 @@ def ui_inline(*names: str) -> Markup:
 
 
 MEMO_SIZE = 50_000
-_memo: dict[tuple, Markup] = {}
+_memo: dict[tuple[object, ...], Markup] = {}
 
 
 @pass_context
-def memo(context, *key: object, caller) -> Markup:
+def memo(context: Context, *key: object, caller: Callable[[], str]) -> Markup:
     """``{% call memo(key...) %}body{% endcall %}``: the body rendered once per process
     for each key (a card drawn the same way in every email: its data, and implicitly the
     language, page or mail styles and the server's address of its links). The key must

@@ -26,7 +26,7 @@ from email.message import Message
 from email.parser import BytesHeaderParser
 from email.policy import Compat32, compat32
 from email.utils import format_datetime
-from typing import Any
+from typing import Any, cast
 
 import idna
 from flask import current_app
@@ -74,7 +74,7 @@ PROBLEMS = {  # marked for the catalogs; ``address_problem`` translates
 
 def address_problem(exc: BadAddress) -> str:
     """Why an address was refused, in the current language."""
-    return gettext(PROBLEMS[exc.code])
+    return cast(str, gettext(PROBLEMS[exc.code]))
 
 
 def parse_address(text: str) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from email.message import EmailMessage, Message
 from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 from html.parser import HTMLParser
-from typing import Any
+from typing import Any, cast
 
 from mailparser_reply import EmailReplyParser
 
@@ -413,7 +413,8 @@ def _body(msg: Message) -> str:
 
 def _decoded(part: Message) -> str:
     try:
-        payload: Any = part.get_payload(decode=True) or b""
+        # a part that is not multipart (``_body``): its payload decoded is bytes, or None
+        payload = cast(bytes, part.get_payload(decode=True) or b"")
         charset = part.get_content_charset() or "utf-8"
         try:
             return payload.decode(charset, "replace").replace("\r\n", "\n")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from flask import current_app, render_template
@@ -98,8 +98,8 @@ def calendar_feed(raw: str) -> bytes:
                              col(Seat.left_at).is_(None), col(Seat.bot).is_(None))
                       .order_by(col(Decision.deadline_at), col(Decision.id))).all()
         base = current_app.config["BASE_URL"]
-        return _calendar([(decision, game, seat, f"{base}/cal/{raw}/open/{seat.id}")
-                          for decision, game, seat in rows]).to_ical()
+        return cast(bytes, _calendar([(decision, game, seat, f"{base}/cal/{raw}/open/{seat.id}")
+                                      for decision, game, seat in rows]).to_ical())
 
 
 def calendar_game(raw: str, seat_id: Any) -> dict[str, Any]:
@@ -176,7 +176,7 @@ def deadline_file(raw: str) -> bytes:
         if game.status != GameStatus.ACTIVE or not decisions:
             raise NotFound(gettext("you have no open decision in this game now"))
         link = f"{current_app.config['BASE_URL']}/g/{raw}"
-        return _calendar([(d, game, seat, link) for d in decisions]).to_ical()
+        return cast(bytes, _calendar([(d, game, seat, link) for d in decisions]).to_ical())
 
 
 # --------------------------------------------------------------------------- writing it

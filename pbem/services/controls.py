@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from flask import current_app
 from flask_babel import gettext, ngettext
@@ -695,15 +695,16 @@ def vacation_refusal(data: dict[str, Any]) -> str:
     ``data`` (``take_vacation``): the page says it again in the player's language."""
     if data["reason"] == "vacation/often":
         when = format_deadline(data["again"], data["zone"])["local"]
-        return ngettext("you have taken vacation %(num)s time in the last 24 hours; you "
-                        "can take more from %(time)s",
-                        "you have taken vacation %(num)s times in the last 24 hours; you "
-                        "can take more from %(time)s", data["most"], time=when)
+        return cast(str, ngettext("you have taken vacation %(num)s time in the last 24 hours; "
+                                  "you can take more from %(time)s",
+                                  "you have taken vacation %(num)s times in the last 24 hours; "
+                                  "you can take more from %(time)s", data["most"], time=when))
     left = int(data["left"])
     if left < 1:
-        return gettext("you have no vacation left in this game")
-    return ngettext("you can take 1 whole day of vacation in this game",
-                    "you can take 1 to %(num)s whole days of vacation in this game", left)
+        return cast(str, gettext("you have no vacation left in this game"))
+    return cast(str, ngettext("you can take 1 whole day of vacation in this game",
+                              "you can take 1 to %(num)s whole days of vacation in this game",
+                              left))
 
 
 def _require_active(game: Game) -> None:

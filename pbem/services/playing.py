@@ -9,7 +9,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from flask import current_app
 from flask_babel import gettext
@@ -18,7 +18,7 @@ from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
-from engine.core import Action, EngineError, Event, parse_action
+from engine.core import Action, Bot, EngineError, Event, Searches, parse_action
 from engine.core import Game as EngineGame
 from engine.registry import get_game
 from pbem import localize
@@ -80,7 +80,7 @@ class Outcome:
     names: tuple[str, ...] = ()  # players by seat
     waiting: tuple[tuple[int, str], ...] = ()  # (seat, decision kind) now open
     winners: tuple[int, ...] = ()
-    cards: dict[str, Any] | None = None  # printed data of the cards the action names
+    cards: dict[str, dict[str, Any]] | None = None  # printed data of the cards the action names
     language: str = "en"  # the player's
     engine: str = ""  # the game's engine name (which templates narrate it)
     decision_id: int = 0  # the decision the move closed (its page reads the move back)
@@ -637,10 +637,11 @@ def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
 
 
 @functools.lru_cache(maxsize=32)
-def _strong_bot(engine: str, budget_ms: float) -> Any:
+def _strong_bot(engine: str, budget_ms: float) -> Bot[Any]:
     """Game ``engine``'s search bot with ``budget_ms`` of CPU per decision (built once:
     it keeps nothing between decisions)."""
-    return get_game(engine).make_strong(budget_ms=budget_ms)  # type: ignore[attr-defined]
+    # (bot_choice asks only a game that has make_strong)
+    return cast(Searches, get_game(engine)).make_strong(budget_ms=budget_ms)
 
 
 def _closed_reason(decision: Decision) -> str:

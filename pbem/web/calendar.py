@@ -6,6 +6,7 @@ deadline as a file to add."""
 from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, render_template, request
+from flask.typing import ResponseReturnValue
 
 from pbem import services
 from pbem.errors import RateLimited
@@ -17,7 +18,7 @@ CALENDAR_TYPE = "text/calendar; charset=utf-8"
 
 
 @bp.route("/g/<raw>/calendar", methods=["GET", "POST"])
-def calendar_page(raw: str):
+def calendar_page(raw: str) -> ResponseReturnValue:
     """The seat's calendar page; its POST makes (or replaces) the feed, or stops it,
     then redirects to the page, which shows the new feed's address (``?feed=``: shown
     only while it is the address's feed) or says the feed is stopped (``?done=stop``,
@@ -38,14 +39,14 @@ def calendar_page(raw: str):
 
 
 @bp.get("/cal/<raw>.ics")
-def feed(raw: str):
+def feed(raw: str) -> ResponseReturnValue:
     resp = Response(services.calendar_feed(raw), content_type=CALENDAR_TYPE)
     resp.headers["Cache-Control"] = "private, no-cache"
     return resp
 
 
 @bp.route(f"/cal/<raw>/open/<int(max={DB_INT_MAX}):seat_id>", methods=["GET", "POST"])
-def open_game(raw: str, seat_id: int):
+def open_game(raw: str, seat_id: int) -> ResponseReturnValue:
     """An event's link: a page naming the game and its deadline, whose button emails the
     game's page link to the seat's own address (the feed's address reads deadlines and
     nothing more: it never gives a link that acts for the seat). The POST answers with
@@ -67,7 +68,7 @@ def open_game(raw: str, seat_id: int):
 
 
 @bp.get("/g/<raw>/deadline.ics")
-def deadline(raw: str):
+def deadline(raw: str) -> ResponseReturnValue:
     resp = Response(services.deadline_file(raw), content_type=CALENDAR_TYPE)
     resp.headers["Content-Disposition"] = "attachment; filename=deadline.ics"
     resp.headers["Cache-Control"] = "private, no-cache"

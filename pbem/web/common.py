@@ -23,6 +23,7 @@ from flask import (
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from flask_babel import gettext as _
 from flask_babel import refresh
+from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response
 
 from pbem.errors import (
@@ -56,7 +57,7 @@ class CookieSessions(SecureCookieSessionInterface):
         return super().open_session(app, request)
 
 
-def security_headers(resp):
+def security_headers(resp: Response) -> Response:
     resp.headers.setdefault("Content-Security-Policy", CSP)
     resp.headers.setdefault("X-Content-Type-Options", "nosniff")
     resp.headers.setdefault("Referrer-Policy", "no-referrer")  # links carry secrets
@@ -77,7 +78,7 @@ def static_version(endpoint: str, values: dict[str, Any]) -> None:
         values["v"] = _static_hash(str(values["filename"]))
 
 
-def cache_static(resp):
+def cache_static(resp: Response) -> Response:
     """A static file asked for by its current hash may be kept for a year."""
     version = request.args.get("v")
     if (request.endpoint == "static" and resp.status_code == 200 and version
@@ -118,23 +119,23 @@ def _content_hash(path: str, mtime_ns: int, size: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 
-def service_error(exc: ServiceError):
+def service_error(exc: ServiceError) -> tuple[str, int]:
     return render_template("pages/error.html", error=exc), exc.status
 
 
-def not_found(exc):
+def not_found(exc: HTTPException) -> tuple[str, int]:
     return render_template("pages/error.html", error=NotFound(_(
         "there is nothing at this address; the link may be mistyped or cut short"))), 404
 
 
-def http_error(exc):
+def http_error(exc: HTTPException) -> tuple[str, int]:
     code = getattr(exc, "code", 400)
     message = (_("this address does not take that kind of request") if code == 405 else
                _("the request could not be read; go back and try again"))
     return render_template("pages/error.html", error=ServiceError(message)), code
 
 
-def server_error(exc):  # pragma: no cover - a bug if it ever runs
+def server_error(exc: HTTPException) -> tuple[str, int]:  # pragma: no cover - a bug if it ever runs
     return render_template("pages/error.html", error=ServiceError(_(
         "something went wrong on our side; nothing was changed"))), 500
 
@@ -159,7 +160,7 @@ def check_csrf() -> None:
 
 
 def message_page(title: str, text: str, status: int = 200, element: str = "message",
-             onward: list[tuple[str, str]] | None = None):
+             onward: list[tuple[str, str]] | None = None) -> tuple[str, int]:
     """A short page that says one thing, with links onwards (``onward``: address and
     words; the home page and a player's list of games are always offered)."""
     return render_template("pages/message.html", title=title, text=text, element=element,

@@ -21,6 +21,7 @@ from flask import (
     request,
     session,
 )
+from flask.typing import ResponseReturnValue
 
 from pbem import mail
 from pbem.mail.inbound import reply_message
@@ -51,7 +52,7 @@ def _from_loopback() -> bool:
 
 
 @bp.get("/dev/mail")
-def dev_mailbox():
+def dev_mailbox() -> ResponseReturnValue:
     box = _mailbox()
     items = []
     for path in box.messages()[:500]:
@@ -65,7 +66,7 @@ def dev_mailbox():
 
 
 @lru_cache(maxsize=2048)
-def _summary(path: str, mtime_ns: int, size: int) -> dict:
+def _summary(path: str, mtime_ns: int, size: int) -> dict[str, object]:
     """One row of the list. The files are written whole and never changed, so a row is
     parsed once (keyed by the file's time and size in case one is replaced): parsing every
     email on each view took a tenth of a second for two hundred emails."""
@@ -74,7 +75,7 @@ def _summary(path: str, mtime_ns: int, size: int) -> dict:
             "date": _sent_at(msg), "preview": _preview(msg)}
 
 
-def _sent_at(msg) -> datetime | None:
+def _sent_at(msg: email.message.EmailMessage) -> datetime | None:
     """When the email was sent (its Date header), in UTC; None if unreadable."""
     try:
         return email.utils.parsedate_to_datetime(str(msg["Date"])).astimezone(UTC)
@@ -82,7 +83,7 @@ def _sent_at(msg) -> datetime | None:
         return None
 
 
-def _preview(msg) -> str:
+def _preview(msg: email.message.EmailMessage) -> str:
     text = msg.get_body(("plain",))
     return text.get_content().strip().split("\n", 1)[0] if text else ""
 
@@ -96,7 +97,7 @@ def _message(name: str) -> email.message.EmailMessage:
 
 
 @bp.get("/dev/mail/<name>")
-def dev_message(name: str):
+def dev_message(name: str) -> ResponseReturnValue:
     msg = _message(name)
     html = msg.get_body(("html",))
     text = msg.get_body(("plain",))
@@ -110,7 +111,7 @@ def dev_message(name: str):
 
 
 @bp.post("/dev/mail/<name>/reply")
-def dev_reply(name: str):
+def dev_reply(name: str) -> ResponseReturnValue:
     """The reply box: send ``text`` as the email's addressee would answer it, by SMTP to
     the inbound receiver (``make run`` starts it on loopback), as a mail server would."""
     msg = _message(name)

@@ -11,7 +11,7 @@ gives the sentence in the reader's language, or None."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from flask_babel import LazyString, lazy_gettext, ngettext
 
@@ -61,9 +61,9 @@ def _vacation(data: dict[str, Any]) -> str | None:
     if seat is None or not seat.vacation_used_hours:
         return None
     left = data["game"].policy.vacation_left(seat.vacation_used_hours)
-    return ngettext("Your deadlines moved. Vacation left: %(d)s day.",
-                    "Your deadlines moved. Vacation left: %(d)s days.", 1 if left == 1 else 2,
-                    d=i18n.number(left))
+    return cast(str, ngettext("Your deadlines moved. Vacation left: %(d)s day.",
+                              "Your deadlines moved. Vacation left: %(d)s days.",
+                              1 if left == 1 else 2, d=i18n.number(left)))
 
 
 # The codes whose sentence the game's log must bear out: the game page gives them the

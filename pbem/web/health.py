@@ -15,6 +15,7 @@ from __future__ import annotations
 import hmac
 
 from flask import Blueprint, Response, abort, current_app, request
+from flask.typing import ResponseReturnValue
 from sqlalchemy.exc import SQLAlchemyError
 
 from pbem import health, metrics
@@ -26,7 +27,7 @@ NO_STORE = {"Cache-Control": "no-store"}
 
 
 @bp.get("/healthz")
-def healthz():
+def healthz() -> ResponseReturnValue:
     if request.args.get("deep", "") not in ("", "0"):
         return _deep()
     if not health.database_answers():
@@ -34,7 +35,7 @@ def healthz():
     return {"ok": True}, 200, NO_STORE
 
 
-def _deep():
+def _deep() -> ResponseReturnValue:
     try:
         facts = health.status()
     except SQLAlchemyError:
@@ -45,7 +46,7 @@ def _deep():
 
 
 @bp.get("/metrics")
-def prometheus():
+def prometheus() -> ResponseReturnValue:
     config = current_app.config
     if not config["METRICS"]:
         abort(404)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from flask import (
     Blueprint,
@@ -17,6 +17,7 @@ from flask import (
     request,
     session,
 )
+from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_babel import ngettext
 
@@ -49,8 +50,8 @@ bp = Blueprint("host", __name__)
 PLAYER_FIELD_RE = re.compile(r"^(?:name|email|bot)(\d{1,4})$")
 
 
-def home_page(form, errors: Sequence[tuple[str, str]] = (), error: ServiceError | None = None,
-               status: int = 200):
+def home_page(form: Mapping[str, str], errors: Sequence[tuple[str, str]] = (),
+              error: ServiceError | None = None, status: int = 200) -> ResponseReturnValue:
     """The home page: the new-game form (with every problem of a refused one, its values
     kept) and the form that asks for a link to one's games."""
     csrf = session.setdefault("csrf", secrets.token_urlsafe(16))
@@ -63,7 +64,7 @@ def home_page(form, errors: Sequence[tuple[str, str]] = (), error: ServiceError 
 
 
 @bp.post("/new")
-def new_game():
+def new_game() -> ResponseReturnValue:
     check_csrf()
     form = request.form
     try:
@@ -93,7 +94,7 @@ def new_game():
 
 
 @bp.get("/new")
-def created_page():
+def created_page() -> ResponseReturnValue:
     """The page after the new-game form: check your email. It shows the game the form
     made in this browser (kept in its signed session, never named by the address); any
     other visitor goes to the home page."""
@@ -103,7 +104,7 @@ def created_page():
     return render_template("pages/created.html", host=host)
 
 
-def _players_from_form(form) -> list[services.PlayerIn | None]:
+def _players_from_form(form: Mapping[str, str]) -> list[services.PlayerIn | None]:
     """The form's player rows, None for an empty one (it keeps its place, so a problem is
     shown at its row); a row beyond the largest game offered is refused, not dropped (one
     beyond the chosen game's largest number is refused by the service, at its row)."""
@@ -127,7 +128,7 @@ def _players_from_form(form) -> list[services.PlayerIn | None]:
 
 
 @bp.route("/host/confirm/<raw>", methods=["GET", "POST"])
-def host_confirm(raw: str):
+def host_confirm(raw: str) -> ResponseReturnValue:
     """The host's confirmation link: a page, and only its POST confirms; then it
     redirects to the page with the host page's link the confirmation made (``?admin=``,
     checked to be a host link of this game), which says the game is confirmed."""
@@ -156,7 +157,7 @@ def host_confirm(raw: str):
                            button=_("Send invitations"))
 
 
-def _already_confirmed():
+def _already_confirmed() -> tuple[str, int]:
     """A used confirmation link, opened or posted again: 409, as every used link answers."""
     return message_page(_("Already confirmed"), _("This game is confirmed and the invitations "
                                               "are out. The game starts when everyone has "
@@ -164,7 +165,7 @@ def _already_confirmed():
 
 
 @bp.get("/admin/<raw>")
-def admin(raw: str):
+def admin(raw: str) -> ResponseReturnValue:
     """The host page; after a control, what it did: ``?done=<code>`` (``done.HOST``), or
     ``?reminded=<decision>`` (whom the host reminded, read from the decision)."""
     if "reminded" in request.args:
@@ -181,7 +182,7 @@ def _as_host(raw: str) -> None:
 
 
 def _admin_page(raw: str, notice: str | None = None, error: str | None = None,
-                status: int = 200, said: str | None = None):
+                status: int = 200, said: str | None = None) -> tuple[str, int]:
     """The host page, with a notice or an error (or what ``done.HOST`` says for the code
     ``said``, if the game bears it out)."""
     _as_host(raw)
@@ -193,7 +194,7 @@ def _admin_page(raw: str, notice: str | None = None, error: str | None = None,
 
 
 @bp.post("/admin/<raw>/remind")
-def admin_remind(raw: str):
+def admin_remind(raw: str) -> ResponseReturnValue:
     """The host's "remind now" for one open decision (at most once per decision)."""
     require_sig(raw)
     _as_host(raw)
@@ -206,7 +207,7 @@ def admin_remind(raw: str):
 
 
 @bp.post("/admin/<raw>/again")
-def admin_play_again(raw: str):
+def admin_play_again(raw: str) -> ResponseReturnValue:
     """Play again with the same players: a new game, and its host page, which says so (a
     second press opens the same new game, with a fresh host link)."""
     require_sig(raw)
@@ -219,7 +220,7 @@ def admin_play_again(raw: str):
 
 
 @bp.post("/admin/<raw>/replace")
-def admin_replace(raw: str):
+def admin_replace(raw: str) -> ResponseReturnValue:
     require_sig(raw)
     _as_host(raw)
     position = parse_int(request.form.get("position", ""), 0, DB_INT_MAX,
@@ -228,23 +229,23 @@ def admin_replace(raw: str):
     return see_other(f"/admin/{raw}", done="replaced")
 
 
-def _player_fields(f) -> services.PlayerIn:
+def _player_fields(f: Mapping[str, str]) -> services.PlayerIn:
     return services.PlayerIn(f.get("name", ""), f.get("email", ""), f.get("lang", "en"),
                              f.get("tz", "UTC") or "UTC")
 
 
-def _hand_over(raw: str, f) -> str:
+def _hand_over(raw: str, f: Mapping[str, str]) -> str:
     updated = services.hand_over(raw, f.get("position"), _player_fields(f)) == "updated"
     return "handover_updated" if updated else "handover_sent"
 
 
-def _abandon(raw: str, f) -> None:
+def _abandon(raw: str, f: Mapping[str, str]) -> None:
     if f.get("sure") != "yes":
         raise ServiceError(_("tick the box to confirm that the game ends for everyone"))
     services.abandon_game(raw)
 
 
-def _set_bot(raw: str, f) -> None:
+def _set_bot(raw: str, f: Mapping[str, str]) -> None:
     """Who plays a seat: a bot (``heuristic``, ``default``) or its player (empty). The
     form names no choice until the host makes one, so a press without one changes
     nothing."""
@@ -253,7 +254,7 @@ def _set_bot(raw: str, f) -> None:
     services.set_bot(raw, f.get("position"), f.get("bot") or None)
 
 
-ADMIN_ACTIONS = {
+ADMIN_ACTIONS: dict[str, Callable[[str, Mapping[str, str]], object]] = {
     "pause": lambda raw, f: services.pause_game(raw),
     "resume": lambda raw, f: services.resume_game(raw),
     "extend": lambda raw, f: services.extend_deadline(raw, f.get("hours")),
@@ -265,7 +266,7 @@ ADMIN_ACTIONS = {
 
 
 @bp.post("/admin/<raw>/<control>")
-def admin_control(raw: str, control: str):
+def admin_control(raw: str, control: str) -> ResponseReturnValue:
     """The host's controls: pause, resume, extend, abandon, bot on/off, hand a seat over
     (or withdraw a hand-over not yet accepted); then the host page, saying what was
     done (``done.HOST``: the control's name, or the code its handler returns)."""

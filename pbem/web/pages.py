@@ -11,6 +11,7 @@ from flask import (
     redirect,
     request,
 )
+from flask.typing import ResponseReturnValue
 
 from pbem import i18n
 from pbem.web.host import home_page
@@ -19,12 +20,12 @@ bp = Blueprint("pages", __name__)
 
 
 @bp.get("/")
-def home():
+def home() -> ResponseReturnValue:
     return home_page({})
 
 
 @bp.post("/language")
-def choose_language():
+def choose_language() -> ResponseReturnValue:
     """The language switch of pages shown to no seat: a cookie, then back to the page."""
     lang = request.form.get("lang", "")
     resp = redirect(_local_path(request.form.get("next", "")), code=303)

@@ -8,12 +8,15 @@ from typing import Any
 
 from flask import (
     Blueprint,
+    Response,
     current_app,
     render_template,
     request,
 )
+from flask.typing import ResponseReturnValue
 from flask_babel import LazyString
 from flask_babel import gettext as _
+from werkzeug.datastructures import MultiDict
 
 from pbem import i18n, services
 from pbem.errors import (
@@ -43,7 +46,7 @@ bp = Blueprint("play", __name__)
 
 
 @bp.route("/invite/<raw>", methods=["GET", "POST"])
-def invitation(raw: str):
+def invitation(raw: str) -> ResponseReturnValue:
     """An invitation's page. Its POST answers, then redirects to the page, which thanks
     the player (with the game page's link the acceptance made: ``?page=``, checked to be
     this seat's) instead of saying the invitation was answered before."""
@@ -74,7 +77,8 @@ def invitation(raw: str):
     return _invitation_form(info, raw)
 
 
-def _invitation_form(info: dict[str, Any], raw: str, status: int = 200, **extra: Any):
+def _invitation_form(info: dict[str, Any], raw: str, status: int = 200,
+                     **extra: Any) -> Response:
     """The invitation's page with its form; its one script (static/tz.js) picks the
     browser's time zone."""
     resp = current_app.make_response((render_template(
@@ -84,7 +88,7 @@ def _invitation_form(info: dict[str, Any], raw: str, status: int = 200, **extra:
 
 
 @bp.route("/handover/<raw>", methods=["GET", "POST"])
-def handover(raw: str):
+def handover(raw: str) -> ResponseReturnValue:
     """An invitation to take over a seat: a page, and only its POST answers; then it
     redirects to the page, which thanks the person (see ``services.handover_answered``:
     the link is spent by then)."""
@@ -104,7 +108,7 @@ def handover(raw: str):
 
 
 @bp.route("/a/<raw>", methods=["GET", "POST"])
-def one_click(raw: str):
+def one_click(raw: str) -> ResponseReturnValue:
     if request.method != "POST":  # GET and HEAD never act
         info = services.describe_token(raw)
         speak(info["seat"].language)
@@ -136,20 +140,20 @@ def one_click(raw: str):
     return _recorded(outcome)
 
 
-def _welcome_back():
+def _welcome_back() -> tuple[str, int]:
     return message_page(_("Welcome back"), _("A bot played your seat while you were away. "
                                              "You play it again from your next decision "
                                              "on; watch for the next email."))
 
 
-def _recorded(outcome: services.Outcome):
+def _recorded(outcome: services.Outcome) -> ResponseReturnValue:
     """A move was recorded: see the page that says so, the seat's game page with
     ``?recorded=<decision>`` (``outcome.page_token``: the link the move made for it)."""
     return see_other(f"/g/{outcome.page_token}", recorded=outcome.decision_id)
 
 
 @bp.get("/g/<raw>")
-def game_page(raw: str):
+def game_page(raw: str) -> ResponseReturnValue:
     """The seat's game page; 304 when the browser's copy is still the page (its ETag:
     see ``fresh``). The page speaks the seat's language, whatever the request asks.
     After a form: ``?recorded=<decision>``, the page that says a move was recorded;
@@ -164,7 +168,7 @@ def game_page(raw: str):
     return show_game_page(raw, tagged=True, said=said)
 
 
-def _receipt(raw: str, decision: str):
+def _receipt(raw: str, decision: str) -> ResponseReturnValue:
     """A short page: what was recorded (the seat's own move that closed ``decision``,
     read from its Move row), who acts next, and this seat's next decision at once if it
     has one (no board or log: the game page has those). For any other decision (a
@@ -182,7 +186,7 @@ def _receipt(raw: str, decision: str):
 
 
 def show_game_page(raw: str, status: int = 200, tagged: bool = False, said: str = "",
-                   **extra: Any):
+                   **extra: Any) -> Response:
     """The game page, with what a form posted to it says (``extra``: a refusal, the form
     as entered) or, after a redirect, what ``done.GAME`` says for the code ``said``;
     ``tagged``: with its ETag (a plain GET)."""
@@ -198,7 +202,7 @@ def show_game_page(raw: str, status: int = 200, tagged: bool = False, said: str 
     return fresh.tag(resp, data["stamp"], said, headers=tagged)
 
 
-def _with_scripts(data: dict[str, Any], page: str, status: int = 200):
+def _with_scripts(data: dict[str, Any], page: str, status: int = 200) -> Response:
     """A game page runs scripts from this server only, and only where it has use for
     them: a log with folded rounds (static/log.js loads one when it is opened) or a game
     under way (static/live.js asks every few seconds whether the page changed); other
@@ -210,7 +214,7 @@ def _with_scripts(data: dict[str, Any], page: str, status: int = 200):
 
 
 @bp.get(f"/g/<raw>/log/<int(max={DB_INT_MAX}):number>")
-def game_log_round(raw: str, number: int):
+def game_log_round(raw: str, number: int) -> ResponseReturnValue:
     """One round of the game log from the seat's view: a page of its own, or with
     ``?part=1`` only the round's entries (what the game page's script fetches)."""
     data = services.log_round_for_page(raw, number)
@@ -220,11 +224,11 @@ def game_log_round(raw: str, number: int):
 
 
 @bp.get(f"/watch/<key>/log/<int(max={DB_INT_MAX}):number>")
-def spectator_log_round(key: str, number: int):
+def spectator_log_round(key: str, number: int) -> ResponseReturnValue:
     return _log_round(services.log_round_for_spectator(key, number), f"/watch/{key}")
 
 
-def _log_round(data: dict[str, Any], back: str):
+def _log_round(data: dict[str, Any], back: str) -> str:
     if data["round"] is None:
         raise NotFound(_("this game's log has no such round"))
     if request.args.get("part"):
@@ -233,7 +237,7 @@ def _log_round(data: dict[str, Any], back: str):
 
 
 @bp.post("/g/<raw>")
-def game_act(raw: str):
+def game_act(raw: str) -> ResponseReturnValue:
     require_sig(raw)
     form = request.form
     try:
@@ -248,7 +252,7 @@ def game_act(raw: str):
 
 
 @bp.post("/g/<raw>/plan")
-def plan(raw: str):
+def plan(raw: str) -> ResponseReturnValue:
     """The seat's standing plan (a game that offers plans): ``how=set`` with the plan's
     rows, or ``how=clear``. The game page, saying what changed; or again, with what was
     wrong (the rows as entered)."""
@@ -269,7 +273,7 @@ def plan(raw: str):
 
 
 @bp.post("/g/<raw>/standing")
-def standing(raw: str):
+def standing(raw: str) -> ResponseReturnValue:
     """The seat's standing choices (a game that offers them): one ``standing.<key>`` field
     a choice, its value (``off``: none). The game page, saying what changed; or again,
     with what was wrong."""
@@ -287,7 +291,7 @@ def standing(raw: str):
 MAX_PLAN_ROWS = 12  # more rows than any game's plan form has
 
 
-def form_plan(form) -> str | None:
+def form_plan(form: MultiDict[str, str]) -> str | None:
     """The plan rows of a form (``plan.at`` and ``plan.count``, repeated, in row order)
     in the plan notation of the contract (``engine.core.PlanForm``: ``at count, at
     count``); rows without a place are left out. None for a form without plan rows, or
@@ -314,7 +318,7 @@ MAX_FORM_COUNT = 20  # no count field of any game goes higher
 MAX_FORM_WORDS = 40
 
 
-def form_command(form) -> str:
+def form_command(form: MultiDict[str, str]) -> str:
     """The full decision form of any game as a command in the game's notation: ``choice``
     (a radio: a whole action as written, taken as it is; or a verb), else ``kind`` (the
     verb of a form with one); a verb is followed by the fields of that verb only:
@@ -359,7 +363,7 @@ SPECTATOR_VARY = "Cookie, Accept-Language"
 
 
 @bp.get("/watch/<key>")
-def spectator(key: str):
+def spectator(key: str) -> ResponseReturnValue:
     """The spectators' page; 304 as the game page. It depends on the language the visitor
     chose and on its own address (its language switch sends it back)."""
     variant = f"{i18n.select_locale()}|{request.full_path}"
@@ -373,7 +377,7 @@ def spectator(key: str):
 
 
 @bp.post("/g/<raw>/vacation")
-def vacation(raw: str):
+def vacation(raw: str) -> ResponseReturnValue:
     """Take whole days of vacation (then the game page says what is left); a refusal
     (the days, or too often) is said at the field, in the player's language, with what
     they typed to correct it."""
@@ -392,7 +396,7 @@ def vacation(raw: str):
 
 
 @bp.post("/g/<raw>/say")
-def say(raw: str):
+def say(raw: str) -> ResponseReturnValue:
     """The talk box: a message to the table, and whether the others' come at once."""
     require_sig(raw)
     form = request.form
@@ -402,7 +406,7 @@ def say(raw: str):
 
 
 @bp.post("/g/<raw>/here")
-def here(raw: str):
+def here(raw: str) -> ResponseReturnValue:
     """The seat's game page is open and in view (static/live.js says so every
     LIVE_HERE_SECONDS): a decision opened for the seat meanwhile waits to be emailed.
     No page answers (204): the script posts it, no browser shows it or reloads it."""
@@ -412,7 +416,7 @@ def here(raw: str):
 
 
 @bp.post("/g/<raw>/takeback")
-def take_back(raw: str):
+def take_back(raw: str) -> ResponseReturnValue:
     """Take back the seat's last move (a button on the game page and on the page that
     says a move was recorded)."""
     require_sig(raw)
@@ -424,7 +428,7 @@ def take_back(raw: str):
 
 
 @bp.post("/g/<raw>/back")
-def come_back(raw: str):
+def come_back(raw: str) -> ResponseReturnValue:
     require_sig(raw)
     services.come_back(raw)
     return see_other(f"/g/{raw}", done="back")

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from flask import Blueprint, Flask, current_app, g, render_template, request
+from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 
 from engine.registry import get_game, listings
@@ -146,14 +147,14 @@ def rules_url(game: str, term: str | None = None, absolute: bool = False, *,
 
 
 @bp.get("/rules")
-def index():
+def index() -> ResponseReturnValue:
     """Every game's rules page."""
     _language_from_query()
     return render_template("pages/rules_index.html", games=games())
 
 
 @bp.get("/rules/<game>")
-def page(game: str):
+def page(game: str) -> ResponseReturnValue:
     """The rules page of ``game`` in the visitor's language (``?lang=`` overrides it)."""
     _language_from_query()
     if not GAME_NAME_RE.fullmatch(game) or game not in listings():

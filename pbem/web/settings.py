@@ -12,6 +12,7 @@ from flask import (
     request,
     session,
 )
+from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 
 from pbem import services
@@ -32,7 +33,7 @@ bp = Blueprint("settings", __name__)
 
 
 @bp.route("/my", methods=["GET", "POST"])
-def my_games_ask():
+def my_games_ask() -> ResponseReturnValue:
     """Ask for a link to one's games. The answer is the same whether the address plays
     here or not (``?done=sent``); the link goes to the address only."""
     if request.method != "POST":
@@ -48,21 +49,21 @@ def my_games_ask():
     return see_other("/my", done="sent")
 
 
-def _my_games_sent():
+def _my_games_sent() -> tuple[str, int]:
     return message_page(_("Check your email"), _(
         "If this address plays in any game here, a link to the list of its games is on its "
         "way to it. The link works for a week; keep it private."), element="my-games-sent")
 
 
 def _my_page(address: str = "", error: str | None = None, problem: str | None = None,
-             status: int = 200):
+             status: int = 200) -> tuple[str, int]:
     csrf = session.setdefault("csrf", secrets.token_urlsafe(16))
     return render_template("pages/my.html", csrf=csrf, my_email=address, my_error=error,
                            problem=problem), status
 
 
 @bp.get("/my/<raw>")
-def my_games_list(raw: str):
+def my_games_list(raw: str) -> ResponseReturnValue:
     """The list of one's games; after its links were stopped (``?done=stopped``, and the
     link is indeed one of those stopped) the page that says so."""
     try:
@@ -75,7 +76,7 @@ def my_games_list(raw: str):
 
 
 @bp.post("/my/<raw>/open")
-def my_games_open(raw: str):
+def my_games_open(raw: str) -> ResponseReturnValue:
     """Open one game of the list: a fresh game-page link for that seat, then its page."""
     require_sig(raw)
     try:
@@ -86,7 +87,7 @@ def my_games_open(raw: str):
 
 
 @bp.post("/my/<raw>/host")
-def my_games_host(raw: str):
+def my_games_host(raw: str) -> ResponseReturnValue:
     """Open the host page of a game of the list that the address hosts: a fresh host
     link, then its page."""
     require_sig(raw)
@@ -98,7 +99,7 @@ def my_games_host(raw: str):
 
 
 @bp.post("/my/<raw>/stop")
-def my_games_stop(raw: str):
+def my_games_stop(raw: str) -> ResponseReturnValue:
     """Revoke every link to the list of this address (this one too)."""
     require_sig(raw)
     try:
@@ -108,28 +109,28 @@ def my_games_stop(raw: str):
     return see_other(f"/my/{raw}", done="stopped")
 
 
-def _links_stopped():
+def _links_stopped() -> tuple[str, int]:
     return message_page(_("Links stopped"), _(
         "Every link to your games has stopped working, this one too. Your next email of a "
         "game brings a new one; or ask for one on this page."), element="my-links-stopped")
 
 
 @bp.post("/g/<raw>/language")
-def player_language(raw: str):
+def player_language(raw: str) -> ResponseReturnValue:
     require_sig(raw)
     services.set_language(raw, request.form.get("lang", ""))
     return see_other(f"/g/{raw}", done="language")
 
 
 @bp.post("/g/<raw>/notifications")
-def notifications(raw: str):
+def notifications(raw: str) -> ResponseReturnValue:
     require_sig(raw)
     return see_other(f"/g/{raw}",
                      done=services.set_notifications(raw, request.form.get("how", "")))
 
 
 @bp.route("/u/<raw>", methods=["GET", "POST"])
-def unsubscribe(raw: str):
+def unsubscribe(raw: str) -> ResponseReturnValue:
     """One-click unsubscribe (RFC 8058): a mail program POSTs ``List-Unsubscribe=
     One-Click`` without any form of ours, and gets the page that says what stopped (no
     browser shows it, so none reloads it); a person gets a page with the choices (and,
@@ -149,14 +150,14 @@ def unsubscribe(raw: str):
     return _unsubscribe_page(raw, said=request.args.get("done"))
 
 
-def _unsubscribe_page(raw: str, text: str | None = None, said: str | None = None):
+def _unsubscribe_page(raw: str, text: str | None = None, said: str | None = None) -> str:
     info = services.describe_unsubscribe(raw)
     if said:
         text = done.say(done.UNSUBSCRIBE, said, info)
     return render_template("pages/unsubscribe.html", info=info, raw=raw, done=text)
 
 
-def _address_settings(raw: str):
+def _address_settings(raw: str) -> ResponseReturnValue:
     """The address's settings for all of its games, saved (then the page says so); or
     the page again with what was wrong and the form as it was filled in."""
     try:
