@@ -122,12 +122,24 @@ def service_error(exc: ServiceError):
     return render_template("pages/error.html", error=exc), exc.status
 
 
+def _api_refusal(exc):
+    """The JSON API's answer to an error the app handles (a route it does not have, a
+    method it does not take): JSON, never a page."""
+    from pbem.web import api
+
+    return api.http_refusal(exc) if api.is_api_request() else None
+
+
 def not_found(exc):
+    if (resp := _api_refusal(exc)) is not None:
+        return resp
     return render_template("pages/error.html", error=NotFound(_(
         "there is nothing at this address; the link may be mistyped or cut short"))), 404
 
 
 def http_error(exc):
+    if (resp := _api_refusal(exc)) is not None:
+        return resp
     code = getattr(exc, "code", 400)
     message = (_("this address does not take that kind of request") if code == 405 else
                _("the request could not be read; go back and try again"))
@@ -135,6 +147,8 @@ def http_error(exc):
 
 
 def server_error(exc):  # pragma: no cover - a bug if it ever runs
+    if (resp := _api_refusal(exc)) is not None:
+        return resp
     return render_template("pages/error.html", error=ServiceError(_(
         "something went wrong on our side; nothing was changed"))), 500
 
