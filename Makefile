@@ -110,7 +110,7 @@ lint: $(STAMP)
 # game module against the Game protocol), the server strictly too (the settings in
 # pyproject.toml), and the modules of the server that take no explicit Any (STRICT_PBEM:
 # strictly, with no explicit Any; the modules they import are checked but not reported).
-STRICT_PBEM = pbem/view.py pbem/services/viewing.py
+STRICT_PBEM = pbem/view.py pbem/services/viewing.py pbem/services/api.py
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict engine tests/toygame
 	$(BIN)/mypy --strict pbem

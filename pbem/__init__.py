@@ -78,6 +78,7 @@ class DefaultConfig:
     BOUNCE_LIMIT = 3
     BOUNCE_DAYS = 30
     TALK_MAX_CHARS = 1000  # one message to the table, at most
+    API_WAIT_SECONDS = 25.0  # the JSON API's wait for a change holds at most this long
     TALK_PER_HOUR = 20  # messages to the table from one seat in an hour, at most
     IMAP_HOST = None
     IMAP_PORT = 993

@@ -68,6 +68,13 @@ class Conflict(ServiceError):
     status = 409
 
 
+class StaleVersion(Conflict):
+    """A move named a version of the game that is not the latest (the API's act:
+    another move came first); ``data["version"]``: the game's version now."""
+
+    code = "game/stale_version"
+
+
 class RateLimited(ServiceError):
     code = "rate/limited"
     status = 429

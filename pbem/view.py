@@ -16,10 +16,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeAlias, cast
 
+from typing_extensions import TypeAliasType
+
 from engine.core import Action
 from pbem.kinds import GameStatus
 
-JSON: TypeAlias = "None | bool | int | float | str | Sequence[JSON] | Mapping[str, JSON]"
+# A named recursive alias (PEP 695's, spelled for Python 3.11): mypy reads it as the
+# string alias it was, and pydantic can make a JSON Schema of it (the API's document).
+JSON = TypeAliasType(
+    "JSON", "None | bool | int | float | str | Sequence[JSON] | Mapping[str, JSON]")
 """JSON data as the engine's views are made of, read-only."""
 JSONObject: TypeAlias = Mapping[str, JSON]
 

@@ -30,6 +30,7 @@ from pbem.errors import (
     IllegalMove,
     InvalidInput,
     NotFound,
+    StaleVersion,
     TurnOver,
     WrongState,
 )
@@ -187,7 +188,7 @@ def _chosen(mod: EngineGame, state: Any, position: int, action: Action,
 
 
 def act_from_page(page_raw: str, decision_id: Any, command: str,
-                  plan: str | None = None) -> Outcome:
+                  plan: str | None = None, version: int | None = None) -> Outcome:
     """The POST of the full decision form on a seat's game page: the decision is checked
     (a second submission says "already recorded"), then ``command`` (the form's words in
     the game's notation) must name one legal action in full: nothing is completed or
@@ -196,7 +197,10 @@ def act_from_page(page_raw: str, decision_id: Any, command: str,
     read against the game as last committed before the write lock is taken, and again
     under it only if the game has moved since. ``plan`` (the game's plan notation; None
     or blank: the seat's plan is left as it is): a standing plan set with the move, in
-    the same transaction, before it (``_planned``); a plan refused refuses the move."""
+    the same transaction, before it (``_planned``); a plan refused refuses the move.
+    ``version`` (the JSON API's act): the game's version the move was chosen on; any
+    other is StaleVersion, checked after the decision (a second submission of a move
+    says "already recorded" first) and again under the lock."""
     try:
         wanted: int | None = _decision_id(decision_id)
     except InvalidInput:  # said only once the link is known to be live
@@ -205,6 +209,7 @@ def act_from_page(page_raw: str, decision_id: Any, command: str,
         token, game, seat, found = live_seat_link(late.read, page_raw, TokenKind.PAGE, wanted)
         wanted = _decision_id(decision_id)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
+        _same_version(game, version)
         mod = get_game(game.engine)
         state, notes = _planned(mod, load_state(mod, game), decision.position, plan,
                                 decision.kind)
@@ -219,6 +224,7 @@ def act_from_page(page_raw: str, decision_id: Any, command: str,
         token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted,
                                                   again=True)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
+        _same_version(game, version)
         if game.version != seen:  # the game moved on meanwhile: read the words again
             state, notes = _planned(mod, load_state(mod, game), decision.position, plan,
                                     decision.kind)
@@ -226,6 +232,13 @@ def act_from_page(page_raw: str, decision_id: Any, command: str,
             applied = None
         return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied,
                    notes=notes)
+
+
+def _same_version(game: Game, version: int | None) -> None:
+    """StaleVersion unless ``version`` is None or the game's version."""
+    if version is not None and game.version != version:
+        raise StaleVersion("the game has moved on since; read it again",  # API only: English
+                           game_id=game.id, version=game.version)
 
 
 def _planned(mod: EngineGame, state: Any, position: int, plan: str | None,

@@ -21,6 +21,8 @@ long ago keeps working; ``tests/server/test_url_map.py`` pins them):
 - ``calendar``: a player's deadlines in their calendar: a seat's calendar page, the
   address's private feed, the page an event opens, one deadline as a file.
 - ``devmail``: the dev mailbox (this machine's browser only, dev backend only).
+- ``api``: the public JSON API (``/api/v1/...``): a seat's view and moves by its game
+  page's token, the host's overview by the host page's, all of it JSON (docs/api.md).
 
 ``common`` holds what they share (security headers, error pages, form checks).
 Replies by email are not web: they arrive through ``pbem.mail``.
@@ -33,10 +35,10 @@ from flask import Flask
 from pbem import narrate, zones
 from pbem.errors import ServiceError
 from pbem.tokens import form_signature
-from pbem.web import calendar, common, devmail, health, host, pages, play, rules, settings
+from pbem.web import api, calendar, common, devmail, health, host, pages, play, rules, settings
 
 BLUEPRINTS = (pages.bp, health.bp, rules.bp, host.bp, play.bp, settings.bp, calendar.bp,
-              devmail.bp)
+              devmail.bp, api.bp)
 
 
 def init_app(app: Flask) -> None:

@@ -21,6 +21,7 @@ from flask import (
     session,
 )
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
+from flask.typing import ResponseReturnValue
 from flask_babel import gettext as _
 from flask_babel import refresh
 from werkzeug.exceptions import HTTPException
@@ -123,19 +124,33 @@ def service_error(exc: ServiceError) -> tuple[str, int]:
     return render_template("pages/error.html", error=exc), exc.status
 
 
-def not_found(exc: HTTPException) -> tuple[str, int]:
+def _api_refusal(exc: HTTPException) -> ResponseReturnValue | None:
+    """The JSON API's answer to an error the app handles (a route it does not have, a
+    method it does not take): JSON, never a page."""
+    from pbem.web import api
+
+    return api.http_refusal(exc) if api.is_api_request() else None
+
+
+def not_found(exc: HTTPException) -> ResponseReturnValue:
+    if (resp := _api_refusal(exc)) is not None:
+        return resp
     return render_template("pages/error.html", error=NotFound(_(
         "there is nothing at this address; the link may be mistyped or cut short"))), 404
 
 
-def http_error(exc: HTTPException) -> tuple[str, int]:
+def http_error(exc: HTTPException) -> ResponseReturnValue:
+    if (resp := _api_refusal(exc)) is not None:
+        return resp
     code = getattr(exc, "code", 400)
     message = (_("this address does not take that kind of request") if code == 405 else
                _("the request could not be read; go back and try again"))
     return render_template("pages/error.html", error=ServiceError(message)), code
 
 
-def server_error(exc: HTTPException) -> tuple[str, int]:  # pragma: no cover - a bug if it ever runs
+def server_error(exc: HTTPException) -> ResponseReturnValue:  # pragma: no cover - a bug
+    if (resp := _api_refusal(exc)) is not None:
+        return resp
     return render_template("pages/error.html", error=ServiceError(_(
         "something went wrong on our side; nothing was changed"))), 500
 

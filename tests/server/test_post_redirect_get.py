@@ -74,6 +74,8 @@ COVERED = {
 }
 NO_PAGE = {
     "/g/<raw>/here": "the game page's script says the page is in view; 204, no page",
+    "/api/v1/seat/act": "the JSON API: answers JSON, no page (tests/server/test_api.py)",
+    "/api/v1/seat/talk": "the JSON API: answers JSON, no page (tests/server/test_api.py)",
 }
 
 

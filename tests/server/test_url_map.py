@@ -9,6 +9,9 @@ URLS = [
     ("/", "GET"), ("/a/<raw>", "GET,POST"), ("/admin/<raw>", "GET"),
     ("/admin/<raw>/<control>", "POST"), ("/admin/<raw>/again", "POST"),
     ("/admin/<raw>/remind", "POST"), ("/admin/<raw>/replace", "POST"),
+    ("/api/v1/host", "GET"), ("/api/v1/openapi.json", "GET"), ("/api/v1/seat", "GET"),
+    ("/api/v1/seat/act", "POST"), ("/api/v1/seat/legal", "GET"),
+    ("/api/v1/seat/talk", "POST"), ("/api/v1/seat/wait", "GET"),
     ("/cal/<raw>.ics", "GET"), ("/cal/<raw>/open/<int(max=2147483647):seat_id>", "GET,POST"),
     ("/dev/mail", "GET"), ("/dev/mail/<name>", "GET"), ("/dev/mail/<name>/reply", "POST"),
     ("/g/<raw>", "GET"),
@@ -38,11 +41,12 @@ def test_each_blueprint_holds_its_own_visitors_urls(app):
     """Who uses a URL says where it lives (see pbem/web/__init__.py)."""
     owner = {r.rule: r.endpoint.split(".")[0] for r in app.url_map.iter_rules()}
     assert {b.name for b in BLUEPRINTS} == {
-        "pages", "health", "rules", "host", "play", "settings", "calendar", "devmail"}
+        "pages", "health", "rules", "host", "play", "settings", "calendar", "devmail", "api"}
     expected = {"/": "pages", "/healthz": "health", "/metrics": "health",
                 "/rules/<game>": "rules",
                 "/new": "host", "/admin/<raw>/<control>": "host", "/a/<raw>": "play",
                 "/watch/<key>": "play", "/my/<raw>": "settings", "/u/<raw>": "settings",
                 "/g/<raw>/notifications": "settings", "/dev/mail": "devmail",
-                "/cal/<raw>.ics": "calendar", "/g/<raw>/calendar": "calendar"}
+                "/cal/<raw>.ics": "calendar", "/g/<raw>/calendar": "calendar",
+                "/api/v1/seat": "api", "/api/v1/host": "api"}
     assert {rule: owner[rule] for rule in expected} == expected
