@@ -45,6 +45,7 @@ from flask import Flask
 from sqlalchemy import text
 
 from pbem import health, mail, services
+from pbem.channels.delivery import start_notice_thread
 from pbem.db import background_writes, get_engine, is_postgres
 from pbem.kinds import Process
 from pbem.models import utcnow
@@ -263,17 +264,21 @@ def run(app: Flask) -> None:
     with app.app_context():
         health.beat(Process.CLOCK, start=True)
     thread, stop = start_mail_thread(app)
+    notices, notices_stop = start_notice_thread(app)
     scheduler = BlockingScheduler()
     scheduler.add_job(sweep, "interval", seconds=interval, args=[app], id="sweep",
                       max_instances=1, coalesce=True, misfire_grace_time=None)
     sweep(app)  # at once: whatever fell due while no clock ran
-    log.info("clock running: deadlines every %.1f s, mail as soon as it is queued", interval)
+    log.info("clock running: deadlines every %.1f s, mail as soon as it is queued, "
+             "other notices within a second", interval)
     try:
         with contextlib.suppress(KeyboardInterrupt, SystemExit):
             scheduler.start()
     finally:
         stop.set()
+        notices_stop.set()
         thread.join(timeout=float(app.config.get("SMTP_TIMEOUT", 10)) + 5)
+        notices.join(timeout=15)
 
 
 def exit_on_sigterm(*_args: object) -> None:

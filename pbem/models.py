@@ -360,6 +360,80 @@ class Heartbeat(SQLModel, table=True):
     messages: int = 0
 
 
+class Notice(SQLModel, table=True):
+    """A notice that is not an email, for one channel's target (a chat webhook of the
+    table, a browser's push subscription...): written in the same transaction as the
+    email the services queued for the same news (``pbem.channels.queue_notices``), and
+    delivered by its channel from here with leases, retries and backoff as the outbox's
+    emails are (``pbem.channels.delivery``). ``status`` as ``Outbox.status`` (never
+    ``held``: the caps are the emails'). ``rcpt``: the address whose settings (quiet
+    hours, digest, news) apply to it ("": none, e.g. a notice to a whole table).
+    ``context``: the email's context, as queued."""
+
+    __table_args__ = (Index("ix_notice_due", "status", "next_attempt_at"),
+                      Index("ix_notice_target", "channel", "target_id"))
+
+    id: int | None = Field(default=None, primary_key=True)
+    channel: str = Field(max_length=16)
+    target_id: int
+    game_id: str | None = Field(default=None, foreign_key="game.id", index=True, max_length=16)
+    seat_id: int | None = Field(default=None, foreign_key="seat.id")
+    rcpt: str = Field(default="", max_length=254)
+    language: str = Field(default="en", max_length=8)
+    template: EmailTemplate = Field(sa_type=EnumText(EmailTemplate, 64))
+    context: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    idempotency_key: str = Field(unique=True, max_length=200)
+    status: OutboxStatus = Field(default=OutboxStatus.PENDING,
+                                 sa_type=EnumText(OutboxStatus, 16))
+    attempts: int = 0
+    next_attempt_at: datetime = Field(default_factory=utcnow)
+    last_error: str | None = Field(default=None, sa_type=Text)
+    created_at: datetime = Field(default_factory=utcnow)
+    sent_at: datetime | None = None
+    failed_at: datetime | None = None
+
+
+class NoticeTarget(SQLModel):
+    """What a channel's target keeps of its deliveries: after ``failures`` failed ones
+    in a row (``pbem.channels.delivery.STOP_AFTER``) it is stopped (``stopped_at``) and
+    the page that set it says so, with the last error; a delivery that works sets
+    ``failures`` back to 0."""
+
+    created_at: datetime = Field(default_factory=utcnow)
+    failures: int = 0
+    last_error: str | None = Field(default=None, sa_type=Text)
+    failed_at: datetime | None = None
+    stopped_at: datetime | None = None
+    delivered_at: datetime | None = None
+
+
+class Webhook(NoticeTarget, table=True):
+    """A chat webhook (Discord, Slack, Matrix, or plain JSON) the host set for a game's
+    table: it is told whose turn it is with the game page's public link, never a seat's
+    own link; ``mirror_talk``: the table talk too."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    game_id: str = Field(foreign_key="game.id", index=True, max_length=16)
+    kind: str = Field(max_length=16)
+    url: str = Field(sa_type=Text)
+    mirror_talk: bool = False
+
+
+class PushSubscription(NoticeTarget, table=True):
+    """A browser's Web Push subscription for one seat ("notify me on this device"):
+    the push service's endpoint and the browser's keys for the payload's encryption."""
+
+    __table_args__ = (UniqueConstraint("seat_id", "endpoint_hash"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    seat_id: int = Field(foreign_key="seat.id", index=True)
+    endpoint: str = Field(sa_type=Text)
+    endpoint_hash: str = Field(max_length=64)  # sha256 hex of endpoint (unique per seat)
+    p256dh: str = Field(max_length=200)
+    auth: str = Field(max_length=100)
+    label: str = Field(default="", max_length=100)
+
+
 class RateLimit(SQLModel, table=True):
     """Counts of a limited action (creating games) per client key and window."""
 

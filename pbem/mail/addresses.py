@@ -31,7 +31,7 @@ from sqlmodel import Session
 from pbem.clocks import Stops
 from pbem.i18n import mark
 from pbem.kinds import Delivery, EmailTemplate, News
-from pbem.models import Address, Decision, Outbox, Seat, table_of
+from pbem.models import Address, Decision, Notice, Outbox, Seat, table_of
 
 NEWS_TEMPLATES = frozenset({EmailTemplate.NOTICE, EmailTemplate.GAME_STARTED})
 # What the person asked for just now: never held by their quiet hours.
@@ -51,7 +51,7 @@ IN_DIGEST = mark("the address chose a daily digest, which lists this turn")
 QUIET = mark("waiting for the end of the address's quiet hours")
 
 
-def address_rule(s: Session, row: Outbox, seat: Seat | None,
+def address_rule(s: Session, row: Outbox | Notice, seat: Seat | None,
                  now: datetime) -> tuple[str, Any] | None:
     """What the address's settings make of its email ``row`` due ``now``: None (send it
     now), ``("skip", reason)`` or ``("later", when)``."""
@@ -131,7 +131,7 @@ def quiet_until(start: int | None, end: int | None, tz: tzinfo,
     raise AssertionError("a quiet period ends within a day")
 
 
-def _deadline(s: Session, row: Outbox) -> datetime | None:
+def _deadline(s: Session, row: Outbox | Notice) -> datetime | None:
     decision_id = row.context.get("decision_id")
     if decision_id is None:
         return None

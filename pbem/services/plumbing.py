@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 from engine.core import Event
 from engine.core import Game as EngineGame
 from pbem import i18n
+from pbem.channels import queue_notices
 from pbem.clocks import Stops, advance, quiet_span
 from pbem.db import is_postgres
 from pbem.errors import NotFound, WrongState
@@ -378,6 +379,10 @@ def queue_email(s: Session, game: Game, seat: Seat, template: EmailTemplate,
     if to is None and not may_mail(game, seat, template):
         return  # someone who has not joined gets nothing but their invitation
     name, addr, language = to or (seat.name, seat.email, seat.language)
+    if to is None:  # the same news to the seat's player by every other channel
+        held_for = queue_notices(s, game, [seat], template, context).get(seat.id or 0)
+        if held_for is not None:
+            delay = max(delay or held_for, held_for)
     held = _hold_reason(s, game.id, addr.lower(), template)
     s.connection().execute(_INSERT_OUTBOX, [
         _outbox_row(game, seat, template, context, links, key, (name, addr, language), held,
@@ -399,11 +404,13 @@ def queue_emails(s: Session, game: Game, seats: list[Seat], template: EmailTempl
         for seat in seats:
             queue_email(s, game, seat, template, context, links)
         return
+    delays = queue_notices(s, game, seats, template, context)
     helds = _hold_reasons(s, game.id, [seat.email.lower() for seat in seats], template)
     now = utcnow()
     s.connection().execute(_INSERT_OUTBOX, [
         _outbox_row(game, seat, template, context, links, None,
-                    (seat.name, seat.email, seat.language), held, None, now)
+                    (seat.name, seat.email, seat.language), held, delays.get(seat.id or 0),
+                    now)
         for seat, held in zip(seats, helds, strict=True)])
     if any(held is None for held in helds):
         wake_deliverer(s)
