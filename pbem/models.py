@@ -381,7 +381,7 @@ class Notice(SQLModel, table=True):
     rcpt: str = Field(default="", max_length=254)
     language: str = Field(default="en", max_length=8)
     template: EmailTemplate = Field(sa_type=EnumText(EmailTemplate, 64))
-    context: dict = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    context: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     idempotency_key: str = Field(unique=True, max_length=200)
     status: OutboxStatus = Field(default=OutboxStatus.PENDING,
                                  sa_type=EnumText(OutboxStatus, 16))
