@@ -1,17 +1,20 @@
 """An example client of pbem's JSON API (docs/api.md): plays one seat to the end.
 
-    python docs/api_client.py http://127.0.0.1:5000 <token> [seed]
+    python docs/api_client.py http://127.0.0.1:5000 <token> [budget_ms]
 
-<token> is the seat's game page link's last part (from any email of the game). The
-client reads its view, waits for a change when no decision is its own, and plays a
-legal action in the game's notation when one is. Python's standard library only.
+<token>: the last part of the seat's game page link (in any email of the game). When a
+decision is the seat's, the client asks for a world it cannot tell from the game (all
+it cannot see drawn anew), lets the game's strong bot (pbem's engine package) search it
+with budget_ms of CPU, and plays the bot's choice in the game's notation.
 """
-
+import importlib
 import json
 import random
 import sys
 import urllib.error
 import urllib.request
+
+from engine.core import format_action
 
 
 def call(base, token, method, path, body=None):
@@ -27,16 +30,9 @@ def call(base, token, method, path, body=None):
         return refused.code, json.loads(refused.read() or b"null")
 
 
-def choose(mine, rng):
-    """The seat's choice: one of the email's choices (the game's own short list), else
-    any legal action. (The engine's bots need the game's whole state, which no seat may
-    read: a client of the API plays from the view.)"""
-    return rng.choice(mine["email"] or mine["legal"])["notation"]
-
-
-def play(base, token, seed=0):
+def play(base, token, budget=20.0):
     """Play the seat until the game ends; the number of moves it played."""
-    rng, played, since = random.Random(seed), 0, 0
+    played, since = 0, 0
     while True:
         status, view = call(base, token, "GET", f"/seat?since={since}")
         if status != 200:
@@ -48,16 +44,22 @@ def play(base, token, seed=0):
             print(f"game {game['status']}; winners {view['board']['winners']}; "
                   f"moves played {played}")
             return played
-        if view["mine"] is not None and not game["paused"]:
-            body = {"decision": view["mine"]["decision"]["id"], "version": game["version"],
-                    "action": choose(view["mine"], rng)}
-            status, done = call(base, token, "POST", "/seat/act", body)
-            if status not in (200, 409):  # 409: the game moved on; read it again
-                raise SystemExit(f"refused: {done}")
-            played += status == 200
+        if view["mine"] is None or game["paused"]:
+            call(base, token, "GET", f"/seat/wait?version={game['page_version']}")
             continue
-        call(base, token, "GET", f"/seat/wait?version={game['page_version']}")
+        status, world = call(base, token, "GET", "/seat/world")
+        if status != 200:
+            raise SystemExit(f"refused: {world}")
+        engine = importlib.import_module(f"engine.{world['engine']}")
+        bot = engine.make_strong(budget_ms=budget)
+        action = bot(engine.from_json(world["state"]), world["position"], random.Random())
+        status, done = call(base, token, "POST", "/seat/act", {
+            "decision": view["mine"]["decision"]["id"], "version": world["version"],
+            "action": format_action(action)})
+        if status not in (200, 409):  # 409: the game moved on; read it again
+            raise SystemExit(f"refused: {done}")
+        played += status == 200
 
 
 if __name__ == "__main__":
-    play(sys.argv[1].rstrip("/"), sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0)
+    play(sys.argv[1].rstrip("/"), sys.argv[2], float(sys.argv[3]) if sys.argv[3:] else 20.0)

@@ -28,6 +28,7 @@ from engine.core import (
     Stats,
     Translates,
     TranslatesViews,
+    Worlds,
 )
 
 CAVEMEN: Game[cavemen.State] = cavemen
@@ -40,6 +41,7 @@ _cavemen_rounds: HasRounds = cavemen
 _cavemen_places: Ranks[cavemen.State] = cavemen
 _cavemen_reveals: Reveals[cavemen.State] = cavemen
 _cavemen_search: Searches = cavemen
+_cavemen_worlds: Worlds[cavemen.State] = cavemen
 _cavemen_words: SpeaksCommands[cavemen.State] = cavemen
 _cavemen_moves: NamesMoves = cavemen
 
@@ -56,6 +58,7 @@ _stoneage_standing: Standing[stoneage.State] = stoneage
 _stoneage_places: Ranks[stoneage.State] = stoneage
 _stoneage_reveals: Reveals[stoneage.State] = stoneage
 _stoneage_search: Searches = stoneage
+_stoneage_worlds: Worlds[stoneage.State] = stoneage
 _stoneage_words: SpeaksCommands[stoneage.State] = stoneage
 _stoneage_moves: NamesMoves = stoneage
 _stoneage_commands: OrdersCommands[stoneage.State] = stoneage

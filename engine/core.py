@@ -654,6 +654,18 @@ class Searches(Protocol):
         rollouts (reproducible)."""
 
 
+class Worlds(Protocol[S]):
+    """``determinise``: a world ``seat`` cannot tell from the game: ``state`` with all
+    the seat cannot know drawn anew from ``rng`` (a card pile's order, hidden tiles,
+    other seats' face-down cards and private choices, the dice to come: a fresh random
+    source). The strong bot searches such worlds only; the server's API hands one to a
+    seat's own client (``GET /api/v1/seat/world``), so it must hold nothing the seat may
+    not see. Pure; nothing of the hidden truth may reach ``rng``'s draws."""
+
+    def determinise(self, state: S, seat: int, rng: random.Random) -> S:
+        """The world, a new state; ``state`` is unchanged."""
+
+
 class Reveals(Protocol[S_contra]):
     """``revealed``: whether a move showed anything hidden. The server lets a player take
     back their last move only while nothing it (or the bots' moves after it) revealed

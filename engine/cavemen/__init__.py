@@ -58,6 +58,9 @@ __all__ += ["revealed"]
 from engine.cavemen.bots import make_strong  # noqa: E402  (a hook: engine.core.Searches)
 
 __all__ += ["make_strong"]
+from engine.cavemen.search import determinise  # noqa: E402  (a hook: engine.core.Worlds)
+
+__all__ += ["determinise"]
 # hooks: engine.core.SpeaksCommands, NamesMoves
 from engine.cavemen.commands import ACTION_KINDS, command_words  # noqa: E402
 

@@ -62,6 +62,9 @@ __all__ += ["revealed"]
 from engine.stoneage.bots import make_strong  # noqa: E402  (a hook: engine.core.Searches)
 
 __all__ += ["make_strong"]
+from engine.stoneage.search import determinise  # noqa: E402  (a hook: engine.core.Worlds)
+
+__all__ += ["determinise"]
 # hooks: engine.core.OrdersCommands, SpeaksCommands, NamesMoves
 from engine.stoneage.commands import ACTION_KINDS, command_order, command_words  # noqa: E402
 

@@ -12,26 +12,44 @@ values answered are frozen dataclasses: the view's own (``pbem.view``) and those
 
 from __future__ import annotations
 
+import random
+import secrets
 from collections import Counter
 from dataclasses import dataclass
-from typing import Annotated, TypeVar
+from typing import Annotated, TypeVar, cast
 
 from pydantic import Field, TypeAdapter
 from sqlmodel import col, select
 
-from engine.core import Action, format_action
+from engine.core import Action, Worlds, format_action
+from engine.registry import get_game
 from pbem.db import read_scope
 from pbem.errors import NotFound, ServiceError
 from pbem.forms import DB_INT_MAX
 from pbem.kinds import Invite, OutboxStatus, TokenKind
 from pbem.models import Outbox
 from pbem.services.playing import act_from_page
-from pbem.services.plumbing import live_seat_page, live_token, lock_game, seats_of
+from pbem.services.plumbing import (
+    live_seat_page,
+    live_token,
+    load_state,
+    lock_game,
+    seats_of,
+)
 from pbem.services.reading import page_stamp
 from pbem.services.talk import say
 from pbem.services.viewing import read_seat_view
 from pbem.tokens import lookup
-from pbem.view import Board, Choice, GameInfo, OpenDecision, SeatInfo, SeatView
+from pbem.view import (
+    JSON,
+    Board,
+    Choice,
+    GameInfo,
+    OpenDecision,
+    SeatInfo,
+    SeatView,
+    as_json,
+)
 
 T = TypeVar("T")
 API_VERSION = "v1"
@@ -121,6 +139,21 @@ class HostSeat:
 
 
 @dataclass(frozen=True, slots=True)
+class World:
+    """A world the seat cannot tell from the game, for a client's own search bot: the
+    game's state (the engine's JSON, ``from_json`` reads it) with everything the seat
+    cannot know drawn anew at random (the engine's ``determinise``: card piles' order,
+    hidden tiles, other seats' face-down cards and private choices, a fresh random
+    source for the dice), at the game's ``version``; ``position``: the seat's. A new
+    draw at every request; never the hidden truth."""
+
+    engine: str
+    position: int
+    version: int
+    state: JSON
+
+
+@dataclass(frozen=True, slots=True)
 class HostView:
     """The host's overview: the game, its seats, the decisions it waits for, the board
     as a spectator sees it (no seat's hidden cards), and its emails by status."""
@@ -155,8 +188,8 @@ class ApiError:
 # their type, and the OpenAPI document's schemas are made from the same adapters.
 ADAPTERS: dict[str, TypeAdapter[object]] = {
     cls.__name__: TypeAdapter(cls)
-    for cls in (SeatView, Legal, Acted, Said, Changed, HostView, ApiError, ActRequest,
-                TalkRequest)}
+    for cls in (SeatView, Legal, Acted, Said, Changed, World, HostView, ApiError,
+                ActRequest, TalkRequest)}
 
 
 def dump(value: object) -> bytes:
@@ -220,6 +253,24 @@ def act(raw: str | None, request: ActRequest) -> Acted:
     now = changed(raw)
     return Acted(outcome.decision_id, format_action(Action.from_json(outcome.action)),
                  now.version, now.page_version, outcome.again, outcome.finished)
+
+
+def world(raw: str | None) -> World:
+    """A world the seat cannot tell from its game (``World``), for its own bot."""
+    with read_scope() as s:
+        try:
+            _token, game, seat = live_seat_page(s, raw or "", TokenKind.PAGE)
+        except ServiceError:
+            raise Unauthorized("this token opens no seat's game page") from None
+        mod = get_game(game.engine)
+        if not hasattr(mod, "determinise"):
+            raise NotFound("this game draws no worlds", reason="world/none")
+        state = load_state(mod, game)
+        version = game.version
+    # a fresh source, never the game's: nothing of the truth may steer the draws
+    drawn = cast("Worlds[object]", mod).determinise(state, seat.position,
+                                                    random.Random(secrets.randbits(64)))
+    return World(game.engine, seat.position, version, as_json(mod.to_json(drawn)))
 
 
 def talk(raw: str | None, request: TalkRequest) -> Said:

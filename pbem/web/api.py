@@ -161,6 +161,13 @@ def legal() -> Response:
     return answer(api.legal(bearer()))
 
 
+@bp.get("/seat/world")
+@guarded
+def world() -> Response:
+    """A world the seat cannot tell from its game, for its own search bot."""
+    return answer(api.world(bearer()))
+
+
 @bp.post("/seat/act")
 @guarded
 def act() -> Response:
@@ -227,6 +234,9 @@ ROUTES: dict[tuple[str, str], dict[str, Any]] = {
                        "query": {"since": "the events after this one (default 0: all)"}},
     ("get", "/seat/legal"): {"summary": "The seat's open decision and its legal actions",
                              "answer": "Legal"},
+    ("get", "/seat/world"): {"summary": "A world the seat cannot tell from its game "
+                                        "(all it cannot know drawn anew), for its own bot",
+                             "answer": "World"},
     ("post", "/seat/act"): {"summary": "Play an action", "answer": "Acted",
                             "request": "ActRequest"},
     ("post", "/seat/talk"): {"summary": "Post a message to the table", "answer": "Said",

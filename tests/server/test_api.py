@@ -400,6 +400,7 @@ def test_the_openapi_document_names_every_route_and_real_answers_match_it(table,
     answers = {
         "SeatView": call(table.client, "GET", "/seat", raw),
         "Legal": call(table.client, "GET", "/seat/legal", raw),
+        "World": call(table.client, "GET", "/seat/world", raw),
         "Changed": call(table.client, "GET", "/seat/wait", raw),
         "Said": call(table.client, "POST", "/seat/talk", raw, {"text": "hello"}),
         "HostView": call(table.client, "GET", "/host", table.admin),
@@ -485,3 +486,43 @@ def test_a_whole_game_through_the_api_shows_no_seat_another_seats_links_or_cards
     host = call(client, "GET", "/host", created.admin_token)
     assert host.get_json()["game"]["status"] == "finished"
     assert checked_cards > 0
+
+
+# --------------------------------------------------------------------------- worlds
+
+
+@pytest.mark.parametrize("game", ["cavemen", "stoneage"])
+def test_a_world_draws_anew_all_the_seat_cannot_know_and_the_strong_bot_plays_on_it(
+        app, client, inbox, game):
+    """``/seat/world``: the game's state with the hidden parts drawn anew at every
+    request (never the truth's order, nor its random source), what the seat sees as it
+    is; the game's strong bot chooses on it a move the game takes."""
+    from tests.server.helpers import Table
+
+    created = start_game(app, players=PLAYERS[:2], game=game, seed=11)
+    table = Table(app, client, inbox, created.game_id, created.admin_token)
+    position, raw = deciding(table)
+    mod, truth = game_state(app, table.game_id)
+    worlds = [call(client, "GET", "/seat/world", raw).get_json() for _ in range(3)]
+    drawn = [mod.from_json(w["state"]) for w in worlds]
+    assert {w["position"] for w in worlds} == {position}
+    assert {w["engine"] for w in worlds} == {game}
+    pile = "pile" if game == "stoneage" else "draw"
+    for world in drawn:
+        assert sorted(getattr(world, pile)) == sorted(getattr(truth, pile))
+        assert getattr(world, pile) != getattr(truth, pile)  # 30+ cards: never by chance
+        assert world.rng != truth.rng
+        assert mod.view(world, position) == mod.view(truth, position)  # what it sees
+    assert getattr(drawn[0], pile) != getattr(drawn[1], pile)  # a new draw each time
+    if game == "stoneage":  # the tiles under the stacks' tops
+        assert [st[1:] for st in drawn[0].stacks] != [st[1:] for st in truth.stacks]
+    # the example client's way: the strong bot on the world, its move in notation
+    action = mod.make_strong(rollouts=4)(drawn[0], position, random.Random(1))
+    resp = call(client, "POST", "/seat/act", raw, {
+        "decision": table.open().id, "version": worlds[0]["version"],
+        "action": format_action(action)})
+    assert resp.status_code == 200, resp.get_json()
+    other = raw_page(table, 1 - position)
+    assert call(client, "GET", "/seat/world", "x" * 43).status_code == 401
+    assert call(client, "GET", "/seat/world", table.admin).status_code == 401
+    assert call(client, "GET", "/seat/world", other).status_code == 200
