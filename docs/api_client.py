@@ -11,6 +11,7 @@ import importlib
 import json
 import random
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -45,7 +46,8 @@ def play(base, token, budget=20.0):
                   f"moves played {played}")
             return played
         if view["mine"] is None or game["paused"]:
-            call(base, token, "GET", f"/seat/wait?version={game['page_version']}")
+            status, _ = call(base, token, "GET", f"/seat/wait?version={game['page_version']}")
+            time.sleep(2 if status == 429 else 0)  # 429: the server holds enough waits
             continue
         status, world = call(base, token, "GET", "/seat/world")
         if status != 200:

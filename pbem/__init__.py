@@ -79,6 +79,10 @@ class DefaultConfig:
     BOUNCE_DAYS = 30
     TALK_MAX_CHARS = 1000  # one message to the table, at most
     API_WAIT_SECONDS = 25.0  # the JSON API's wait for a change holds at most this long
+    # how many of those waits may hold at once on one machine: each holds a web worker
+    # (keep it below the workers, PBEM_WEB_WORKERS, so that pages are always answered)
+    API_WAIT_SLOTS = 1
+    API_WAIT_DIR = ""  # the slots' lock files ("": the instance folder's api-wait)
     TALK_PER_HOUR = 20  # messages to the table from one seat in an hour, at most
     IMAP_HOST = None
     IMAP_PORT = 993
@@ -190,6 +194,8 @@ def _fill_defaults(app: Flask) -> None:
         app.config["DATABASE_URL"] = f"sqlite:///{inst / 'pbem.sqlite3'}"
     if not app.config.get("MAILBOX_DIR"):
         app.config["MAILBOX_DIR"] = str(inst / "mailbox")
+    if not app.config.get("API_WAIT_DIR"):
+        app.config["API_WAIT_DIR"] = str(inst / "api-wait")
     if app.config.get("SESSION_COOKIE_SECURE") is None:
         app.config["SESSION_COOKIE_SECURE"] = app.config["BASE_URL"].startswith("https:")
     if not app.config.get("SECRET_KEY"):

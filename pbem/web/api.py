@@ -12,11 +12,15 @@ request, calls one service of ``pbem.services.api`` and answers its value as JSO
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import json
+import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, current_app, request
@@ -41,6 +45,7 @@ bp = Blueprint("api", __name__, url_prefix=PREFIX)
 MAX_BODY = 64 * 1024  # bytes of a request's body read at most
 BEARER_RE = re.compile(r"[A-Za-z0-9_-]{43}")  # the form of every link's token
 WAIT_STEP = 0.1  # seconds between two looks at the game while a wait holds
+BUSY_RETRY_AFTER = 2  # seconds: a wait refused for want of a slot says to ask again after
 
 
 # --------------------------------------------------------------------------- answers
@@ -197,13 +202,46 @@ def wait() -> Response:
     if "version" not in request.args:
         return answer(now)
     seen = int_arg("version", 0)
-    until = time.monotonic() + float(current_app.config["API_WAIT_SECONDS"])
-    while now.page_version == seen:
-        if time.monotonic() >= until:
-            return Response(status=204)
-        time.sleep(WAIT_STEP)
-        now = api.changed(raw)
+    if now.page_version != seen:
+        return answer(now)
+    with wait_slot() as held:
+        if not held:
+            resp = refusal(429, "wait/busy", "as many waits as this server holds at once "
+                           "are holding; ask again after Retry-After seconds")
+            resp.headers["Retry-After"] = str(BUSY_RETRY_AFTER)
+            return resp
+        until = time.monotonic() + float(current_app.config["API_WAIT_SECONDS"])
+        while now.page_version == seen:
+            if time.monotonic() >= until:
+                return Response(status=204)
+            time.sleep(WAIT_STEP)
+            now = api.changed(raw)
     return answer(Changed(now.version, now.page_version))
+
+
+@contextlib.contextmanager
+def wait_slot() -> Iterator[bool]:
+    """One of the ``API_WAIT_SLOTS`` slots a holding wait takes (True), or none free
+    (False). A web worker answers one request at a time: a wait holds its worker, so
+    only so many may hold at once on this machine, the other workers left to the pages.
+    The slots are files locked with ``flock`` in ``API_WAIT_DIR`` (the instance
+    folder's api-wait: shared by every worker process of the machine; a worker that
+    dies lets its slot go with it)."""
+    folder = Path(current_app.config["API_WAIT_DIR"])
+    folder.mkdir(parents=True, exist_ok=True)
+    for slot in range(max(0, int(current_app.config["API_WAIT_SLOTS"]))):
+        fd = os.open(folder / f"{slot}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        try:
+            yield True
+        finally:
+            os.close(fd)  # (closing the file lets the lock go)
+        return
+    yield False
 
 
 @bp.get("/host")

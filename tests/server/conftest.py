@@ -154,7 +154,8 @@ def app_config(db_url: str, tmp_path: Path, **overrides) -> dict:
     take-back's grace set their own)."""
     return {"TESTING": True, "DATABASE_URL": db_url, "SECRET_KEY": SECRET,
             "BASE_URL": BASE_URL, "MAIL_BACKEND": "memory", "MAIL_FROM": MAIL_FROM,
-            "MAILBOX_DIR": str(tmp_path / "mailbox"), "CREATE_LIMIT_PER_HOUR": 1000,
+            "MAILBOX_DIR": str(tmp_path / "mailbox"), "API_WAIT_DIR": str(tmp_path / "waits"),
+            "CREATE_LIMIT_PER_HOUR": 1000,
             "NOTICE_LIMIT_PER_ADDRESS": 1000, "NOTICE_LIMIT_PER_GAME": 1000,
             "INVITE_LIMIT_PER_ADDRESS": 1000, "HANDOVER_LIMIT_PER_GAME": 1000,
             "FOLLOW_UP_MINUTES": 0, "TAKEBACK_GRACE_SECONDS": 0, **overrides}

@@ -364,6 +364,39 @@ def test_wait_wakes_when_another_seat_moves(table):
     assert 0.4 < time.monotonic() - started < 10
 
 
+def test_only_as_many_waits_hold_at_once_as_the_server_has_slots_the_next_asks_later(
+        table):
+    """A holding wait takes a web worker: with ``API_WAIT_SLOTS`` = 1, a second wait
+    while one holds is refused at once (429, Retry-After) instead of taking another
+    worker from the pages; once the first has answered, a wait holds again."""
+    position, raw = deciding(table)
+    other = raw_page(table, (position + 1) % 3)
+    table.app.config.update(API_WAIT_SECONDS=1.5, API_WAIT_SLOTS=1)
+    seen = call(table.client, "GET", "/seat/wait", raw).get_json()["page_version"]
+    answers: list[int] = []
+    first = threading.Thread(target=lambda: answers.append(call(
+        table.app.test_client(), "GET", f"/seat/wait?version={seen}", raw).status_code))
+    first.start()
+    time.sleep(0.5)  # the first wait holds its slot
+    started = time.monotonic()
+    busy = call(table.client, "GET", f"/seat/wait?version={seen}", other)
+    assert busy.status_code == 429 and time.monotonic() - started < 1
+    assert error_of(busy)["code"] == "wait/busy"
+    assert busy.headers["Retry-After"] == "2"
+    first.join()
+    assert answers == [204]
+    table.app.config["API_WAIT_SECONDS"] = 0.2
+    assert call(table.client, "GET", f"/seat/wait?version={seen}", other).status_code == 204
+    table.app.config["API_WAIT_SLOTS"] = 2  # two slots: two waits hold side by side
+    table.app.config["API_WAIT_SECONDS"] = 1
+    first = threading.Thread(target=lambda: answers.append(call(
+        table.app.test_client(), "GET", f"/seat/wait?version={seen}", raw).status_code))
+    first.start()
+    time.sleep(0.3)
+    assert call(table.client, "GET", f"/seat/wait?version={seen}", other).status_code == 204
+    first.join()
+
+
 # --------------------------------------------------------------------------- the host
 
 

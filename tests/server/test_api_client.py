@@ -49,7 +49,8 @@ def test_the_example_client_plays_a_whole_game_for_each_seat(tmp_path: Path, sql
     settings = {"PBEM_MAIL_BACKEND": "smtp", "PBEM_SMTP_HOST": "127.0.0.1",
                 "PBEM_SMTP_PORT": str(smtp.port), "PBEM_BASE_URL": base,
                 "PBEM_MAIL_FROM": "Games <games@example.com>", "PBEM_WEB_WORKERS": "3",
-                "PBEM_API_WAIT_SECONDS": "10"}
+                "PBEM_API_WAIT_SECONDS": "10",
+                "PBEM_API_WAIT_SLOTS": "2", "PBEM_API_WAIT_DIR": str(tmp_path / "waits")}
     server = Served(tmp_path / "server", sqlite_template, port, **settings)
     try:
         server.wait_ready()
