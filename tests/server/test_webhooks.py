@@ -59,6 +59,13 @@ def allowed(app, receiver, certificate):
     return receiver
 
 
+def post(client, path: str, raw: str, **data: str):
+    """A signed POST of a form of the page at ``raw``, its own answer (no redirect
+    followed)."""
+    return client.post(path, follow_redirects=False,
+                       data={"sig": form_signature(SECRET, raw), **data})
+
+
 def host_post(client, admin: str, **data: str):
     """A POST of the host page's webhook forms, its own answer (a 303, or the page with
     a refusal)."""
@@ -114,15 +121,12 @@ def test_the_table_hears_turns_news_talk_and_the_result_with_no_seats_secret(
     for _ in range(3):  # three turns played on the game page, each told as it opens
         table.step()
         assert deliver(app)["failed"] == 0
-    ann = f"/g/{token(app, table.game_id, 0)}"
-    said = client.post(ann + "/say", follow_redirects=False, data={"sig": form_signature(SECRET, ann.split("/")[2]),
-                                           "text": "Hello @everyone <b>table</b>"})
+    ann = token(app, table.game_id, 0)
+    said = post(client, f"/g/{ann}/say", ann, text="Hello @everyone <b>table</b>")
     assert said.status_code == 303
-    sig = {"sig": form_signature(SECRET, table.admin)}
-    assert client.post(f"/admin/{table.admin}/pause", follow_redirects=False, data=sig).status_code == 303
-    assert client.post(f"/admin/{table.admin}/resume", follow_redirects=False, data=sig).status_code == 303
-    assert client.post(f"/admin/{table.admin}/abandon", follow_redirects=False,
-                       data={**sig, "sure": "yes"}).status_code == 303
+    admin = table.admin
+    for control, fields in (("pause", {}), ("resume", {}), ("abandon", {"sure": "yes"})):
+        assert post(client, f"/admin/{admin}/{control}", admin, **fields).status_code == 303
     counts = deliver(app)
     assert counts["failed"] == 0, counts
     said_texts = texts(allowed)
@@ -176,8 +180,7 @@ def test_the_result_is_told_with_the_winner(app, allowed):
 
 def test_a_hosts_control_is_told_to_the_table(app, client, table, allowed):
     assert add(client, table.admin, allowed.url()).status_code == 303
-    sig = {"sig": form_signature(SECRET, table.admin)}
-    resp = client.post(f"/admin/{table.admin}/extend", follow_redirects=False, data={**sig, "hours": "5"})
+    resp = post(client, f"/admin/{table.admin}/extend", table.admin, hours="5")
     assert resp.status_code == 303
     deliver(app)
     assert texts(allowed) == ["The host extended the current deadline by 5 hours."]
@@ -189,7 +192,7 @@ def test_talk_is_told_only_where_the_host_chose_to_mirror_it(app, client, table,
         for seat in plumbing.seats_of(s, table.game_id):
             seat.talk_now = True
     ann = token(app, table.game_id, 0)
-    client.post(f"/g/{ann}/say", follow_redirects=False, data={"sig": form_signature(SECRET, ann), "text": "psst"})
+    assert post(client, f"/g/{ann}/say", ann, text="psst").status_code == 303
     deliver(app)
     assert not [t for t in texts(allowed) if "psst" in t]
 
