@@ -9,6 +9,7 @@ URLS = [
     ("/", "GET"), ("/a/<raw>", "GET,POST"), ("/admin/<raw>", "GET"),
     ("/admin/<raw>/<control>", "POST"), ("/admin/<raw>/again", "POST"),
     ("/admin/<raw>/remind", "POST"), ("/admin/<raw>/replace", "POST"),
+    ("/admin/<raw>/webhooks", "POST"),
     ("/cal/<raw>.ics", "GET"), ("/cal/<raw>/open/<int(max=2147483647):seat_id>", "GET,POST"),
     ("/dev/mail", "GET"), ("/dev/mail/<name>", "GET"), ("/dev/mail/<name>/reply", "POST"),
     ("/g/<raw>", "GET"),
