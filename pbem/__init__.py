@@ -153,6 +153,17 @@ class DefaultConfig:
     # timed out or played by a bot standing in) ends as abandoned; a game without rounds
     # counts this many moves per seat.
     IDLE_ROUNDS = 3
+    # A table's chat webhooks (pbem/channels/webhook.py): at most this many per game,
+    # test messages per game and hour, the ports a webhook's URL may name, seconds for
+    # one whole post (connect, TLS, request, the answer's status).
+    WEBHOOKS_PER_GAME = 3
+    WEBHOOK_TESTS_PER_HOUR = 5
+    WEBHOOK_PORTS = (443,)
+    WEBHOOK_TIMEOUT = 3.0
+    # For tests only: host:port pairs let through despite the address and port rules (a
+    # receiver on 127.0.0.1), and the certificates trusted instead of the system's.
+    WEBHOOK_ALLOW_HOSTS: tuple[str, ...] = ()
+    WEBHOOK_CA_FILE = None
     BABEL_DEFAULT_LOCALE = "en"
 
 

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select
 from sqlmodel import Session
 
 from pbem.kinds import EmailTemplate, OutboxStatus
 from pbem.models import Game, Notice, Seat, table_of, utcnow
 
 # The channels beside email: the modules that hold them (one line each).
-REGISTERED: tuple[str, ...] = ()
+REGISTERED: tuple[str, ...] = ("pbem.channels.webhook",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,13 +115,18 @@ def channels() -> dict[str, Channel]:
 
 
 _INSERT_NOTICE = insert(table_of(Notice))
+_NOTICE_KEY = table_of(Notice).c.idempotency_key
 
 
 def queue_notices(s: Session, game: Game, seats: Sequence[Seat], template: EmailTemplate,
                   context: Mapping[str, Any]) -> dict[int, timedelta]:
     """Write the notices of every channel for the email of ``template`` just queued to
     each of ``seats`` (in the caller's transaction). Returns how long to hold each
-    seat's email (seat id -> delay) where a channel asked for it."""
+    seat's email (seat id -> delay) where a channel asked for it.
+
+    A target of the whole table (``Target.seat`` None: a chat webhook) hears of a piece
+    of news once, however many seats' emails tell it, one call or several
+    (``queue_email`` for each seat): a notice whose key is already written is left out."""
     rows: list[dict[str, Any]] = []
     delays: dict[int, timedelta] = {}
     now = utcnow()
@@ -130,15 +135,43 @@ def queue_notices(s: Session, game: Game, seats: Sequence[Seat], template: Email
             seat = target.seat
             seat_id = seat.id if seat is not None else None
             key = (f"{name}:{target.target_id}:{template}:{game.id}:{seat_id}:"
-                   f"{game.version}:{game.event_seq}:{context.get('reminder') or ''}")
+                   f"{game.version}:{game.event_seq}:{context.get('reminder') or ''}:"
+                   f"{context.get('decision_id') or context.get('headline') or ''}")[:200]
             rows.append(dict(
                 channel=name, target_id=target.target_id, game_id=game.id, seat_id=seat_id,
                 rcpt=target.rcpt, language=target.language, template=template,
                 context={**context, "event_seq": game.event_seq, "version": game.version},
-                idempotency_key=key[:200], status=OutboxStatus.PENDING, attempts=0,
+                idempotency_key=key, status=OutboxStatus.PENDING, attempts=0,
                 next_attempt_at=now, created_at=now))
             if target.email_delay is not None and seat_id is not None:
                 delays[seat_id] = max(delays.get(seat_id, timedelta(0)), target.email_delay)
+    rows = _once_for_the_table(s, rows)
     if rows:
         s.connection().execute(_INSERT_NOTICE, rows)
     return delays
+
+
+def _once_for_the_table(s: Session, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` less the repeats of a table's notice (seat None) already among them or
+    already written (one indexed read, only when there is such a notice)."""
+    table = [row["idempotency_key"] for row in rows if row["seat_id"] is None]
+    if not table:
+        return rows
+    written = set(s.connection().execute(
+        select(_NOTICE_KEY).where(_NOTICE_KEY.in_(table))).scalars())
+    kept = []
+    for row in rows:
+        if row["seat_id"] is None:
+            if row["idempotency_key"] in written:
+                continue
+            written.add(row["idempotency_key"])
+        kept.append(row)
+    return kept
+
+
+def queue_table_notice(s: Session, game: Game, template: EmailTemplate,
+                       context: Mapping[str, Any]) -> None:
+    """News for the whole table that is no seat's email (a message to the table, which
+    each seat reads on its page or in its next email): each channel is asked with no
+    seats, and only a target of the whole table (a chat webhook) hears of it."""
+    queue_notices(s, game, [], template, context)

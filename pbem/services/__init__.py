@@ -31,6 +31,8 @@ One module per area; each imports only the ones listed above it:
 - ``bounces``: delivery reports that come back to an email's return path.
 - ``replies``: replies by email: a received message authenticated for a seat, its
   command lines played (``engine.core.parse_action``), the answer in the thread.
+- ``webhooks``: a table's chat webhooks, set by the host (added with their URL checked,
+  removed, started again, tested).
 - ``controls``: host and player controls: pause, resume, extend, hand-over, bots, coming
   back, notifications, unsubscribing, leaving, language, abandon, vacation.
 
@@ -146,6 +148,16 @@ from pbem.services.replies import Received, receive_reply
 from pbem.services.takeback import take_back, take_back_offer_for
 from pbem.services.talk import say
 from pbem.services.viewing import read_seat_view, seat_view
+from pbem.services.webhooks import (
+    CHOICES as WEBHOOK_CHOICES,
+)
+from pbem.services.webhooks import (
+    add_webhook,
+    game_webhooks,
+    remove_webhook,
+    restart_webhook,
+    send_test_message,
+)
 
 __all__ = [
     # plumbing and the policy
@@ -190,4 +202,7 @@ __all__ = [
     "pause_game",
     "remind_now", "resume_game", "set_bot", "set_language", "set_notifications", "take_vacation",
     "unsubscribe", "vacation_refusal", "withdraw_handover",
+    # a table's chat webhooks
+    "WEBHOOK_CHOICES", "add_webhook", "game_webhooks", "remove_webhook", "restart_webhook",
+    "send_test_message",
 ]

@@ -5,8 +5,9 @@ A message is an event of the game's log (``table_talk``, the seat as actor, visi
 the seats only, not to spectators), so it shows on every seat's game page and in each
 player's next email of the game ("Ann: ..."), before the other news and whole, however
 much else happened (``mail.table_talk``); a player who chose ``Seat.talk_now`` gets each
-message of the others at once, as a notice (whose sending caps apply). Messages are
-plain text, one paragraph (line breaks and control characters dropped), at most
+message of the others at once, as a notice (whose sending caps apply); a table's chat
+webhook whose host chose "mirror talk" gets each message too (``pbem.channels.webhook``).
+Messages are plain text, one paragraph (line breaks and control characters dropped), at most
 ``TALK_MAX_CHARS`` long, at most ``TALK_PER_HOUR`` from one seat in an hour; templates
 escape them like every other text a player typed.
 """
@@ -22,6 +23,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from engine.core import Event
+from pbem.channels import queue_table_notice
 from pbem.db import get_row, session_scope
 from pbem.errors import InvalidInput, RateLimited, WrongState
 from pbem.kinds import EmailTemplate, GameStatus, TokenKind
@@ -73,6 +75,8 @@ def post(s: Session, game: Game, seat: Seat, text: str) -> str:
     if listeners:
         queue_emails(s, game, listeners, EmailTemplate.NOTICE, {"headline": TALK},
                      links=PAGE_LINK)
+    # the table's chat, where the host chose to mirror the talk there
+    queue_table_notice(s, game, EmailTemplate.NOTICE, {"headline": TALK})
     return message
 
 

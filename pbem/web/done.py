@@ -150,6 +150,14 @@ HOST: dict[str, Said] = {
     "again": _if(lazy_gettext("A new game with the same players: the invitations are on "
                               "their way. This is its host page."),
                  lambda data: _status(data) == GameStatus.INVITING),
+    "webhook_add": _if(lazy_gettext("Saved: the chat hears of this game from now on."),
+                       lambda data: bool(data.get("webhooks"))),
+    "webhook_remove": _always(lazy_gettext("Done: the webhook is removed.")),
+    "webhook_restart": _if(lazy_gettext("Done: the webhook is started again."),
+                           lambda data: any(h["stopped_at"] is None
+                                            for h in data.get("webhooks") or [])),
+    "webhook_test": _if(lazy_gettext("A test message is on its way to the chat."),
+                        lambda data: bool(data.get("webhooks"))),
 }
 
 

@@ -26,6 +26,7 @@ from pbem.errors import (
     AlreadyRecorded,
     FormInvalid,
     InvalidInput,
+    NotFound,
     RateLimited,
     ServiceError,
     WrongState,
@@ -187,6 +188,7 @@ def _admin_page(raw: str, notice: str | None = None, error: str | None = None,
     ``said``, if the game bears it out)."""
     _as_host(raw)
     data = services.admin_data(raw)
+    data["webhooks"] = services.game_webhooks(raw)
     if said:
         notice = done.say(done.HOST, said, data)
     return render_template("pages/admin.html", data=data, raw=raw, notice=notice,
@@ -204,6 +206,34 @@ def admin_remind(raw: str) -> ResponseReturnValue:
     except (AlreadyRecorded, WrongState, InvalidInput) as exc:
         return _admin_page(raw, error=exc.message, status=exc.status)
     return see_other(f"/admin/{raw}", reminded=decision)
+
+
+WEBHOOK_OPS = {
+    "remove": services.remove_webhook,
+    "restart": services.restart_webhook,
+    "test": services.send_test_message,
+}
+
+
+@bp.post("/admin/<raw>/webhooks")
+def admin_webhooks(raw: str):
+    """The host page's chat webhooks: add one (``op`` ``add``: its URL, kind and whether
+    the table talk is mirrored), or remove, restart or test the one named ``webhook``;
+    a refusal is said on the host page, with the form as it was sent."""
+    require_sig(raw)
+    _as_host(raw)
+    form, op = request.form, request.form.get("op", "")
+    try:
+        if op == "add":
+            services.add_webhook(raw, form.get("url", ""), form.get("kind", "auto"),
+                                 form.get("mirror_talk") == "yes")
+        elif op in WEBHOOK_OPS:
+            WEBHOOK_OPS[op](raw, form.get("webhook", ""))
+        else:
+            raise InvalidInput(_("choose what to do with the webhook"))
+    except (InvalidInput, NotFound, WrongState, RateLimited) as exc:
+        return _admin_page(raw, error=exc.message, status=exc.status)
+    return see_other(f"/admin/{raw}", done=f"webhook_{op}")
 
 
 @bp.post("/admin/<raw>/again")

@@ -39,7 +39,7 @@ SAME_IN_BOTH = {"pbem", "Cavemen", "Stone", "Age", "Bot", "Ann", "Bob", "Cy", "D
                 "Europe", "Berlin", "America", "New", "York", "Asia", "Tokyo", "Tiger", "Wolf",
                 "Megaloceros", "Styracosaurus", "Smilodon", "Mammut", "English",
                 "Deutsch", "Message", "ID", "References", "Host", "Status", "Email",
-                "Dev", "Game", "Friday"}
+                "Dev", "Game", "Friday", "Discord", "Slack", "Matrix"}
 TITLE = "Feierabend"
 # Little words that only one of the two languages has: one of the other language's in a
 # text means a sentence (or half of one) was left untranslated.

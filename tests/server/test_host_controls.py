@@ -96,7 +96,7 @@ def test_an_unknown_control_or_admin_link_does_nothing(app, client, game):
 def test_the_host_page_offers_the_controls_of_a_running_game(client, game):
     html = client.get(f"/admin/{game.admin_token}").get_data(as_text=True)
     actions = {f.action.rsplit("/", 1)[1] for f in forms(html)}
-    assert actions == {"remind", "pause", "extend", "bot", "handover", "abandon"}
+    assert actions == {"remind", "pause", "extend", "bot", "handover", "abandon", "webhooks"}
     for f in forms(html):
         assert f.hidden["sig"] == form_signature(SECRET, game.admin_token)
 

@@ -12,9 +12,11 @@ import dataclasses
 import re
 
 import pytest
+from sqlmodel import select
 
 from pbem import services
-from pbem.models import Seat
+from pbem.db import session_scope
+from pbem.models import Seat, Webhook, utcnow
 from pbem.tokens import form_signature
 from tests.engine.stoneage_builders import board, build
 from tests.server.conftest import start_game
@@ -60,6 +62,7 @@ COVERED = {
     "/admin/<raw>/remind": "test_remind_now",
     "/admin/<raw>/<control>": "test_the_host_controls",
     "/admin/<raw>/again": "test_the_host_controls",
+    "/admin/<raw>/webhooks": "test_the_chat_webhooks",
     "/new": "test_a_new_game_its_confirmation_and_invitations",
     "/host/confirm/<raw>": "test_a_new_game_its_confirmation_and_invitations",
     "/invite/<raw>": "test_a_new_game_its_confirmation_and_invitations",
@@ -236,6 +239,31 @@ def test_remind_now(table: Table, client):
     name = PLAYERS[decision.position].name
     prg(client, table.app, *admin_post(table, "remind", decision=str(decision.id)),
         f"Done: a reminder is on its way to {name}.", element="notice")
+
+
+def test_the_chat_webhooks(app, client, inbox):
+    app.config["WEBHOOK_ALLOW_HOSTS"] = ["localhost:443"]  # looked up, never posted to
+    created = start_game(app)
+    path = f"/admin/{created.admin_token}/webhooks"
+    sig = form_signature(SECRET, created.admin_token)
+    prg(client, app, path, {"sig": sig, "op": "add", "url": "https://localhost/hook",
+                            "kind": "auto"},
+        "Saved: the chat hears of this game from now on.", element="notice")
+    (hook,) = load_webhooks(app, created.game_id)
+    prg(client, app, path, {"sig": sig, "op": "test", "webhook": str(hook.id)},
+        "A test message is on its way to the chat.", element="notice")
+    with app.app_context(), session_scope() as s:
+        s.get(Webhook, hook.id).stopped_at = utcnow()
+    prg(client, app, path, {"sig": sig, "op": "restart", "webhook": str(hook.id)},
+        "Done: the webhook is started again.", element="notice")
+    prg(client, app, path, {"sig": sig, "op": "remove", "webhook": str(hook.id)},
+        "Done: the webhook is removed.", element="notice")
+    assert not load_webhooks(app, created.game_id)
+
+
+def load_webhooks(app, game_id: str) -> list[Webhook]:
+    with app.app_context(), session_scope() as s:
+        return list(s.exec(select(Webhook).where(Webhook.game_id == game_id)))
 
 
 @pytest.mark.parametrize("german", [False, True], ids=["en", "de"])
