@@ -62,7 +62,6 @@ TEMPLATES = frozenset({EmailTemplate.DECISION, EmailTemplate.NOTICE,
 MAX_ENDPOINT = 1024  # characters of a push service's address (real ones: 100 to 500)
 MAX_BODY = 300  # characters of a notification's text
 KEEP_READING = 2048  # bytes of a push service's answer read, at most (for the error)
-SUBSCRIPTION_GONE = mark("the browser's push service no longer knows this subscription")
 NO_SUBSCRIPTION = mark("the device was removed")
 KEY_FILE = "vapid_private_key"
 # Names that are never a push service (hosts of the local network).
@@ -243,26 +242,26 @@ def endpoint_refusal(url: Any, allow_http_loopback: bool = False) -> str | None:
     public network, or a name of the local network. Checked without asking DNS (this
     runs in the web request); ``resolved_refusal`` asks it before each send."""
     if not isinstance(url, str) or not url or len(url) > MAX_ENDPOINT:
-        return f"not an address of at most {MAX_ENDPOINT} characters"
+        return mark("empty, or too long")
     if any(ord(c) < 33 or ord(c) == 127 for c in url):
-        return "blanks or control characters"
+        return mark("blanks or control characters")
     try:
         split = urlsplit(url)
         host = split.hostname
         split.port  # noqa: B018 - a port that is not a number raises here
     except ValueError:
-        return "not an address"
+        return mark("not an address")
     if split.username is not None or split.password is not None or not host:
-        return "no host, or a user name in it"
+        return mark("no host, or a user name in it")
     if split.scheme == "http" and allow_http_loopback and host == "127.0.0.1":
         return None
     if split.scheme != "https":
-        return "not https"
+        return mark("not https")
     literal = _ip(host)
     if literal is not None:
-        return None if literal.is_global else "not a public address"
+        return None if literal.is_global else mark("not a public address")
     if "." not in host or host == "localhost" or host.endswith(LOCAL_SUFFIXES):
-        return "a name of the local network"
+        return mark("a name of the local network")
     return None
 
 
@@ -276,10 +275,10 @@ def resolved_refusal(url: str, allow_http_loopback: bool = False) -> str | None:
     try:
         found = socket.getaddrinfo(host, split.port or 443, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        return "the name does not resolve"
+        return mark("the name does not resolve")
     addresses = {_ip(str(info[4][0])) for info in found}
     if not addresses or any(a is None or not a.is_global for a in addresses):
-        return "the name resolves to an address that is not public"
+        return mark("the name resolves to an address that is not public")
     return None
 
 

@@ -120,7 +120,7 @@ def _checked(form: Any) -> tuple[str, str, str, str]:
         endpoint, bool(current_app.config["PUSH_ALLOW_HTTP_LOOPBACK"]))
     if refused:
         raise InvalidInput(gettext("this browser's push service address cannot be used "
-                                   "(%(why)s)", why=refused), reason="push/endpoint")
+                                   "(%(why)s)", why=gettext(refused)), reason="push/endpoint")
     key = _b64(p256dh, 100)
     try:
         if key is None or len(key) != 65:
