@@ -15,6 +15,7 @@
   var on = document.getElementById("push-on"), off = document.getElementById("push-off");
   var state = document.getElementById("push-state");
   var CACHE = "pbem-push";
+  var WAIT = 20000;  // ms the browser's push service may take to subscribe
   var supported = window.isSecureContext && "serviceWorker" in navigator &&
     "PushManager" in window && "Notification" in window && "caches" in window &&
     window.crypto && window.crypto.subtle && window.TextEncoder && window.fetch;
@@ -100,13 +101,17 @@
     return system ? browser + " (" + system + ")" : browser;
   }
 
-  function subscribe() {
-    return registration().then(function (reg) {
+  function subscribe() {  // a push service that never answers (offline) fails too
+    var made = registration().then(function (reg) {
       return reg.pushManager.getSubscription().then(function (found) {
         return found || reg.pushManager.subscribe({userVisibleOnly: true,
                                                    applicationServerKey: key()});
       });
     });
+    var late = new Promise(function (resolve, reject) {
+      setTimeout(function () { reject(new Error("no answer")); }, WAIT);
+    });
+    return Promise.race([made, late]);
   }
 
   on.addEventListener("click", function () {
