@@ -30,6 +30,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import socket
 import time
 from collections.abc import Mapping, Sequence
@@ -46,12 +47,22 @@ from flask_babel import force_locale
 from py_vapid import Vapid02
 from py_vapid.utils import b64urlencode
 from pywebpush import WebPusher
+from sqlalchemy import bindparam
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from pbem.channels import ChannelError, Later, Send, Skip, Target
 from pbem.i18n import mark, short_time
 from pbem.kinds import EmailTemplate
-from pbem.models import Game, Notice, PushSubscription, Seat, utcnow
+from pbem.models import (
+    Game,
+    Notice,
+    PushSubscription,
+    Seat,
+    page_version_moved,
+    table_of,
+    utcnow,
+)
 
 log = logging.getLogger("pbem.channels.push")
 
@@ -64,8 +75,19 @@ MAX_BODY = 300  # characters of a notification's text
 KEEP_READING = 2048  # bytes of a push service's answer read, at most (for the error)
 NO_SUBSCRIPTION = mark("the device was removed")
 KEY_FILE = "vapid_private_key"
+TOPIC = re.compile(r"[A-Za-z0-9_-]{1,32}")  # RFC 8030's Topic: base64url, 32 at most
 # Names that are never a push service (hosts of the local network).
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".intranet")
+
+
+_SUBSCRIPTION = table_of(PushSubscription)
+# Asked for every email queued while push is on (in the move's transaction): one indexed
+# Core query, built once (the ORM's select costs several times more).
+_LIVE_SUBSCRIPTIONS = (
+    sa_select(_SUBSCRIPTION.c.id, _SUBSCRIPTION.c.seat_id)
+    .where(_SUBSCRIPTION.c.seat_id.in_(bindparam("seats", expanding=True)),
+           _SUBSCRIPTION.c.stopped_at.is_(None))
+    .order_by(_SUBSCRIPTION.c.id))
 
 
 class Push:
@@ -79,14 +101,13 @@ class Push:
         if template not in TEMPLATES or not seats or not enabled(current_app):
             return []
         by_id = {seat.id: seat for seat in seats}
-        subscriptions = s.exec(select(PushSubscription).where(
-            col(PushSubscription.seat_id).in_(list(by_id)),
-            col(PushSubscription.stopped_at).is_(None))
-            .order_by(col(PushSubscription.id))).all()
+        found = s.connection().execute(_LIVE_SUBSCRIPTIONS, {"seats": list(by_id)}).all()
+        if not found:
+            return []
         hold = email_delay(template, context)
-        return [Target(sub.id or 0, by_id[sub.seat_id], rcpt=by_id[sub.seat_id].email.lower(),
-                       language=by_id[sub.seat_id].language, email_delay=hold)
-                for sub in subscriptions]
+        return [Target(row.id, by_id[row.seat_id], rcpt=by_id[row.seat_id].email.lower(),
+                       language=by_id[row.seat_id].language, email_delay=hold)
+                for row in found]
 
     def prepare(self, s: Session, notice: Notice, game: Game | None,
                 seat: Seat | None) -> Skip | Later | Send:
@@ -121,7 +142,8 @@ class Push:
                                            "aud": f"{split.scheme}://{split.netloc}",
                                            "exp": int(time.time()) + 12 * 3600})
         headers["Urgency"] = "high" if payload["urgent"] else "normal"
-        headers["Topic"] = payload["topic"]
+        if TOPIC.fullmatch(payload["topic"]):  # a newer one replaces it at the service
+            headers["Topic"] = payload["topic"]
         try:
             with _Session() as session:
                 resp = WebPusher(payload["subscription"], requests_session=session).send(
@@ -370,8 +392,6 @@ def _kept_key(folder: Path) -> Vapid02:
 def move_page(s: Session, game_id: str) -> None:
     """The seat's page shows its devices: a change to them moves the game's pages on
     (``Game.page_version``), so that no browser keeps a page with the old list."""
-    from pbem.models import page_version_moved, table_of
-
     games = table_of(Game)
     s.connection().execute(games.update().where(games.c.id == game_id)
                            .values(page_version=games.c.page_version + 1))
