@@ -164,6 +164,23 @@ class DefaultConfig:
     # receiver on 127.0.0.1), and the certificates trusted instead of the system's.
     WEBHOOK_ALLOW_HOSTS: tuple[str, ...] = ()
     WEBHOOK_CA_FILE = None
+    # Browser notifications by Web Push (pbem/channels/push.py, docs/push.md). Offered
+    # when the pages are a secure context (BASE_URL https, or this machine); PUSH = False:
+    # never, True: always. The server's VAPID key: VAPID_PRIVATE_KEY (base64url, raw or
+    # DER; the same on every machine of one server), else made once and kept in
+    # <instance>/vapid_private_key. VAPID_SUBJECT: how push services reach the host
+    # (mailto: or https:), default MAIL_FROM's address.
+    PUSH = None
+    VAPID_PRIVATE_KEY = None
+    VAPID_SUBJECT = None
+    # Minutes the email of a decision waits when the seat's browsers were notified: a
+    # player who answers on the page meanwhile gets no email. 0: no wait.
+    PUSH_EMAIL_DELAY_MINUTES = 10.0
+    PUSH_TTL_SECONDS = 12 * 3600  # a push service keeps a notification this long
+    PUSH_TIMEOUT = 5.0  # seconds a push service may take to answer
+    PUSH_DEVICES_PER_SEAT = 10
+    # The tests' push service only: plain http://127.0.0.1 endpoints (never in production).
+    PUSH_ALLOW_HTTP_LOOPBACK = False
     BABEL_DEFAULT_LOCALE = "en"
 
 

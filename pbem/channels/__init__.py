@@ -29,7 +29,10 @@ from pbem.kinds import EmailTemplate, OutboxStatus
 from pbem.models import Game, Notice, Seat, table_of, utcnow
 
 # The channels beside email: the modules that hold them (one line each).
-REGISTERED: tuple[str, ...] = ("pbem.channels.webhook",)
+REGISTERED: tuple[str, ...] = (
+    "pbem.channels.webhook",  # a table's chat webhooks (Discord, Slack, Matrix, JSON)
+    "pbem.channels.push",  # browser notifications by Web Push
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -473,7 +473,7 @@ class WebhookChannel:
         elif template not in (EmailTemplate.GAME_STARTED, EmailTemplate.RESULT):
             return []
         hooks = s.connection().execute(
-            select(Webhook.id, Webhook.mirror_talk).where(  # type: ignore[call-overload]
+            select(Webhook.id, Webhook.mirror_talk).where(
                 Webhook.game_id == game.id, col(Webhook.stopped_at).is_(None))).all()
         if headline == TALK_EVENT:
             hooks = [h for h in hooks if h.mirror_talk]

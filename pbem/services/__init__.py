@@ -9,6 +9,8 @@ One module per area; each imports only the ones listed above it:
 
 - ``plumbing``: shared helpers: tokens, locking the game row, seats, deadline and reminder
   times, the event log, queueing email (sending caps, hold reasons, waking the deliverer).
+- ``push``: a seat's browsers notified by Web Push: registering one from the seat's
+  game page, removing one, the list the page shows.
 - ``reading``: what pages and emails show: a seat's page, spectators, the host's admin page;
   the version of a game page for its ETag (``page_stamp``).
 - ``playing``: playing a decision (one-click link or page form), bots, committing the state,
@@ -130,6 +132,7 @@ from pbem.services.playing import (
     set_standing,
 )
 from pbem.services.plumbing import LANGUAGES, MAIL_QUEUED, OUTBOX_CHANNEL
+from pbem.services.push import add_push_device, remove_push_device
 from pbem.services.reading import (
     PageStamp,
     Receipt,
@@ -162,6 +165,8 @@ from pbem.services.webhooks import (
 __all__ = [
     # plumbing and the policy
     "LANGUAGES", "MAIL_QUEUED", "OUTBOX_CHANNEL", "GamePolicy", "default_reminders",
+    # push
+    "add_push_device", "remove_push_device",
     # reading
     "admin_data", "game_for_page", "game_for_spectator", "host_language",
     "log_round_for_page", "log_round_for_spectator", "PageStamp", "page_stamp",

@@ -44,6 +44,7 @@ from pbem.services.plumbing import (
     load_state,
     seats_of,
 )
+from pbem.services.push import seat_devices
 from pbem.services.viewing import build_seat_view
 from pbem.tokens import hash_token, well_formed
 
@@ -139,6 +140,7 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
         data["readonly"] = token.kind != TokenKind.PAGE
         data["take_back"] = (None if data["readonly"]
                              else take_back_offer(s, game, seat))
+        data["devices"] = [] if data["readonly"] else seat_devices(s, seat)
         data["stamp"] = PageStamp.of(f"{token.kind}:{token.seat_id}", game)
         return data
 

@@ -103,6 +103,11 @@ GAME: dict[str, Said] = {
                    lambda data: _seat(data) is not None and not _seat(data).mute_notices),
     "left": _if(NOTIFY_TEXT["left"],
                 lambda data: _seat(data) is not None and _seat(data).left_at is not None),
+    "push_added": _if(lazy_gettext("Done: this device is notified of your turns and of the "
+                                   "news of this game."),
+                      lambda data: any(not d.stopped for d in data.get("devices") or ())),
+    "push_removed": _always(lazy_gettext("Done: that device is no longer notified of this "
+                                         "game.")),
 }
 
 

@@ -216,7 +216,7 @@ WEBHOOK_OPS = {
 
 
 @bp.post("/admin/<raw>/webhooks")
-def admin_webhooks(raw: str):
+def admin_webhooks(raw: str) -> ResponseReturnValue:
     """The host page's chat webhooks: add one (``op`` ``add``: its URL, kind and whether
     the table talk is mirrored), or remove, restart or test the one named ``webhook``;
     a refusal is said on the host page, with the form as it was sent."""

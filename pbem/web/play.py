@@ -19,6 +19,7 @@ from flask_babel import gettext as _
 from werkzeug.datastructures import MultiDict
 
 from pbem import i18n, services
+from pbem.channels import push
 from pbem.errors import (
     AlreadyRecorded,
     IllegalMove,
@@ -197,18 +198,36 @@ def show_game_page(raw: str, status: int = 200, tagged: bool = False, said: str 
         if said in done.BY_SEAT:
             data["by_seat"] = services.seat_last_event(raw)
         extra.setdefault("notice", done.say(done.GAME, said, data))
+    offer = push_offer(data, raw)
     resp = _with_scripts(data, render_template("pages/game.html", data=data, raw=raw,
-                                               **extra), status)
+                                               push=offer, **extra), status,
+                         scripts=offer is not None)
     return fresh.tag(resp, data["stamp"], said, headers=tagged)
 
 
-def _with_scripts(data: dict[str, Any], page: str, status: int = 200) -> Response:
+def push_offer(data: dict[str, Any], raw: str) -> dict[str, str] | None:
+    """What the game page's "notify me on this device" needs (``pages/_push.html``):
+    the server's VAPID public key, the tag of the seat's notifications and the page's
+    address for its browser to keep; None where the page offers none (push is off, a
+    one-click link's page, a seat that left, a game that ended)."""
+    seat, game = data["seat"], data["game"]
+    if (seat is None or data["readonly"] or seat.left_at is not None
+            or game.status not in (GameStatus.ACTIVE, GameStatus.INVITING)
+            or not push.enabled(current_app)):
+        return None
+    return {"key": push.public_key(current_app), "tag": push.page_tag(game.id, seat.position),
+            "page": f"{current_app.config['BASE_URL']}/g/{raw}"}
+
+
+def _with_scripts(data: dict[str, Any], page: str, status: int = 200,
+                  scripts: bool = False) -> Response:
     """A game page runs scripts from this server only, and only where it has use for
-    them: a log with folded rounds (static/log.js loads one when it is opened) or a game
-    under way (static/live.js asks every few seconds whether the page changed); other
+    them: a log with folded rounds (static/log.js loads one when it is opened), a game
+    under way (static/live.js asks every few seconds whether the page changed) or a
+    seat's page that offers notifications (static/push.js, with ``scripts``); other
     pages run no script."""
     resp = current_app.make_response((page, status))
-    if data["live"] or any(part.entries is None for part in data["log"]):
+    if scripts or data["live"] or any(part.entries is None for part in data["log"]):
         resp.headers["Content-Security-Policy"] = CSP + SCRIPTS + LOG_FETCH
     return resp
 

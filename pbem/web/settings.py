@@ -1,13 +1,16 @@
 """What a player sets, by address or by seat: asking for the list of one's games and
-opening one from it, a seat's language and notifications, and unsubscribing (RFC 8058
-one-click, or a page with the choices)."""
+opening one from it, a seat's language and notifications (emails, and the browsers
+notified by Web Push, with their service worker), and unsubscribing (RFC 8058 one-click,
+or a page with the choices)."""
 
 from __future__ import annotations
 
 import secrets
+from pathlib import Path
 
 from flask import (
     Blueprint,
+    current_app,
     render_template,
     request,
     session,
@@ -18,6 +21,7 @@ from flask_babel import gettext as _
 from pbem import services
 from pbem.errors import (
     FormInvalid,
+    InvalidInput,
     LinkExpired,
     NotFound,
 )
@@ -127,6 +131,43 @@ def notifications(raw: str) -> ResponseReturnValue:
     require_sig(raw)
     return see_other(f"/g/{raw}",
                      done=services.set_notifications(raw, request.form.get("how", "")))
+
+
+# A browser's subscription is a few hundred bytes; anything much larger is not one.
+MAX_PUSH_FORM = 8 * 1024
+
+
+@bp.post("/g/<raw>/push")
+def push_add(raw: str) -> ResponseReturnValue:
+    """Notify this browser of the seat's turns and news: the page's script posts the
+    subscription its browser made (``static/push.js``). Then the game page, saying so;
+    or the error page with what was wrong (the script says it on the game page)."""
+    require_sig(raw)
+    if (request.content_length or 0) > MAX_PUSH_FORM:
+        raise InvalidInput(_("this is too long to be a browser's subscription"))
+    services.add_push_device(raw, request.form)
+    return see_other(f"/g/{raw}", done="push_added")
+
+
+@bp.post("/g/<raw>/push/remove")
+def push_remove(raw: str) -> ResponseReturnValue:
+    """Stop notifying one of the seat's browsers: ``device`` (the page's list) or
+    ``endpoint`` (the page's script, for its own browser)."""
+    require_sig(raw)
+    if (request.content_length or 0) > MAX_PUSH_FORM:
+        raise InvalidInput(_("choose a device to remove"))
+    services.remove_push_device(raw, request.form.get("device"), request.form.get("endpoint"))
+    return see_other(f"/g/{raw}", done="push_removed")
+
+
+@bp.get("/sw.js")
+def service_worker() -> ResponseReturnValue:
+    """The service worker of the seat's browsers that asked to be notified: it shows a
+    notification and opens the game page its browser kept. Its scope is the game pages
+    (``/g/``); asked for again at least daily by browsers (``no-cache``)."""
+    script = Path(current_app.static_folder or "", "sw.js").read_bytes()
+    return script, {"Content-Type": "text/javascript; charset=utf-8",
+                    "Cache-Control": "no-cache"}
 
 
 @bp.route("/u/<raw>", methods=["GET", "POST"])

@@ -56,6 +56,8 @@ COVERED = {
     "/g/<raw>/standing": "test_a_plan_and_standing_choices",
     "/g/<raw>/language": "test_a_seats_language",
     "/g/<raw>/notifications": "test_notifications_and_unsubscribing",
+    "/g/<raw>/push": "test_browser_notifications",
+    "/g/<raw>/push/remove": "test_browser_notifications",
     "/u/<raw>": "test_notifications_and_unsubscribing",
     "/g/<raw>/calendar": "test_the_calendar_feed",
     "/cal/<raw>/open/<int(max=2147483647):seat_id>": "test_the_calendar_feed",
@@ -197,6 +199,19 @@ def test_notifications_and_unsubscribing(table: Table, client):
     prg(client, table.app, unsubscribe, {**SETTINGS, "how": "settings",
                                          "sig": sig(unsubscribe)},
         "Saved: your settings apply", element="done")
+
+
+def test_browser_notifications(table: Table, client):
+    from tests.server.test_push import VAPID_KEY, Browser
+
+    table.app.config.update(PUSH=True, VAPID_PRIVATE_KEY=VAPID_KEY)
+    page = seat_page(table, 1)
+    browser = Browser("https://push.example.com/send/abc")
+    prg(client, table.app, page + "/push", {"sig": sig(page), **browser.fields()},
+        "this device is notified of your turns", element="notice")
+    prg(client, table.app, page + "/push/remove",
+        {"sig": sig(page), "endpoint": browser.endpoint},
+        "that device is no longer notified", element="notice")
 
 
 def test_a_plan_and_standing_choices(app, client, inbox):
@@ -365,7 +380,7 @@ def test_the_language_switch(client, app):
 
 def test_a_link_naming_what_did_not_happen_says_nothing_untrue(table: Table, client):
     page = seat_page(table, 1)
-    for code in ("taken_back", "back", "muted", "left", "vacation", "nonsense"):
+    for code in ("taken_back", "back", "muted", "left", "vacation", "push_added", "nonsense"):
         html = client.get(f"{page}?done={code}").get_data(as_text=True)
         assert text_of(html, "notice") is None, code
     other = table.open()  # another seat's decision: not "Recorded"

@@ -20,14 +20,16 @@ URLS = [
     ("/g/<raw>", "POST"), ("/g/<raw>/back", "POST"), ("/g/<raw>/calendar", "GET,POST"),
     ("/g/<raw>/deadline.ics", "GET"), ("/g/<raw>/here", "POST"), ("/g/<raw>/language", "POST"),
     ("/g/<raw>/log/<int(max=2147483647):number>", "GET"),
-    ("/g/<raw>/notifications", "POST"), ("/g/<raw>/plan", "POST"), ("/g/<raw>/say", "POST"),
+    ("/g/<raw>/notifications", "POST"), ("/g/<raw>/plan", "POST"), ("/g/<raw>/push", "POST"),
+    ("/g/<raw>/push/remove", "POST"), ("/g/<raw>/say", "POST"),
     ("/g/<raw>/standing", "POST"), ("/g/<raw>/takeback", "POST"), ("/g/<raw>/vacation", "POST"),
     ("/handover/<raw>", "GET,POST"), ("/healthz", "GET"), ("/host/confirm/<raw>", "GET,POST"),
     ("/invite/<raw>", "GET,POST"), ("/language", "POST"), ("/metrics", "GET"),
     ("/my", "GET,POST"),
     ("/my/<raw>", "GET"), ("/my/<raw>/host", "POST"), ("/my/<raw>/open", "POST"),
     ("/my/<raw>/stop", "POST"), ("/new", "GET"), ("/new", "POST"), ("/rules", "GET"),
-    ("/rules/<game>", "GET"), ("/static/<path:filename>", "GET"), ("/u/<raw>", "GET,POST"),
+    ("/rules/<game>", "GET"), ("/static/<path:filename>", "GET"), ("/sw.js", "GET"),
+    ("/u/<raw>", "GET,POST"),
     ("/ui.css", "GET"), ("/watch/<key>", "GET"),
     ("/watch/<key>/log/<int(max=2147483647):number>", "GET"),
 ]
@@ -48,7 +50,8 @@ def test_each_blueprint_holds_its_own_visitors_urls(app):
                 "/rules/<game>": "rules",
                 "/new": "host", "/admin/<raw>/<control>": "host", "/a/<raw>": "play",
                 "/watch/<key>": "play", "/my/<raw>": "settings", "/u/<raw>": "settings",
-                "/g/<raw>/notifications": "settings", "/dev/mail": "devmail",
+                "/g/<raw>/notifications": "settings", "/g/<raw>/push": "settings",
+                "/sw.js": "settings", "/dev/mail": "devmail",
                 "/cal/<raw>.ics": "calendar", "/g/<raw>/calendar": "calendar",
                 "/api/v1/seat": "api", "/api/v1/host": "api"}
     assert {rule: owner[rule] for rule in expected} == expected
