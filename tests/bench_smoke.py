@@ -20,6 +20,8 @@ BENCHES: dict[str, tuple[list[str], str | list[str]]] = {
                         "50"], r"overall +\d+ emails: median +[\d.]+ ms"),
     "seat_view.py": (["--players", "2", "--reps", "1"],
                      r"stoneage: \d+ decisions[\s\S]*page +median +[\d.]+ ms"),
+    "push_cost.py": (["--n", "20", "--reps", "1"],
+                     r"push on, one device: \d+ µs[\s\S]*encrypting one notification"),
     "page_time.py": (["--players", "2", "--reps", "1", "--cheap-reps", "5"],
                      r"game page \(seat 0\) +200 +[\d.]+[\s\S]*"
                      r"game page \(seat 0\), 304 +304 +[\d.]+"),

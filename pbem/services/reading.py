@@ -45,7 +45,7 @@ from pbem.services.plumbing import (
     seats_of,
 )
 from pbem.services.push import seat_devices
-from pbem.services.viewing import build_seat_view
+from pbem.services.viewing import KeptActions, build_seat_view
 from pbem.tokens import hash_token, well_formed
 
 PAGE_KINDS = (TokenKind.PAGE, TokenKind.ACTION)  # the links that open a seat's game page
@@ -303,11 +303,11 @@ def _page_data(s: Session, game: Game, seat: Seat | None,
     state = load_state(mod, game) if game.state else None
     tr_language = seat.language if seat else language()
     # the effects of the choices are asked as the form shows them (a few of hundreds)
+    kept = KeptActions()
     seen = build_seat_view(s, game, seat, seats, mod, state, tr_language, None,
-                           effects=False)
+                           effects=False, keep=kept)
     mine = seen.mine
-    legal = [c.to_action() for c in mine.legal] if mine is not None else []
-    choices = [c.to_action() for c in mine.email] if mine is not None else []
+    legal, choices = kept.legal, kept.email
 
     def effect(action: Action) -> Effect:
         """What a legal action costs and brings, for the words of the form's choices."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -15,8 +16,8 @@ from sqlalchemy import cast as sql_cast
 from sqlalchemy import select as sa_select
 from sqlmodel import Session
 
+from engine.core import Action, format_action
 from engine.core import Game as EngineGame
-from engine.core import format_action
 from engine.registry import get_game
 from pbem import localize
 from pbem.clocks import Stops, running_between, running_spans
@@ -86,14 +87,14 @@ def read_seat_view(s: Session, game: Game, seat: Seat | None, since: int | None 
 def build_seat_view(s: Session, game: Game, seat: Seat | None, seats: Sequence[Seat],
                     mod: EngineGame[object], state: object, language: str,
                     since: int | None, effects: bool = True, legal: bool = True,
-                    forms: bool = True) -> SeatView:
+                    forms: bool = True, keep: KeptActions | None = None) -> SeatView:
     """``read_seat_view`` from the game's ``seats`` (by position), its engine ``mod``
     and ``state`` (None before it starts) as the caller has read them; ``since``: None
     reads no events (the game page reads its log by rounds); ``effects``: False leaves
     each choice's ``effect`` None (the game page asks for those it shows); ``legal``:
     False leaves ``mine`` None, the reader's legal actions not asked of the game (an
     email that lists no commands); ``forms``: False leaves the forms None (the emails
-    show none)."""
+    show none); ``keep``: filled with the engine's actions behind ``mine``."""
     position = seat.position if seat is not None else None
     reader = Reader(position, language, seat.timezone if seat is not None else "UTC")
     rows = s.connection().execute(_OPEN, {"game_id": game.id}).all()
@@ -110,7 +111,7 @@ def build_seat_view(s: Session, game: Game, seat: Seat | None, seats: Sequence[S
         own = next((d for d in open_ if d.mine), None)
         if (legal and own is not None and seat is not None and position is not None
                 and not seat.bot):
-            mine = _my_decision(mod, state, position, own, effects)
+            mine = _my_decision(mod, state, position, own, effects, keep)
         if forms and position is not None and game.status == GameStatus.ACTIVE:
             shown_forms = _forms(mod, state, position)
     events = _events(s, game, position, since) if since is not None else ()
@@ -133,15 +134,27 @@ def build_seat_view(s: Session, game: Game, seat: Seat | None, seats: Sequence[S
                    for e in events if e.kind == TALK_EVENT))
 
 
+@dataclass(slots=True)
+class KeptActions:
+    """The engine's actions behind ``SeatView.mine`` as the view was built (``legal``,
+    ``email``: in the same order as its choices), for a caller that renders forms of
+    them (the game page): no round trip through their JSON (``Choice.to_action``)."""
+
+    legal: list[Action] = field(default_factory=list)
+    email: list[Action] = field(default_factory=list)
+
+
 def _my_decision(mod: EngineGame[object], state: object, position: int,
-                 decision: OpenDecision, effects: bool) -> MyDecision:
+                 decision: OpenDecision, effects: bool,
+                 keep: KeptActions | None) -> MyDecision:
     """The reader's open decision with its legal actions and the email's choices."""
     legal = {a: Choice(as_object(a.to_json()), format_action(a),
                        as_object(mod.choice_effect(state, position, a)) if effects else None)
              for a in mod.legal_actions(state, position)}
-    return MyDecision(
-        decision, tuple(legal.values()),
-        tuple(legal[a] for a in mod.email_choices(state, position) if a in legal))
+    email = [a for a in mod.email_choices(state, position) if a in legal]
+    if keep is not None:
+        keep.legal, keep.email = list(legal), email
+    return MyDecision(decision, tuple(legal.values()), tuple(legal[a] for a in email))
 
 
 def _forms(mod: EngineGame[object], state: object, position: int) -> Forms:
