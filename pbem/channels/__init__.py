@@ -26,7 +26,7 @@ from sqlalchemy import insert, select
 from sqlmodel import Session
 
 from pbem.kinds import EmailTemplate, OutboxStatus
-from pbem.models import Game, Notice, Seat, table_of, utcnow
+from pbem.models import Game, Notice, Seat, page_version_moved, table_of, utcnow
 
 # The channels beside email: the modules that hold them (one line each).
 REGISTERED: tuple[str, ...] = (
@@ -178,3 +178,13 @@ def queue_table_notice(s: Session, game: Game, template: EmailTemplate,
     each seat reads on its page or in its next email): each channel is asked with no
     seats, and only a target of the whole table (a chat webhook) hears of it."""
     queue_notices(s, game, [], template, context)
+
+
+def move_page(s: Session, game_id: str) -> None:
+    """A channel's target that a game's pages show changed (a seat's devices, a table's
+    chat that mirrors the talk): the game's pages move on (``Game.page_version``), so
+    that no browser keeps a page that says otherwise."""
+    games = table_of(Game)
+    s.connection().execute(games.update().where(games.c.id == game_id)
+                           .values(page_version=games.c.page_version + 1))
+    page_version_moved(s, game_id)

@@ -51,7 +51,7 @@ from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
-from pbem.channels import ChannelError, Later, Send, Skip, Target
+from pbem.channels import ChannelError, Later, Send, Skip, Target, move_page
 from pbem.i18n import mark, short_time
 from pbem.kinds import EmailTemplate
 from pbem.models import (
@@ -59,7 +59,6 @@ from pbem.models import (
     Notice,
     PushSubscription,
     Seat,
-    page_version_moved,
     table_of,
     utcnow,
 )
@@ -389,10 +388,3 @@ def _kept_key(folder: Path) -> Vapid02:
     return Vapid02.from_string(path.read_text().strip())
 
 
-def move_page(s: Session, game_id: str) -> None:
-    """The seat's page shows its devices: a change to them moves the game's pages on
-    (``Game.page_version``), so that no browser keeps a page with the old list."""
-    games = table_of(Game)
-    s.connection().execute(games.update().where(games.c.id == game_id)
-                           .values(page_version=games.c.page_version + 1))
-    page_version_moved(s, game_id)

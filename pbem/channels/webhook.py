@@ -49,7 +49,7 @@ from flask_babel import force_locale
 from markupsafe import escape
 from sqlmodel import Session, col, select
 
-from pbem.channels import ChannelError, Later, Send, Skip, Target
+from pbem.channels import ChannelError, Later, Send, Skip, Target, move_page
 from pbem.i18n import mark, short_time
 from pbem.kinds import EmailTemplate
 from pbem.mail.compose import TALK_EVENT, default_title
@@ -502,6 +502,9 @@ class WebhookChannel:
 
     def stopped(self, s: Session, target_id: int, error: str) -> None:
         log.warning("webhook %s stopped: %s", target_id, error)
+        hook = s.get(Webhook, target_id)
+        if hook is not None and hook.mirror_talk:  # the talk box no longer says so
+            move_page(s, hook.game_id)
 
 
 CHANNEL = WebhookChannel()

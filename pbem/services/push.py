@@ -18,7 +18,7 @@ from flask_babel import gettext
 from sqlalchemy import func
 from sqlmodel import Session, col, select
 
-from pbem.channels import push
+from pbem.channels import move_page, push
 from pbem.db import session_scope
 from pbem.errors import InvalidInput, RateLimited, WrongState
 from pbem.kinds import GameStatus, Invite, TokenKind
@@ -80,7 +80,7 @@ def add_push_device(page_raw: str, form: Any) -> None:
         row.p256dh, row.auth, row.label = p256dh, auth, label
         row.stopped_at, row.failures, row.last_error, row.failed_at = None, 0, None, None
         s.add(row)
-        push.move_page(s, game.id)
+        move_page(s, game.id)
 
 
 def remove_push_device(page_raw: str, device: Any = None, endpoint: Any = None) -> bool:
@@ -100,7 +100,7 @@ def remove_push_device(page_raw: str, device: Any = None, endpoint: Any = None) 
         if row is None:
             return False
         s.delete(row)
-        push.move_page(s, game.id)
+        move_page(s, game.id)
         return True
 
 

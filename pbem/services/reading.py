@@ -46,6 +46,7 @@ from pbem.services.plumbing import (
 )
 from pbem.services.push import seat_devices
 from pbem.services.viewing import KeptActions, build_seat_view
+from pbem.services.webhooks import talk_mirrored
 from pbem.tokens import hash_token, well_formed
 
 PAGE_KINDS = (TokenKind.PAGE, TokenKind.ACTION)  # the links that open a seat's game page
@@ -141,6 +142,7 @@ def game_for_page(raw: str, with_log: bool = True) -> dict[str, Any]:
         data["take_back"] = (None if data["readonly"]
                              else take_back_offer(s, game, seat))
         data["devices"] = [] if data["readonly"] else seat_devices(s, seat)
+        data["mirrored"] = talk_mirrored(s, game.id)
         data["stamp"] = PageStamp.of(f"{token.kind}:{token.seat_id}", game)
         return data
 

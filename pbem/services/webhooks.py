@@ -10,9 +10,10 @@ from typing import Any
 
 from flask import current_app
 from flask_babel import gettext, ngettext
-from sqlalchemy import func, insert
+from sqlalchemy import bindparam, func, insert
 from sqlmodel import Session, col, select
 
+from pbem.channels import move_page
 from pbem.channels import webhook as channel
 from pbem.db import read_scope, session_scope
 from pbem.errors import InvalidInput, NotFound, RateLimited, WrongState
@@ -57,6 +58,8 @@ def add_webhook(admin_raw: str, url: Any, kind: Any, mirror_talk: bool) -> int:
                        kind=channel.guess_kind(checked.url) if kind == "auto" else kind)
         s.add(hook)
         s.flush()
+        if hook.mirror_talk:  # the game pages' talk box says so
+            move_page(s, game.id)
         return int(hook.id or 0)
 
 
@@ -82,6 +85,8 @@ def remove_webhook(admin_raw: str, hook_id: Any) -> None:
             notices.c.channel == channel.CHANNEL.name, notices.c.target_id == hook.id,
             notices.c.status.in_((OutboxStatus.PENDING, OutboxStatus.SENDING)))
             .values(status=OutboxStatus.SKIPPED, last_error="the webhook was removed"))
+        if hook.mirror_talk:
+            move_page(s, game.id)
         s.delete(hook)
 
 
@@ -89,6 +94,8 @@ def restart_webhook(admin_raw: str, hook_id: Any) -> None:
     """Start a stopped webhook again: it hears of the news from now on."""
     with session_scope() as s:
         hook = _hook(s, admin_game(s, admin_raw), hook_id)
+        if hook.mirror_talk and hook.stopped_at is not None:
+            move_page(s, hook.game_id)
         hook.stopped_at, hook.failures = None, 0
 
 
@@ -116,6 +123,17 @@ def send_test_message(admin_raw: str, hook_id: Any) -> None:
             context={"headline": channel.TEST, "event_seq": game.event_seq},
             idempotency_key=f"webhook-test:{hook.id}:{now.isoformat()}:{tests}",
             status=OutboxStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now)])
+
+
+_MIRRORED = select(Webhook.id).where(Webhook.game_id == bindparam("game_id"),
+                                     col(Webhook.mirror_talk).is_(True),
+                                     col(Webhook.stopped_at).is_(None)).limit(1)
+
+
+def talk_mirrored(s: Session, game_id: str) -> bool:
+    """Whether the table talk of the game goes to a chat too (a webhook that mirrors
+    it, not stopped): the talk box says so to whoever writes in it."""
+    return s.connection().execute(_MIRRORED, {"game_id": game_id}).first() is not None
 
 
 def webhooks_of(s: Session, game: Game) -> list[dict[str, Any]]:

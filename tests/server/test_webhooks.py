@@ -197,6 +197,41 @@ def test_talk_is_told_only_where_the_host_chose_to_mirror_it(app, client, table,
     assert not [t for t in texts(allowed) if "psst" in t]
 
 
+def test_the_talk_box_says_when_the_talk_goes_to_a_chat_and_the_page_moves_on(
+        app, client, table, allowed):
+    """A player writing to the table is told that the host's chat gets the messages too,
+    only while a webhook mirrors them (not one that only tells turns, nor a stopped
+    one); each change gives the page a new ETag, so no browser keeps the old box."""
+    ann = token(app, table.game_id, 0)
+
+    def page():
+        resp = client.get(f"/g/{ann}")
+        assert resp.status_code == 200
+        return "talk-mirrored" in resp.get_data(as_text=True), resp.headers["ETag"]
+
+    said, etag = page()
+    assert not said
+    assert add(client, table.admin, allowed.url("/turns")).status_code == 303
+    assert page() == (False, etag)  # turns only: the talk stays at the table
+    assert add(client, table.admin, allowed.url("/talk"), talk=True).status_code == 303
+    said, mirrored = page()
+    assert said and mirrored != etag
+    assert "chat" in (text_of(client.get(f"/g/{ann}").get_data(as_text=True),
+                              "talk-mirrored") or "")
+    hook = next(h for h in hooks(app, table.game_id) if h.mirror_talk)
+    with app.app_context(), session_scope() as s:  # it failed too often: stopped
+        channel.CHANNEL.stopped(s, hook.id, "404")
+        s.get(Webhook, hook.id).stopped_at = utcnow()
+    said, stopped = page()
+    assert not said and stopped != mirrored
+    assert host_post(client, table.admin, op="restart",
+                     webhook=str(hook.id)).status_code == 303
+    assert page()[0]
+    assert host_post(client, table.admin, op="remove",
+                     webhook=str(hook.id)).status_code == 303
+    assert not page()[0]
+
+
 def test_a_players_quiet_hours_do_not_hold_the_tables_chat(app, client, table, allowed):
     """A table is nobody's address: a player's quiet hours hold that player's email
     (and push), never the chat's message of their turn."""
