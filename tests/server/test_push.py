@@ -496,3 +496,24 @@ def test_the_vapid_key_is_made_once_and_kept(make_app, tmp_path):
     assert push.public_key(again) == key
     assert (tmp_path / "instance" / push.KEY_FILE).stat().st_mode & 0o777 == 0o600
     assert len(base64.urlsafe_b64decode(key + "=")) == 65
+
+
+def test_a_seat_handed_over_no_longer_notifies_the_old_players_devices(
+        pushing, table, service):
+    """The old player's links die with a hand-over; so must their browsers' subscriptions,
+    else the former player's phone keeps hearing the new player's turns and deadlines
+    (and cannot even remove it: the page that lists it is gone)."""
+    from tests.server.test_host_controls import accept_hand_over
+    from tests.server.timekit import admin_post
+
+    decision = table.open()
+    position = decision.position
+    subscribed(table, position, service)
+    resp = admin_post(table.client, table.admin, "handover", position=str(position),
+                      name="Dee", email="dee@example.com", lang="en", tz="UTC")
+    assert resp.status_code == 200, resp.get_data(as_text=True)[:500]
+    assert accept_hand_over(table.client, table.inbox, "dee@example.com").status_code == 200
+    deliver(table.app)  # the seat's open decision, told again to Dee
+    assert service.to(f"/push/seat{position}") == []
+    with table.app.app_context(), session_scope() as s:
+        assert s.exec(select(PushSubscription)).all() == []
