@@ -517,3 +517,51 @@ def test_a_seat_handed_over_no_longer_notifies_the_old_players_devices(
     assert service.to(f"/push/seat{position}") == []
     with table.app.app_context(), session_scope() as s:
         assert s.exec(select(PushSubscription)).all() == []
+
+
+def test_a_name_that_resolves_inside_only_after_the_check_is_never_reached(
+        pushing, table, service, monkeypatch):
+    """DNS rebinding: the push service's name answers a public address to the check,
+    then this machine's to the connection. The request must go to the address that was
+    checked, never to a second lookup's. (DNS cannot be served offline: the resolver is
+    the one double here; the connection and the listener inside are real.)"""
+    import socket
+
+    inside = socket.socket()
+    inside.bind(("127.0.0.1", 0))
+    inside.listen(8)
+    inside.settimeout(0.1)
+    port = inside.getsockname()[1]
+    name = "push.rebind.example"
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def rebinding(host, *args, **kwargs):
+        if host != name:
+            return real(host, *args, **kwargs)
+        asked.append(host)
+        address = "93.184.216.34" if len(asked) == 1 else "127.0.0.1"
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "",
+                 (address, port))]
+
+    browser = Browser(f"https://{name}:{port}/push/x")
+    assert subscribe(table, 0, browser).status_code == 303
+    table.app.config.update(PUSH_ALLOW_HTTP_LOOPBACK=False, PUSH_TIMEOUT=0.5)
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    move(table)
+    while table.open().position != 0:
+        move(table)
+    deliver(table.app)
+    monkeypatch.undo()
+    reached = []
+    try:
+        while True:
+            reached.append(inside.accept()[0])
+    except (TimeoutError, OSError):
+        pass
+    finally:
+        for conn in reached:
+            conn.close()
+        inside.close()
+    assert asked, "the push was not attempted"
+    assert reached == [], "the push reached an address inside"
