@@ -565,3 +565,29 @@ def test_a_name_that_resolves_inside_only_after_the_check_is_never_reached(
         inside.close()
     assert asked, "the push was not attempted"
     assert reached == [], "the push reached an address inside"
+
+
+def test_a_push_goes_to_the_checked_address_with_the_names_tls_and_host(tmp_path):
+    """The pinned connection still speaks to the push service by its name: the
+    certificate is checked for the name (a wrong name is refused) and the Host header
+    is the name's."""
+    import requests
+
+    from pbem.channels.push import _Session
+    from tests.webhook_receiver import Receiver, make_certificate
+
+    cert, key = make_certificate(tmp_path)
+    receiver = Receiver(cert, key).start()
+    try:
+        with _Session("127.0.0.1") as session:
+            session.verify = str(cert)
+            resp = session.post(f"https://localhost:{receiver.port}/push/x", data=b"hi",
+                                timeout=3)
+            assert resp.status_code == 200
+        assert receiver.got[-1].headers["Host"] == f"localhost:{receiver.port}"
+        with _Session("127.0.0.1") as session, pytest.raises(requests.exceptions.SSLError):
+            session.verify = str(cert)
+            session.post(f"https://push.example.com:{receiver.port}/push/x", data=b"hi",
+                         timeout=3)
+    finally:
+        receiver.stop()
