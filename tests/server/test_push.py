@@ -455,6 +455,9 @@ def test_a_public_https_endpoint_may_be_used(url):
     "https://[fe80::1]/x", "https://[::ffff:10.0.0.1]/x", "https://0.0.0.0/x",
     "https://intranet/x", "https://box.internal/x", "ftp://push.example.com/x",
     "https://push.example.com:99999/x", "https://push.example.com/ x", 42,
+    # IPv6 addresses that carry an IPv4 one inside (NAT64, 6to4, IPv4-compatible)
+    "https://[64:ff9b::a00:1]/x", "https://[64:ff9b::7f00:1]/x", "https://[2002:a00:1::]/x",
+    "https://[::127.0.0.1]/x", "https://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x",
 ])
 def test_an_endpoint_of_no_public_https_address_is_refused(url):
     assert endpoint_refusal(url) is not None
