@@ -20,8 +20,8 @@ again when sending, ``resolve_endpoint``, and the request goes to an address tha
 checked, never to a second lookup's); redirects are not followed, answers are not
 read past a few bytes, and a send gives up after ``PUSH_TIMEOUT`` seconds. Only with
 ``PUSH_ALLOW_HTTP_LOOPBACK`` (the tests' local push service) may it be plain
-http://127.0.0.1. (The webhooks' channel makes a check of its own; the two are not
-shared yet.)
+http://127.0.0.1. An address is public by the webhooks' rule (``webhook.is_public``:
+an IPv6 address that carries an IPv4 one must be public on both counts).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from pbem.channels import ChannelError, Later, Send, Skip, Target
+from pbem.channels.webhook import is_public  # the same rule: an IPv4 address inside too
 from pbem.i18n import mark, short_time
 from pbem.kinds import EmailTemplate
 from pbem.models import (
@@ -312,7 +313,7 @@ def endpoint_refusal(url: Any, allow_http_loopback: bool = False) -> str | None:
         return mark("not https")
     literal = _ip(host)
     if literal is not None:
-        return None if literal.is_global else mark("not a public address")
+        return None if is_public(str(literal)) else mark("not a public address")
     if "." not in host or host == "localhost" or host.endswith(LOCAL_SUFFIXES):
         return mark("a name of the local network")
     return None
@@ -339,7 +340,7 @@ def resolve_endpoint(url: str, allow_http_loopback: bool = False) -> tuple[str |
         return mark("the name does not resolve"), []
     kept = list(dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in found))
     addresses = {_ip(a) for a in kept}
-    if not addresses or any(a is None or not a.is_global for a in addresses):
+    if not addresses or any(a is None or not is_public(str(a)) for a in addresses):
         return mark("the name resolves to an address that is not public"), []
     return None, kept
 
