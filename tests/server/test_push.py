@@ -586,6 +586,7 @@ def test_a_push_goes_to_the_checked_address_with_the_names_tls_and_host(tmp_path
             session.verify = str(cert)
             resp = session.post(f"https://localhost:{receiver.port}/push/x", data=b"hi",
                                 timeout=3)
+            resp.close()  # (the session streams: the answer holds its connection)
             assert resp.status_code == 200
         assert receiver.got[-1].headers["Host"] == f"localhost:{receiver.port}"
         with _Session("127.0.0.1") as session, pytest.raises(requests.exceptions.SSLError):
