@@ -9,11 +9,11 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import delete, insert
 from sqlmodel import Session, col, select
 
 from pbem.kinds import TokenKind
-from pbem.models import Token, table_of, utcnow
+from pbem.models import PushSubscription, Token, table_of, utcnow
 
 TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 # Anything in a log line that may be a link token: 32 or more URL-safe characters (ours
@@ -93,12 +93,16 @@ def is_live(token: Token | None, *kinds: TokenKind) -> bool:
 def revoke_seat(session: Session, seat_id: int) -> None:
     """Kill every player link of a seat at once (hand-over). The host's admin link stays:
     it belongs to the host, who keeps hosting after handing over their own seat; and so
-    do unsubscribe links, which belong to an address and must work for good."""
+    do unsubscribe links, which belong to an address and must work for good. The old
+    player's browsers are forgotten too (a push subscription is the player's, not the
+    seat's: it would tell the former player of the new one's turns)."""
     kept = (TokenKind.ADMIN, TokenKind.UNSUBSCRIBE)
     for token in session.exec(select(Token).where(Token.seat_id == seat_id,
                                                   col(Token.revoked_at).is_(None),
                                                   col(Token.kind).not_in(kept))):
         token.revoked_at = utcnow()
+    session.execute(delete(PushSubscription).where(
+        col(PushSubscription.seat_id) == seat_id))
 
 
 def form_signature(secret: str, raw: str) -> str:

@@ -13,7 +13,8 @@ What a seat cannot know, and is drawn anew for each world (``determinise``):
 - the order in which another seat chose to resolve its placements (``order``, shown to
   that seat only): it is forgotten, so that seat chooses again in the rollout;
 - the standing choices of the other seats (each seat sees only its own): they are
-  forgotten, so those seats decide in the rollout.
+  forgotten, so those seats decide in the rollout;
+- the standing plans of the other seats (each seat sees only its own): forgotten too.
 The other cards of opponents are known to a player who watched them being taken (they were
 open in the display), so they stay as they are.
 
@@ -80,9 +81,11 @@ def determinise(state: State, seat: int, rng: random.Random) -> State:
         at += under
     order = state.order if state.turn == seat else ()
     standing = tuple(row if s == seat else () for s, row in enumerate(state.standing))
+    plans = tuple(plan if s == seat else None for s, plan in enumerate(state.plans))
     return state._replace(boards=tuple(boards), pile=pile, stacks=tuple(stacks),
                           rng=Rng(rng.getrandbits(62)), order=order,
-                          standing=standing if any(standing) else ())
+                          standing=standing if any(standing) else (),
+                          plans=plans if any(p is not None for p in plans) else ())
 
 
 def candidates(state: State, seat: int, legal: list[Action], rng: random.Random,

@@ -16,11 +16,12 @@ subscribed on that page.
 The push service's address comes from the browser, so a forged subscription could point
 the server anywhere: an endpoint must be https, and its host must not be (or resolve to)
 a private, loopback, link-local or otherwise non-public address (``endpoint_refusal``,
-again when sending, ``resolved_refusal``); redirects are not followed, answers are not
+again when sending, ``resolve_endpoint``, and the request goes to an address that was
+checked, never to a second lookup's); redirects are not followed, answers are not
 read past a few bytes, and a send gives up after ``PUSH_TIMEOUT`` seconds. Only with
 ``PUSH_ALLOW_HTTP_LOOPBACK`` (the tests' local push service) may it be plain
-http://127.0.0.1. (The webhooks' channel makes a check of its own; the two are not
-shared yet.)
+http://127.0.0.1. An address is public by the webhooks' rule (``webhook.is_public``:
+an IPv6 address that carries an IPv4 one must be public on both counts).
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ from flask_babel import force_locale
 from py_vapid import Vapid02
 from py_vapid.utils import b64urlencode
 from pywebpush import WebPusher
+from requests.adapters import HTTPAdapter
 from sqlalchemy import bindparam
 from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from pbem.channels import ChannelError, Later, Send, Skip, Target, move_page
+from pbem.channels.webhook import is_public  # the same rule: an IPv4 address inside too
 from pbem.i18n import mark, short_time
 from pbem.kinds import EmailTemplate
 from pbem.models import (
@@ -132,8 +135,10 @@ class Push:
         config = current_app.config
         endpoint = payload["subscription"]["endpoint"]
         allow_http = bool(config["PUSH_ALLOW_HTTP_LOOPBACK"])
-        refused = endpoint_refusal(endpoint, allow_http) or resolved_refusal(endpoint,
-                                                                              allow_http)
+        refused = endpoint_refusal(endpoint, allow_http)
+        addresses: list[str] = []
+        if not refused:
+            refused, addresses = resolve_endpoint(endpoint, allow_http)
         if refused:
             raise ChannelError(f"refused push endpoint: {refused}", permanent=True)
         split = urlsplit(endpoint)
@@ -144,7 +149,7 @@ class Push:
         if TOPIC.fullmatch(payload["topic"]):  # a newer one replaces it at the service
             headers["Topic"] = payload["topic"]
         try:
-            with _Session() as session:
+            with _Session(addresses[0] if addresses else None) as session:
                 resp = WebPusher(payload["subscription"], requests_session=session).send(
                     payload["data"].encode(), headers, ttl=int(config["PUSH_TTL_SECONDS"]),
                     content_encoding="aes128gcm", timeout=float(config["PUSH_TIMEOUT"]))
@@ -226,20 +231,47 @@ def _words(notice: Notice, game: Game, seat: Seat, seats: list[Seat]) -> tuple[s
 # --------------------------------------------------------------------------- sending
 
 
-class _Session(requests.Session):
-    """A push service is asked once, at its own address: no redirect followed, no
-    proxy, netrc or certificate settings from the environment, and its answer is not
-    read past ``KEEP_READING`` bytes."""
+class _Pinned(HTTPAdapter):
+    """Connects to ``address`` (the one ``resolve_endpoint`` checked), whatever a second
+    lookup of the name would answer (DNS rebinding); the name stays the one of TLS (SNI,
+    the certificate's check) and of the Host header."""
 
-    def __init__(self) -> None:
+    def __init__(self, address: str | None) -> None:
+        super().__init__(max_retries=0)
+        self.address = address
+
+    def build_connection_pool_key_attributes(
+            self, request: requests.PreparedRequest, verify: Any,
+            cert: Any = None) -> tuple[dict[str, Any], dict[str, Any]]:
+        host_params, pool_kwargs = super().build_connection_pool_key_attributes(
+            request, verify, cert)
+        if self.address is not None:
+            name = host_params["host"]
+            host_params["host"] = self.address
+            if host_params["scheme"] == "https":
+                pool_kwargs["server_hostname"] = name
+                pool_kwargs["assert_hostname"] = name
+        return host_params, pool_kwargs
+
+
+class _Session(requests.Session):
+    """A push service is asked once, at its own address (``address``: the one checked,
+    when its name was looked up): no redirect followed, no proxy, netrc or certificate
+    settings from the environment, and its answer is not read past ``KEEP_READING``
+    bytes."""
+
+    def __init__(self, address: str | None = None) -> None:
         super().__init__()
         self.trust_env = False
         self.max_redirects = 0
+        self.mount("https://", _Pinned(address))
+        self.mount("http://", _Pinned(address))
 
     def request(self, method: str, url: Any,
                 *args: Any, **kwargs: Any) -> requests.Response:
         kwargs["allow_redirects"] = False
         kwargs["stream"] = True
+        kwargs["headers"] = {**(kwargs.get("headers") or {}), "Host": urlsplit(url).netloc}
         return super().request(method, url, *args, **kwargs)
 
 
@@ -280,7 +312,7 @@ def endpoint_refusal(url: Any, allow_http_loopback: bool = False) -> str | None:
         return mark("not https")
     literal = _ip(host)
     if literal is not None:
-        return None if literal.is_global else mark("not a public address")
+        return None if is_public(str(literal)) else mark("not a public address")
     if "." not in host or host == "localhost" or host.endswith(LOCAL_SUFFIXES):
         return mark("a name of the local network")
     return None
@@ -289,18 +321,27 @@ def endpoint_refusal(url: Any, allow_http_loopback: bool = False) -> str | None:
 def resolved_refusal(url: str, allow_http_loopback: bool = False) -> str | None:
     """``endpoint_refusal``, and every address the host's name resolves to must be a
     public one (asked at sending, in the notices' thread)."""
+    return resolve_endpoint(url, allow_http_loopback)[0]
+
+
+def resolve_endpoint(url: str, allow_http_loopback: bool = False) -> tuple[str | None,
+                                                                           list[str]]:
+    """Why the host's addresses refuse ``url`` (None: every one is public), and those
+    addresses (none for the tests' plain http://127.0.0.1): the request goes to one of
+    them, never to a second lookup's answer."""
     split = urlsplit(url)
     host = split.hostname or ""
     if split.scheme == "http" and allow_http_loopback and host == "127.0.0.1":
-        return None
+        return None, []
     try:
         found = socket.getaddrinfo(host, split.port or 443, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        return mark("the name does not resolve")
-    addresses = {_ip(str(info[4][0])) for info in found}
-    if not addresses or any(a is None or not a.is_global for a in addresses):
-        return mark("the name resolves to an address that is not public")
-    return None
+        return mark("the name does not resolve"), []
+    kept = list(dict.fromkeys(str(info[4][0]).split("%", 1)[0] for info in found))
+    addresses = {_ip(a) for a in kept}
+    if not addresses or any(a is None or not is_public(str(a)) for a in addresses):
+        return mark("the name resolves to an address that is not public"), []
+    return None, kept
 
 
 def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -559,3 +559,31 @@ def test_a_world_draws_anew_all_the_seat_cannot_know_and_the_strong_bot_plays_on
     assert call(client, "GET", "/seat/world", "x" * 43).status_code == 401
     assert call(client, "GET", "/seat/world", table.admin).status_code == 401
     assert call(client, "GET", "/seat/world", other).status_code == 200
+
+
+def test_a_world_holds_no_other_seats_standing_plan(app, client, inbox):
+    """A Stone Age seat's standing plan is its own to see (the page shows nobody
+    else's); a world drawn for another seat must not hold it, or a client reads its
+    opponent's next placements from ``/seat/world``."""
+    from engine.stoneage.rules import plan_of
+    from pbem.tokens import form_signature
+    from tests.server.helpers import SECRET, Table
+
+    created = start_game(app, players=PLAYERS[:2], game="stoneage", seed=11)
+    table = Table(app, client, inbox, created.game_id, created.admin_token)
+    position, raw = deciding(table)
+    planner = 1 - position
+    page = "/g/" + raw_page(table, planner)
+    resp = client.post(page + "/plan", data={
+        "sig": form_signature(SECRET, raw_page(table, planner)), "how": "set",
+        "plan.at": ["hunt"], "plan.count": ["rest"]})
+    assert resp.status_code == 200
+    mod, truth = game_state(app, table.game_id)
+    assert plan_of(truth, planner) is not None  # the plan is set
+    for _ in range(5):
+        world = call(client, "GET", "/seat/world", raw).get_json()
+        assert plan_of(mod.from_json(world["state"]), planner) is None
+        assert "hunt" not in json.dumps(world["state"].get("plans"))
+    # the planner's own world keeps its plan (its own to see)
+    own = call(client, "GET", "/seat/world", raw_page(table, planner)).get_json()
+    assert plan_of(mod.from_json(own["state"]), planner) == plan_of(truth, planner)

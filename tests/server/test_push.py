@@ -455,6 +455,9 @@ def test_a_public_https_endpoint_may_be_used(url):
     "https://[fe80::1]/x", "https://[::ffff:10.0.0.1]/x", "https://0.0.0.0/x",
     "https://intranet/x", "https://box.internal/x", "ftp://push.example.com/x",
     "https://push.example.com:99999/x", "https://push.example.com/ x", 42,
+    # IPv6 addresses that carry an IPv4 one inside (NAT64, 6to4, IPv4-compatible)
+    "https://[64:ff9b::a00:1]/x", "https://[64:ff9b::7f00:1]/x", "https://[2002:a00:1::]/x",
+    "https://[::127.0.0.1]/x", "https://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x",
 ])
 def test_an_endpoint_of_no_public_https_address_is_refused(url):
     assert endpoint_refusal(url) is not None
@@ -496,3 +499,99 @@ def test_the_vapid_key_is_made_once_and_kept(make_app, tmp_path):
     assert push.public_key(again) == key
     assert (tmp_path / "instance" / push.KEY_FILE).stat().st_mode & 0o777 == 0o600
     assert len(base64.urlsafe_b64decode(key + "=")) == 65
+
+
+def test_a_seat_handed_over_no_longer_notifies_the_old_players_devices(
+        pushing, table, service):
+    """The old player's links die with a hand-over; so must their browsers' subscriptions,
+    else the former player's phone keeps hearing the new player's turns and deadlines
+    (and cannot even remove it: the page that lists it is gone)."""
+    from tests.server.test_host_controls import accept_hand_over
+    from tests.server.timekit import admin_post
+
+    decision = table.open()
+    position = decision.position
+    subscribed(table, position, service)
+    resp = admin_post(table.client, table.admin, "handover", position=str(position),
+                      name="Dee", email="dee@example.com", lang="en", tz="UTC")
+    assert resp.status_code == 200, resp.get_data(as_text=True)[:500]
+    assert accept_hand_over(table.client, table.inbox, "dee@example.com").status_code == 200
+    deliver(table.app)  # the seat's open decision, told again to Dee
+    assert service.to(f"/push/seat{position}") == []
+    with table.app.app_context(), session_scope() as s:
+        assert s.exec(select(PushSubscription)).all() == []
+
+
+def test_a_name_that_resolves_inside_only_after_the_check_is_never_reached(
+        pushing, table, service, monkeypatch):
+    """DNS rebinding: the push service's name answers a public address to the check,
+    then this machine's to the connection. The request must go to the address that was
+    checked, never to a second lookup's. (DNS cannot be served offline: the resolver is
+    the one double here; the connection and the listener inside are real.)"""
+    import socket
+
+    inside = socket.socket()
+    inside.bind(("127.0.0.1", 0))
+    inside.listen(8)
+    inside.settimeout(0.1)
+    port = inside.getsockname()[1]
+    name = "push.rebind.example"
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def rebinding(host, *args, **kwargs):
+        if host != name:
+            return real(host, *args, **kwargs)
+        asked.append(host)
+        address = "93.184.216.34" if len(asked) == 1 else "127.0.0.1"
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "",
+                 (address, port))]
+
+    browser = Browser(f"https://{name}:{port}/push/x")
+    assert subscribe(table, 0, browser).status_code == 303
+    table.app.config.update(PUSH_ALLOW_HTTP_LOOPBACK=False, PUSH_TIMEOUT=0.5)
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    move(table)
+    while table.open().position != 0:
+        move(table)
+    deliver(table.app)
+    monkeypatch.undo()
+    reached = []
+    try:
+        while True:
+            reached.append(inside.accept()[0])
+    except (TimeoutError, OSError):
+        pass
+    finally:
+        for conn in reached:
+            conn.close()
+        inside.close()
+    assert asked, "the push was not attempted"
+    assert reached == [], "the push reached an address inside"
+
+
+def test_a_push_goes_to_the_checked_address_with_the_names_tls_and_host(tmp_path):
+    """The pinned connection still speaks to the push service by its name: the
+    certificate is checked for the name (a wrong name is refused) and the Host header
+    is the name's."""
+    import requests
+
+    from pbem.channels.push import _Session
+    from tests.webhook_receiver import Receiver, make_certificate
+
+    cert, key = make_certificate(tmp_path)
+    receiver = Receiver(cert, key).start()
+    try:
+        with _Session("127.0.0.1") as session:
+            session.verify = str(cert)
+            resp = session.post(f"https://localhost:{receiver.port}/push/x", data=b"hi",
+                                timeout=3)
+            resp.close()  # (the session streams: the answer holds its connection)
+            assert resp.status_code == 200
+        assert receiver.got[-1].headers["Host"] == f"localhost:{receiver.port}"
+        with _Session("127.0.0.1") as session, pytest.raises(requests.exceptions.SSLError):
+            session.verify = str(cert)
+            session.post(f"https://push.example.com:{receiver.port}/push/x", data=b"hi",
+                         timeout=3)
+    finally:
+        receiver.stop()
