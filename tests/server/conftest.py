@@ -34,6 +34,7 @@ from pbem import create_app, db, mail, services
 from pbem.db import get_engine
 from pbem.migrate import upgrade
 from pbem.models import metadata
+from pbem.web import api  # noqa: F401  (see below)
 from tests.pgcluster import PostgresCluster, PostgresUnavailable
 from tests.server.helpers import (
     BASE_URL,
@@ -46,6 +47,10 @@ from tests.server.helpers import (
     Table,
 )
 from tests.smtpsink import SmtpSink
+
+# (pbem.web.api is imported above, before any test freezes the clock: a module imported
+# under freezegun keeps its FakeDatetime for good, and pydantic then refuses to build the
+# JSON API's adapters of the view, whose times are datetimes.)
 
 # --------------------------------------------------------------------------- PostgreSQL
 
