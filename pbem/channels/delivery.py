@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -25,8 +26,9 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
+from pbem import wake
 from pbem.channels import Channel, ChannelError, Later, Send, Skip, channels
-from pbem.db import background_writes, read_scope, session_scope
+from pbem.db import background_writes, get_engine, read_scope, session_scope
 from pbem.i18n import mark
 from pbem.kinds import EmailTemplate, OutboxStatus
 from pbem.mail.addresses import QUIET, address_rule
@@ -219,20 +221,38 @@ def _target_ok(row: Notice, channel: Channel | None) -> None:
 def notice_loop(app: Flask, stop: threading.Event, poll: float = 1.0, batch: int = 100,
                 waiting: threading.Event | None = None) -> None:
     """Deliver notices until ``stop`` is set, polling every ``poll`` seconds (a thread
-    of its own beside the mail loop: a slow chat server never holds up an email)."""
-    with app.app_context(), background_writes():
-        while not stop.is_set():
-            try:
-                counts = deliver_due(limit=batch)
-            except Exception:  # noqa: BLE001 - e.g. the database is away for a moment
-                log.exception("notice loop: delivery pass failed")
-                counts = {}
-            if any(counts.values()):
-                log.info("notices: %s", counts)
-            if sum(counts.values()) < batch:
-                if waiting is not None:
-                    waiting.set()
-                stop.wait(poll)
+    of its own beside the mail loop: a slow chat server never holds up an email). On
+    SQLite a process that queued a notice rings the loop after its commit
+    (``pbem.wake``): it delivers at once, the poll is the fallback."""
+    listener = wake.Listener(get_engine(app).url, wake.NOTICES)
+    try:
+        with app.app_context(), background_writes():
+            while not stop.is_set():
+                try:
+                    counts = deliver_due(limit=batch)
+                except Exception:  # noqa: BLE001 - e.g. the database is away for a moment
+                    log.exception("notice loop: delivery pass failed")
+                    counts = {}
+                if any(counts.values()):
+                    log.info("notices: %s", counts)
+                if sum(counts.values()) < batch:
+                    if waiting is not None:
+                        waiting.set()
+                    _wait(listener, stop, poll)
+    finally:
+        listener.close()
+
+
+def _wait(listener: wake.Listener, stop: threading.Event, poll: float) -> None:
+    """Until rung or ``poll`` seconds are up, in slices of a quarter second (a stop is
+    seen promptly)."""
+    if not listener.listening:
+        stop.wait(poll)
+        return
+    deadline = time.monotonic() + poll
+    while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+        if listener.wait(min(left, 0.25)):
+            return
 
 
 def start_notice_thread(app: Flask, waiting: threading.Event | None = None
