@@ -11,9 +11,11 @@ is no error. Ringing never blocks: a full socket buffer means the listener has a
 waiting already. A listener's poll stays as the fallback (a datagram lost, a listener
 not yet up, a database without a file).
 
-A socket's path must fit in 107 bytes: when the folder next to the database is too deep,
-the wake folder is ``<temp dir>/pbem-wake-<uid>/<hash of the database's path>`` instead
-(one path for one database, still never shared between two databases).
+A socket's path must fit in 107 bytes: when the folder is too deep for that, the
+listener binds a Linux abstract socket named by a hash of the path it would have had,
+and writes an empty file of that path ending in ``.abstract`` instead of ``.sock``
+(the ringer finds it in the same folder; nothing in the temp dir, which systemd's
+``PrivateTmp`` would give each unit its own of). Elsewhere such a listener only polls.
 """
 
 from __future__ import annotations
@@ -26,8 +28,7 @@ import logging
 import os
 import select
 import socket
-import stat
-import tempfile
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,7 +40,6 @@ MAIL = "mail"  # the clock's mail loop: an email was queued
 NOTICES = "notices"  # the clock's notice loop: a notice of another channel was queued
 NOTICES_QUEUED = "pbem.notices_queued"  # session.info: ring NOTICES after the commit
 _PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
-_LONGEST_NAME = len("notices.4194304.999999.sock") + 1
 _numbers = itertools.count(1)  # listeners of one process, each its own socket
 
 
@@ -53,24 +53,18 @@ def folder_for(url: str | URL) -> Path | None:
     database = parsed.database
     if not database or database == ":memory:" or database.startswith("file:"):
         return None
-    path = Path(os.path.abspath(database))
-    near = path.with_name(path.name + ".wake")
-    if len(os.fsencode(near)) + _LONGEST_NAME <= _PATH_MAX:
-        return near
-    digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:24]
-    return Path(tempfile.gettempdir()) / f"pbem-wake-{os.getuid()}" / digest
+    path = Path(os.path.realpath(database))  # one folder however the file is reached
+    return path.with_name(path.name + ".wake")
+
+
+def _abstract(path: str | Path) -> bytes:
+    """The abstract socket address of a listener whose path is too long to bind."""
+    return b"\0pbem-wake:" + hashlib.sha256(os.fsencode(path)).hexdigest().encode()
 
 
 def _make_folder(folder: Path) -> bool:
-    """Create the wake folder (and, in the temp dir, its private parent); False if it
-    cannot be made or is not safely ours."""
+    """Create the wake folder; False if it cannot be made."""
     try:
-        if folder.parent.name.startswith("pbem-wake-"):
-            folder.parent.mkdir(mode=0o700, exist_ok=True)
-            info = folder.parent.lstat()
-            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-                log.warning("wake folder %s is not ours: polling only", folder.parent)
-                return False
         folder.mkdir(mode=0o700, exist_ok=True)
         return True
     except OSError:
@@ -87,8 +81,8 @@ def ring(url: str | URL, topic: str) -> int:
     rung = 0
     prefix = topic + "."
     try:
-        entries = [e.path for e in os.scandir(folder)
-                   if e.name.startswith(prefix) and e.name.endswith(".sock")]
+        entries = [e.path for e in os.scandir(folder) if e.name.startswith(prefix)
+                   and e.name.endswith((".sock", ".abstract"))]
     except OSError:  # no folder: nobody listens yet
         return 0
     if not entries:
@@ -97,7 +91,7 @@ def ring(url: str | URL, topic: str) -> int:
         sock.setblocking(False)
         for path in entries:
             try:
-                sock.sendto(b"!", path)
+                sock.sendto(b"!", path if path.endswith(".sock") else _abstract(path))
                 rung += 1
             except (BlockingIOError, InterruptedError):
                 rung += 1  # its buffer is full: it has wake-ups waiting already
@@ -120,13 +114,23 @@ class Listener:
         folder = folder_for(url)
         if folder is None or not _make_folder(folder):
             return
-        path = folder / f"{topic}.{os.getpid()}.{next(_numbers)}.sock"
+        name = f"{topic}.{os.getpid()}.{next(_numbers)}"
+        path = folder / f"{name}.sock"
+        address: str | bytes = os.fspath(path)
+        if len(os.fsencode(path)) > _PATH_MAX:
+            if not sys.platform.startswith("linux"):
+                log.warning("wake folder %s too deep for a socket: polling only", folder)
+                return
+            path = folder / f"{name}.abstract"
+            address = _abstract(path)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()  # left by a process of the same id that died
-            sock.bind(os.fspath(path))
+            sock.bind(address)
             sock.setblocking(False)
+            if isinstance(address, bytes):
+                path.touch(mode=0o600)  # (after the bind: a ringer finds it listening)
         except OSError:
             sock.close()
             log.warning("cannot listen at %s: polling only", path, exc_info=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,7 +37,8 @@ def listeners(url: str, topic: str) -> list[str]:
     folder = wake.folder_for(url)
     if folder is None or not folder.is_dir():
         return []
-    return sorted(p.name for p in folder.glob(f"{topic}.*.sock"))
+    return sorted(p.name for p in folder.glob(f"{topic}.*")
+                  if p.suffix in (".sock", ".abstract"))
 
 
 # --------------------------------------------------------------------------- the socket
@@ -73,20 +73,26 @@ def test_every_listener_of_a_topic_is_rung_and_no_other_topic(tmp_path):
 
 
 def test_two_databases_never_share_a_wake_folder(tmp_path):
-    short = Path(tempfile.mkdtemp(prefix="w"))  # (pytest's own folders may be too deep)
     deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 5)
-    urls = [f"sqlite:///{short / 'a.sqlite3'}", f"sqlite:///{short / 'b.sqlite3'}",
+    deep.mkdir(parents=True)
+    urls = [f"sqlite:///{tmp_path / 'a.sqlite3'}", f"sqlite:///{tmp_path / 'b.sqlite3'}",
             f"sqlite:///{deep / 'a.sqlite3'}", f"sqlite:///{deep / 'b.sqlite3'}"]
     folders = [wake.folder_for(url) for url in urls]
-    assert len(set(folders)) == 4
-    assert folders[0] == short / "a.sqlite3.wake"
-    short.rmdir()
-    # too deep for a socket's path: a short folder of its own in the temp dir
-    with wake.Listener(urls[2], wake.MAIL) as a, wake.Listener(urls[3], wake.MAIL) as b:
-        assert a.listening and b.listening
-        assert len(os.fsencode(a.path)) <= 107
+    assert folders == [tmp_path / "a.sqlite3.wake", tmp_path / "b.sqlite3.wake",
+                       deep / "a.sqlite3.wake", deep / "b.sqlite3.wake"]
+    # too deep for a socket's path: an abstract socket, found by its file in the folder
+    with wake.Listener(urls[2], wake.MAIL) as a, wake.Listener(urls[3], wake.MAIL) as b, \
+            wake.Listener(urls[0], wake.MAIL) as near:
+        assert a.listening and b.listening and near.listening
+        assert a.path.suffix == ".abstract" and a.path.parent == folders[2]
+        assert len(os.fsencode(a.path)) > 107
         assert wake.ring(urls[2], wake.MAIL) == 1
-        assert a.wait(1) and not b.wait(0)
+        assert a.wait(1) and not b.wait(0) and not near.wait(0)
+        assert wake.ring(urls[0], wake.MAIL) == 1
+        assert near.wait(1) and not a.wait(0) and not b.wait(0)
+        a.sock.close()  # dies without closing: its file stays, and is cleared by a ring
+        a.sock = None
+        assert wake.ring(urls[2], wake.MAIL) == 0 and not a.path.exists()
     assert wake.folder_for("sqlite://") is None
     assert wake.folder_for("postgresql+psycopg://u@127.0.0.1:1/db") is None
 
