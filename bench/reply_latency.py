@@ -29,6 +29,12 @@ SQLite median 590 ms, p99 1183 ms (n=312); PostgreSQL median 164 ms, p99 557 ms
 that named several places or cards, e.g. "place 1 buil", answered with the choices).
 On SQLite the clock's outbox poll (0.5 s) is most of it: ``--poll 0.05`` gave median
 129 ms, p99 296 ms (1 game).
+
+Measured 2026-11-28 on the same machine (shared, load average about 5), 3 games each,
+``--against`` the commit before the wake-up (one run, before then after per database):
+SQLite median 542 -> 39 ms, p99 1087 -> 125 ms; PostgreSQL median 69 -> 56 ms, p99
+181 -> 135 ms (n=312 each): the process that commits mail rings the clock's mail loop
+(``pbem.wake``), and the loop listens before its first pass.
 """
 
 from __future__ import annotations
