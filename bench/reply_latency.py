@@ -30,11 +30,12 @@ that named several places or cards, e.g. "place 1 buil", answered with the choic
 On SQLite the clock's outbox poll (0.5 s) is most of it: ``--poll 0.05`` gave median
 129 ms, p99 296 ms (1 game).
 
-Measured 2026-11-28 on the same machine (shared, load average about 5), 3 games each,
-``--against`` the commit before the wake-up (one run, before then after per database):
-SQLite median 542 -> 39 ms, p99 1087 -> 125 ms; PostgreSQL median 69 -> 56 ms, p99
-181 -> 135 ms (n=312 each): the process that commits mail rings the clock's mail loop
-(``pbem.wake``), and the loop listens before its first pass.
+Measured 2026-11-28 on the same machine (shared), 3 games each, ``--against`` the
+commit before the wake-up (before then after per database, n=312 each), two runs:
+SQLite median 542 -> 39 ms, p99 1087 -> 125 ms (load average about 5) and 585 -> 54 ms,
+p99 1197 -> 223 ms (load about 9); PostgreSQL (unchanged but for listening before the
+first pass) 69 -> 56 ms, p99 181 -> 135 ms and 73 -> 97 ms, p99 205 -> 238 ms (noise).
+On SQLite the process that commits mail now rings the clock's mail loop (``pbem.wake``).
 """
 
 from __future__ import annotations
