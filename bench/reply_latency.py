@@ -17,6 +17,11 @@ after the reply was acted on; a reply that ends the game gives none). Prints the
 and p99 (nearest rank) and the share of replies played at the first try.
 
     .venv/bin/python bench/reply_latency.py [--games 3] [--db sqlite|postgresql|both]
+        [--against ../main]
+
+``--against TREE`` runs, for each database, the same bench of another checkout first
+(its own bench script, its own pbem and clock, its ``.venv`` if it has one) and then
+this one's, and prints both: a before and after in one run on one machine.
 
 Measured 2026-11-27 on the two-core machine, shared (load average 15), 3 games each:
 SQLite median 590 ms, p99 1183 ms (n=312); PostgreSQL median 164 ms, p99 557 ms
@@ -24,6 +29,13 @@ SQLite median 590 ms, p99 1183 ms (n=312); PostgreSQL median 164 ms, p99 557 ms
 that named several places or cards, e.g. "place 1 buil", answered with the choices).
 On SQLite the clock's outbox poll (0.5 s) is most of it: ``--poll 0.05`` gave median
 129 ms, p99 296 ms (1 game).
+
+Measured 2026-11-28 on the same machine (shared), 3 games each, ``--against`` the
+commit before the wake-up (before then after per database, n=312 each), two runs:
+SQLite median 542 -> 39 ms, p99 1087 -> 125 ms (load average about 5) and 585 -> 54 ms,
+p99 1197 -> 223 ms (load about 9); PostgreSQL (unchanged but for listening before the
+first pass) 69 -> 56 ms, p99 181 -> 135 ms and 73 -> 97 ms, p99 205 -> 238 ms (noise).
+On SQLite the process that commits mail now rings the clock's mail loop (``pbem.wake``).
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -82,6 +95,7 @@ def run(kind: str, games: int, poll: float) -> tuple[list[float], int, int]:
         # the clock's own process: pbem's defaults but these (read as JSON where they can)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
         env.update({f"PBEM_{k}": str(v) for k, v in config.items()})
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)  # this tree's pbem
         flask = Path(sys.executable).with_name("flask")
         clock = subprocess.Popen([str(flask), "--app", "pbem", "pbem", "clock"], env=env,
                                  cwd=Path(__file__).resolve().parent.parent,
@@ -111,6 +125,20 @@ def run(kind: str, games: int, poll: float) -> tuple[list[float], int, int]:
     return latencies, replies, first
 
 
+def run_elsewhere(tree: Path, kind: str, games: int, poll: float) -> str:
+    """The line of ``tree``'s own bench for ``kind`` (run in a process of its own)."""
+    python = tree / ".venv" / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
+    env["PYTHONPATH"] = str(tree)
+    done = subprocess.run(
+        [str(python if python.exists() else Path(sys.executable)),
+         str(tree / "bench" / "reply_latency.py"), "--db", kind, "--games", str(games),
+         "--poll", str(poll)], cwd=tree, env=env, capture_output=True, text=True,
+        check=True)
+    return next(line for line in done.stdout.splitlines()
+                if re.match(rf"{kind}: reply", line))
+
+
 def report(kind: str, latencies: list[float], replies: int, first: int) -> None:
     ms = sorted(x * 1000 for x in latencies)
     p99 = ms[max(0, round(0.99 * len(ms)) - 1)]
@@ -125,8 +153,15 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=3)
     parser.add_argument("--poll", type=float, default=0.5,
                         help="the mail loop's outbox poll on SQLite (pbem's default 0.5)")
+    parser.add_argument("--against", type=Path, metavar="TREE",
+                        help="another checkout to measure first, side by side")
     args = parser.parse_args()
     for kind in ("sqlite", "postgresql") if args.db == "both" else (args.db,):
+        if args.against:
+            print(f"before ({args.against.resolve()}): "
+                  f"{run_elsewhere(args.against.resolve(), kind, args.games, args.poll)}",
+                  flush=True)
+            print("after  (this tree): ", end="", flush=True)
         report(kind, *run(kind, args.games, args.poll))
 
 

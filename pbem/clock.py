@@ -9,8 +9,9 @@ standing in for a player: no web request plays one), and deletes the games made 
 web that their host has not confirmed in a few days. The mail loop delivers the outbox
 as soon as something is queued: web requests never talk to the mail server, so a slow or
 hung one slows no page; on PostgreSQL a NOTIFY from the queueing transaction wakes the
-loop at once, on SQLite it polls every ``MAIL_POLL_INTERVAL`` seconds (mail queued in
-its own process, by the sweeps, wakes it at once). A hung mail server stalls only this
+loop at once; on SQLite the queueing process rings it after its commit by a datagram to
+the loop's socket in the database's wake folder (``pbem.wake``), and it polls every
+``MAIL_POLL_INTERVAL`` seconds only as a fallback. A hung mail server stalls only this
 loop, never the deadlines.
 Sweeps are guarded so that a second clock does no harm: an exclusive file lock on SQLite,
 a PostgreSQL advisory lock otherwise; and each step re-checks its decision inside its own
@@ -44,7 +45,7 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from flask import Flask
 from sqlalchemy import text
 
-from pbem import health, mail, services
+from pbem import health, mail, services, wake
 from pbem.channels.delivery import start_notice_thread
 from pbem.db import background_writes, get_engine, is_postgres
 from pbem.kinds import Process
@@ -175,22 +176,31 @@ def _guarded(step: Callable[[Item, datetime], bool], item: Item, now: datetime,
 
 
 class Wakeup:
-    """Waits until mail may have been queued: a PostgreSQL NOTIFY, or a short poll."""
+    """Waits until mail may have been queued: a PostgreSQL NOTIFY; on SQLite a ring on
+    the database's wake folder (``pbem.wake``) or ``MAIL_QUEUED``; else the poll."""
 
     def __init__(self, app: Flask) -> None:
         self.app = app
         self.poll = float(app.config["MAIL_POLL_INTERVAL"])
         self.conn: psycopg.Connection[tuple[Any, ...]] | None = None
+        self.listener: wake.Listener | None = None
+
+    def start(self) -> None:
+        """Listen before the loop's first delivery pass, so that no mail committed after
+        the pass began goes unheard until the poll (a failure here is retried in
+        ``wait``)."""
+        if not is_postgres(self.app):
+            self.listener = wake.Listener(get_engine(self.app).url, wake.MAIL)
+            return
+        try:
+            self._listen()
+        except Exception:  # noqa: BLE001 - the database away for a moment
+            log.exception("mail loop: LISTEN failed; polling instead")
+            self.close()
 
     def wait(self, stop: threading.Event) -> None:
         if not is_postgres(self.app):
-            # mail queued in this process wakes the loop at once, other processes' mail is
-            # seen at the next poll; in slices of a quarter second, to see a stop promptly
-            deadline = time.monotonic() + self.poll
-            while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
-                if services.MAIL_QUEUED.wait(min(left, 0.25)):
-                    services.MAIL_QUEUED.clear()
-                    return
+            self._wait_for_ring(stop)
             return
         try:
             conn = self._listen()
@@ -204,6 +214,24 @@ class Wakeup:
             self.close()
             stop.wait(self.poll)
 
+    def _wait_for_ring(self, stop: threading.Event) -> None:
+        """Until a process (this one or another) rings the mail loops after committing
+        mail, or the poll is up; in slices of a quarter second, to see a stop promptly.
+        Without a wake folder (an in-memory database) only this process can wake it."""
+        if self.listener is None:
+            self.listener = wake.Listener(get_engine(self.app).url, wake.MAIL)
+        listener = self.listener
+        deadline = time.monotonic() + self.poll
+        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            if services.MAIL_QUEUED.is_set():
+                break
+            if listener.listening:
+                if listener.wait(min(left, 0.25)):
+                    break
+            elif services.MAIL_QUEUED.wait(min(left, 0.25)):
+                break
+        services.MAIL_QUEUED.clear()
+
     def _listen(self) -> psycopg.Connection[tuple[Any, ...]]:
         if self.conn is None:
             import psycopg
@@ -215,6 +243,9 @@ class Wakeup:
         return self.conn
 
     def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
         if self.conn is not None:
             with contextlib.suppress(Exception):
                 self.conn.close()
@@ -228,6 +259,7 @@ def mail_loop(app: Flask, stop: threading.Event, batch: int = 100,
     ``waiting`` is set each time the loop goes to sleep until woken (tests wait on it)."""
     wakeup = Wakeup(app)
     try:
+        wakeup.start()
         with app.app_context(), background_writes():
             while not stop.is_set():
                 try:

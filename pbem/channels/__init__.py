@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from sqlalchemy import insert, select
 from sqlmodel import Session
 
+from pbem import wake
 from pbem.kinds import EmailTemplate, OutboxStatus
 from pbem.models import Game, Notice, Seat, page_version_moved, table_of, utcnow
 
@@ -151,6 +152,7 @@ def queue_notices(s: Session, game: Game, seats: Sequence[Seat], template: Email
     rows = _once_for_the_table(s, rows)
     if rows:
         s.connection().execute(_INSERT_NOTICE, rows)
+        s.info[wake.NOTICES_QUEUED] = True  # the notice loop is rung after the commit
     return delays
 
 

@@ -22,7 +22,7 @@ from sqlmodel import Session, col, select
 
 from engine.core import Event
 from engine.core import Game as EngineGame
-from pbem import i18n
+from pbem import i18n, wake
 from pbem.channels import queue_notices
 from pbem.clocks import Stops, advance, quiet_span
 from pbem.db import is_postgres
@@ -531,15 +531,16 @@ _WOKEN = "pbem.deliverer_woken"
 
 
 # Set when a transaction that queued mail commits in this process: a mail loop running in
-# the same process (``clock.start_mail_thread``, as the tests and the benches run it) sends
-# at once instead of at its next poll.
+# the same process on a database without a wake folder (an in-memory SQLite) sends at
+# once instead of at its next poll. (A loop with a wake folder is rung by its socket, in
+# this process as in any other: ``pbem.wake``.)
 MAIL_QUEUED = threading.Event()
 
 
 def wake_deliverer(s: Session) -> None:
-    """Wake the clock's mail loop when this transaction commits (PostgreSQL NOTIFY is
-    transactional; on SQLite a loop in another process polls every
-    ``MAIL_POLL_INTERVAL`` seconds, one in this process is woken by ``MAIL_QUEUED``)."""
+    """Wake the clock's mail loop when this transaction commits: PostgreSQL NOTIFY is
+    transactional; on SQLite the mail loops listening on the database's wake folder are
+    rung after the commit (``pbem.wake``), and ``MAIL_QUEUED`` is set."""
     if s.info.get(_WOKEN) or s.get_transaction() is None:
         return
     if is_postgres():
@@ -551,10 +552,19 @@ def wake_deliverer(s: Session) -> None:
 
 @event.listens_for(Session, "after_commit")
 def _mail_queued(session: Session) -> None:
-    """(A session hook, instead of a listener added per transaction: adding one costs more
-    than the hook's check at every commit.)"""
-    if session.info.get(_WOKEN) == "at commit":
+    """Ring the loops whose work this transaction queued, now that it is committed (a
+    session hook, instead of a listener added per transaction: adding one costs more
+    than the hook's check at every commit)."""
+    mail = session.info.get(_WOKEN) == "at commit"
+    notices = session.info.get(wake.NOTICES_QUEUED)
+    if not (mail or notices):
+        return
+    url = session.get_bind().engine.url
+    if mail:
         MAIL_QUEUED.set()
+        wake.ring(url, wake.MAIL)
+    if notices:
+        wake.ring(url, wake.NOTICES)
 
 
 @event.listens_for(Session, "after_transaction_end")
@@ -563,6 +573,8 @@ def _forget_woken(session: Session, transaction: Any) -> None:
     (rolled back, it took its NOTIFY with it)."""
     if transaction.parent is None or transaction.nested:
         session.info.pop(_WOKEN, None)
+        if transaction.parent is None:
+            session.info.pop(wake.NOTICES_QUEUED, None)
 
 
 def dump_json(data: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from flask_babel import gettext, ngettext
 from sqlalchemy import bindparam, func, insert
 from sqlmodel import Session, col, select
 
+from pbem import wake
 from pbem.channels import move_page
 from pbem.channels import webhook as channel
 from pbem.db import read_scope, session_scope
@@ -123,6 +124,7 @@ def send_test_message(admin_raw: str, hook_id: Any) -> None:
             context={"headline": channel.TEST, "event_seq": game.event_seq},
             idempotency_key=f"webhook-test:{hook.id}:{now.isoformat()}:{tests}",
             status=OutboxStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now)])
+        s.info[wake.NOTICES_QUEUED] = True
 
 
 _MIRRORED = select(Webhook.id).where(Webhook.game_id == bindparam("game_id"),
