@@ -44,7 +44,7 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from flask import Flask
 from sqlalchemy import text
 
-from pbem import health, mail, services
+from pbem import bots, health, mail, services
 from pbem.channels.delivery import start_notice_thread
 from pbem.db import background_writes, get_engine, is_postgres
 from pbem.kinds import Process
@@ -110,7 +110,9 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
             now = now or utcnow()
             _play_due(services.due_reminders, services.remind_due, now, counts, "reminders")
             _play_due(services.due_timeouts, services.time_out_due, now, counts, "timeouts")
-            _play_due(services.due_bot_moves, services.play_bots_due, now, counts, "bots")
+            if not bots.workers_alive():  # else the bot workers play them (pbem.bots)
+                _play_due(services.due_bot_moves, services.play_bots_due, now, counts,
+                          "bots")
             for game_id in services.expired_unconfirmed(now):
                 counts["expired"] += _guarded(services.expire_unconfirmed, game_id, now,
                                               counts)
