@@ -153,11 +153,12 @@ def workers(db_url, tmp_path) -> Iterator:
                    PBEM_MAIL_BACKEND="memory", PBEM_MAIL_FROM=MAIL_FROM,
                    PBEM_BOT_POLL_SECONDS="0.05", PBEM_BOT_PAUSE_SECONDS="0",
                    **{f"PBEM_{k}": str(v) for k, v in config.items()})
-        log = open(tmp_path / f"bots{len(started)}.log", "wb")  # noqa: SIM115
-        proc = subprocess.Popen([sys.executable, "-m", "flask", "--app", "pbem", "pbem",
-                                 "bots", "--workers", str(workers)],
-                                env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
-        proc.log = Path(log.name)  # type: ignore[attr-defined]
+        path = tmp_path / f"bots{len(started)}.log"
+        with open(path, "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "flask", "--app", "pbem", "pbem",
+                                     "bots", "--workers", str(workers)], env=env,
+                                    cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+        proc.log = path  # type: ignore[attr-defined]
         started.append(proc)
         return proc
 
