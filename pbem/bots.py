@@ -80,7 +80,13 @@ def claim(now: datetime | None = None, lease: float | None = None) -> Due | None
              .where(_DECISION.c.closed_at.is_(None), _DECISION.c.deadline_at <= now,
                     _GAME.c.status == GameStatus.ACTIVE.value, _GAME.c.paused_at.is_(None),
                     bot_seat.c.bot.is_not(None), _unclaimed(now))
-             .order_by(_DECISION.c.deadline_at).limit(CANDIDATES))
+             # the games served longest ago first: a host's thousand games fill the
+             # window of candidates only until they are served
+             .order_by(_GAME.c.bot_served_at.asc().nulls_first(), _DECISION.c.deadline_at)
+             .limit(CANDIDATES))
+    with read_connection() as conn:  # nothing due: no write transaction (SQLite's lock)
+        if conn.execute(query.with_only_columns(_DECISION.c.id).limit(1)).first() is None:
+            return None
     with background_writes(), session_scope() as s:
         conn = s.connection()
         if conn.dialect.name == "postgresql":  # other workers pass these rows by
