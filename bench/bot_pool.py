@@ -38,13 +38,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # for pbem and tests.pgcluster when run as a script
 sys.path.insert(0, str(ROOT / "bench"))
 
+from sqlmodel import select  # noqa: E402
 from sweep_time import database  # noqa: E402
 
 from pbem import create_app, mail, services  # noqa: E402
 from pbem.db import get_engine, session_scope  # noqa: E402
 from pbem.migrate import upgrade  # noqa: E402
-from sqlmodel import select  # noqa: E402
-
 from pbem.models import Decision, Move, as_utc, utcnow  # noqa: E402
 
 SECRET = "bench-bot-pool-" + "s" * 40
