@@ -143,6 +143,11 @@ def one_run(kind: str, workers: int, args: argparse.Namespace) -> dict[str, obje
                     except subprocess.TimeoutExpired:
                         proc.kill()
                         proc.wait()
+            if args.logs:  # the processes' logs, kept
+                keep = Path(args.logs) / f"{kind}-{workers}"
+                keep.mkdir(parents=True, exist_ok=True)
+                for log in folder.glob("*.log"):
+                    (keep / log.name).write_bytes(log.read_bytes())
             with app.app_context(), session_scope() as s:
                 moves = list(s.exec(select(Move).where(Move.created_at >= t0)))
                 deadlines = {d.id: d.deadline_at for d in s.exec(
@@ -171,6 +176,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10,
                         help="seconds per decision of a person")
     parser.add_argument("--interval", type=float, default=0.5)
+    parser.add_argument("--logs", help="a folder to keep the processes' logs in")
     args = parser.parse_args()
     print(f"{args.db}: {args.games} games x 3 strong bots at {args.bot_ms:g} ms, a game of "
           f"people at {args.seconds:g} s a decision; {args.duration:g} s a run, clock every "

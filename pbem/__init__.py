@@ -160,6 +160,9 @@ class DefaultConfig:
     BOT_BEAT_SECONDS = 5.0
     BOT_SILENT_SECONDS = 20.0
     BOT_WORKERS = 0
+    # Seconds a sweep of the clock may spend on bots' moves while no bot worker is alive
+    # (after the move under way; the next sweep goes on).
+    CLOCK_BOT_SECONDS = 2.0
     # A game in which no person played for this many full rounds in a row (every decision
     # timed out or played by a bot standing in) ends as abandoned; a game without rounds
     # counts this many moves per seat.
