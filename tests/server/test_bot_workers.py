@@ -139,6 +139,18 @@ def test_the_clock_plays_no_bot_when_workers_run_elsewhere(app):
     assert clock.sweep(app)["bots"] == 0 and moves_of(app, decision_id) == []
 
 
+def test_without_workers_a_sweep_spends_a_bounded_time_on_bots(app):
+    """No worker: the clock plays the bots itself, but after CLOCK_BOT_SECONDS a sweep
+    plays no further bot (the next sweep goes on), so it comes back to the deadlines."""
+    app.config["CLOCK_BOT_SECONDS"] = 0.1
+    due = [bot_game(app, level="strong", bot_ms=300) for _ in range(3)]
+    assert clock.sweep(app)["bots"] == 1
+    assert clock.sweep(app)["bots"] == 1
+    assert clock.sweep(app)["bots"] == 1
+    assert [len(moves_of(app, d)) for _g, d in due] == [1, 1, 1]
+    assert not any(claimed(app, d) for _g, d in due)
+
+
 # ------------------------------------------------------------------ real processes
 @pytest.fixture
 def workers(db_url, tmp_path) -> Iterator:
