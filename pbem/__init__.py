@@ -163,6 +163,11 @@ class DefaultConfig:
     # Seconds a sweep of the clock may spend on bots' moves while no bot worker is alive
     # (after the move under way; the next sweep goes on).
     CLOCK_BOT_SECONDS = 2.0
+    # ... and none in the clock's first seconds (bot workers started with it come up).
+    CLOCK_BOT_GRACE_SECONDS = 15.0
+    # The niceness bot workers add to their own (os.nice): under any bot load the clock
+    # and the web keep the CPU they need.
+    BOT_NICE = 10
     # A game in which no person played for this many full rounds in a row (every decision
     # timed out or played by a bot standing in) ends as abandoned; a game without rounds
     # counts this many moves per seat.

@@ -18,7 +18,8 @@ elsewhere) the clock leaves the bots to the workers, else it still plays them it
 a setup without workers keeps its bots playing.
 
 ``--workers N`` (default: the cores less one, at least one) runs N worker processes under
-the supervisor of ``pbem serve`` (``pbem.supervise``), each ``--workers 1``.
+the supervisor of ``pbem serve`` (``pbem.supervise``), each ``--workers 1``. Workers run
+at a lower priority (``BOT_NICE``): the clock and the web get the CPU they need first.
 """
 
 from __future__ import annotations
@@ -155,6 +156,8 @@ def work_once(now: datetime | None = None) -> Due | None:
 def work(app: Flask, stop: threading.Event) -> None:
     """One worker: claim, think, record, until ``stop`` is set; waits
     ``BOT_POLL_SECONDS`` while nothing is due; a heartbeat every ``BOT_BEAT_SECONDS``."""
+    if int(app.config["BOT_NICE"]):  # the clock and the web first
+        os.nice(int(app.config["BOT_NICE"]))
     poll = float(app.config["BOT_POLL_SECONDS"])
     every = float(app.config["BOT_BEAT_SECONDS"])
     with app.app_context(), health.running(Process.BOTS, forget_at_end=True):

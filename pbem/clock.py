@@ -164,7 +164,12 @@ def _play_bots(app: Flask, now: datetime, counts: dict[str, int]) -> None:
     workers play them): claimed as a worker claims them (so that a worker that starts
     meanwhile thinks about none of them too), each tried once a sweep, and for at most
     ``CLOCK_BOT_SECONDS`` a sweep (after the move under way), so that the sweeps after
-    keep people's deadlines however many strong bots are due."""
+    keep people's deadlines however many strong bots are due; and none in the clock's
+    first ``CLOCK_BOT_GRACE_SECONDS`` (workers started with it are not up yet)."""
+    started = app.extensions.get("pbem.clock_started")
+    if started is not None and time.monotonic() - started < float(
+            app.config["CLOCK_BOT_GRACE_SECONDS"]):
+        return  # just started: bot workers started beside it get the time to say so
     until = time.monotonic() + float(app.config["CLOCK_BOT_SECONDS"])
     tried: set[int] = set()
     while time.monotonic() < until and not bots.workers_alive(now):
@@ -288,6 +293,7 @@ def run(app: Flask) -> None:
         signal.signal(signal.SIGTERM, exit_on_sigterm)  # stop cleanly under a supervisor
     with app.app_context():
         health.beat(Process.CLOCK, start=True)
+    app.extensions["pbem.clock_started"] = time.monotonic()
     thread, stop = start_mail_thread(app)
     notices, notices_stop = start_notice_thread(app)
     scheduler = BlockingScheduler()
