@@ -155,24 +155,34 @@ def work_once(now: datetime | None = None) -> Due | None:
 
 def work(app: Flask, stop: threading.Event) -> None:
     """One worker: claim, think, record, until ``stop`` is set; waits
-    ``BOT_POLL_SECONDS`` while nothing is due; a heartbeat every ``BOT_BEAT_SECONDS``."""
+    ``BOT_POLL_SECONDS`` while nothing is due. Its heartbeat comes from a thread of its
+    own every ``BOT_BEAT_SECONDS``, thinking or not (a long thought must not make the
+    clock believe the worker dead)."""
     if int(app.config["BOT_NICE"]):  # the clock and the web first
         os.nice(int(app.config["BOT_NICE"]))
     poll = float(app.config["BOT_POLL_SECONDS"])
     every = float(app.config["BOT_BEAT_SECONDS"])
-    with app.app_context(), health.running(Process.BOTS, forget_at_end=True):
-        beaten = time.monotonic()
-        while not stop.is_set():
-            try:
-                item = work_once()
-            except Exception:  # noqa: BLE001 - e.g. the database is away for a moment
-                log.exception("bots: a claim failed")
-                item = None
-            if time.monotonic() - beaten >= every:
+
+    def beat() -> None:
+        with app.app_context():
+            while not stop.wait(every):
                 health.beat(Process.BOTS)
-                beaten = time.monotonic()
-            if item is None:
-                stop.wait(poll)
+
+    with app.app_context(), health.running(Process.BOTS, forget_at_end=True):
+        beating = threading.Thread(target=beat, name="pbem-bots-beat", daemon=True)
+        beating.start()
+        try:
+            while not stop.is_set():
+                try:
+                    item = work_once()
+                except Exception:  # noqa: BLE001 - e.g. the database is away for a moment
+                    log.exception("bots: a claim failed")
+                    item = None
+                if item is None:
+                    stop.wait(poll)
+        finally:
+            stop.set()
+            beating.join(timeout=5)
 
 
 def run(app: Flask, workers: int) -> int:
