@@ -29,7 +29,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from datetime import datetime, timedelta
 from typing import Any
 
