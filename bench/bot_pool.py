@@ -20,7 +20,19 @@ bot workers for ``--duration`` seconds and prints:
     .venv/bin/python bench/bot_pool.py [--db sqlite|postgresql] [--workers 0 1 2 4]
         [--games 10] [--bot-ms 5000] [--duration 60] [--seconds 10] [--interval 0.5]
 
-Figures: not yet measured at length (first slice of issue 35; see the branch's report).
+Figures (one run each, SQLite, 2 cores shared with other busy processes, load about 5;
+defaults but ``--duration 50``; branch pool35): the people's timeouts late median / max,
+bot moves a minute, CPU seconds:
+
+* the clock alone plays the bots (the fallback, at most CLOCK_BOT_SECONDS a sweep after
+  the move under way): 2.00 / 4.99 s, 9.6 a minute, clock 32.7 s; (before that bound,
+  in an earlier run, the clock's first sweep thought for minutes: 0 timeouts played in
+  60 s, the issue's 10.6 s median);
+* 1 worker: 0.50 / 0.51 s, 12.0 a minute, clock 2.2 s, bots 47.0 s;
+* 2 workers: 0.49 / 0.50 s, 24.0 a minute, clock 2.2 s, bots 95.3 s;
+* 4 workers: 0.49 / 0.50 s, 10.8 a minute (2 cores, shared: no gain past 2), clock
+  2.3 s, bots 52.0 s. Nothing doubled in any run. The lateness is the clock's interval
+  (0.5 s): the sweep no longer thinks.
 """
 
 from __future__ import annotations
