@@ -149,6 +149,25 @@ class DefaultConfig:
     # move (half to one and a half of it; the clock plays it at its next sweep after
     # that, see CLOCK_INTERVAL).
     BOT_PAUSE_SECONDS = 4.0
+    # Bot workers (pbem/bots.py, ``pbem bots``): a worker's claim on a decision lasts
+    # BOT_LEASE_SECONDS (a worker killed mid-thought leaves it to another after that;
+    # longer than any bot thinks), it looks for due decisions every BOT_POLL_SECONDS
+    # while none is, and writes its heartbeat every BOT_BEAT_SECONDS. The clock plays
+    # no bot while a worker's heartbeat is fresher than BOT_SILENT_SECONDS, or ever if
+    # BOT_WORKERS is above 0 (the workers run elsewhere); else it plays them itself.
+    BOT_LEASE_SECONDS = 60.0
+    BOT_POLL_SECONDS = 0.5
+    BOT_BEAT_SECONDS = 5.0
+    BOT_SILENT_SECONDS = 20.0
+    BOT_WORKERS = 0
+    # Seconds a sweep of the clock may spend on bots' moves while no bot worker is alive
+    # (after the move under way; the next sweep goes on).
+    CLOCK_BOT_SECONDS = 2.0
+    # ... and none in the clock's first seconds (bot workers started with it come up).
+    CLOCK_BOT_GRACE_SECONDS = 15.0
+    # The niceness bot workers add to their own (os.nice): under any bot load the clock
+    # and the web keep the CPU they need.
+    BOT_NICE = 10
     # A game in which no person played for this many full rounds in a row (every decision
     # timed out or played by a bot standing in) ends as abandoned; a game without rounds
     # counts this many moves per seat.

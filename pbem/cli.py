@@ -204,6 +204,21 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
         controller.stop()
 
 
+@pbem_cli.command("bots")
+@click.option("--workers", type=int, default=None,
+              help="Bot worker processes (default: the cores less one, at least 1).")
+def bots(workers: int | None) -> None:
+    """Run the bot workers: each claims one due bot move at a time, thinks, and records
+    it (the clock then plays no bot). Stopped by SIGTERM or Ctrl-C."""
+    import sys
+
+    from pbem import bots as bots_mod
+
+    _log_lines()
+    app = cast("LocalProxy[Flask]", current_app)._get_current_object()
+    sys.exit(bots_mod.run(app, workers or bots_mod.default_workers()))
+
+
 @pbem_cli.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="The address the web server listens on.")
@@ -218,9 +233,12 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
                    "SMTP receiver (off when PBEM_REPLIES and PBEM_BOUNCES are both false).")
 @click.option("--stop-seconds", default=10.0, show_default=True,
               help="On SIGTERM, how long the children have to stop before SIGKILL.")
+@click.option("--bot-workers", type=int, default=None,
+              help="Bot worker processes (default: the cores less one, at least 1; "
+                   "0: none, the clock plays the bots).")
 @sends_mail
 def serve(host: str, port: int, workers: int | None, inbound_mode: str,
-          stop_seconds: float) -> None:
+          stop_seconds: float, bot_workers: int | None) -> None:
     """Run the whole server: the web server (gunicorn), the clock and the inbound
     receiver as child processes, restarted when one dies, all stopped on SIGTERM or
     Ctrl-C; their output as one stream."""
@@ -228,6 +246,7 @@ def serve(host: str, port: int, workers: int | None, inbound_mode: str,
     import sys
 
     from pbem import supervise
+    from pbem.bots import default_workers
 
     config = current_app.config
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -239,7 +258,8 @@ def serve(host: str, port: int, workers: int | None, inbound_mode: str,
     inbound = None if inbound_mode == "off" else inbound_mode
     children = supervise.specs(host=host, port=port, stop_seconds=stop_seconds,
                                workers=workers or int(config["WEB_WORKERS"]),
-                               inbound=inbound)
+                               inbound=inbound,
+                               bots=default_workers() if bot_workers is None else bot_workers)
     supervisor = supervise.Supervisor(children, env, stop_seconds=stop_seconds)
     supervisor.announce_when_listening(_local(host), port,
                                        _banner(f"http://{_local(host)}:{port}", env, inbound))

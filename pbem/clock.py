@@ -45,7 +45,7 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from flask import Flask
 from sqlalchemy import text
 
-from pbem import health, mail, services, wake
+from pbem import bots, health, mail, services, wake
 from pbem.channels.delivery import start_notice_thread
 from pbem.db import background_writes, get_engine, is_postgres
 from pbem.kinds import Process
@@ -111,7 +111,7 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
             now = now or utcnow()
             _play_due(services.due_reminders, services.remind_due, now, counts, "reminders")
             _play_due(services.due_timeouts, services.time_out_due, now, counts, "timeouts")
-            _play_due(services.due_bot_moves, services.play_bots_due, now, counts, "bots")
+            _play_bots(app, now, counts)
             for game_id in services.expired_unconfirmed(now):
                 counts["expired"] += _guarded(services.expire_unconfirmed, game_id, now,
                                               counts)
@@ -158,6 +158,36 @@ def _play_due(find: Callable[[datetime, int], list[Due]],
                 counts[key] += bool(outcome)
         if len(page) < DUE_PAGE:
             return
+
+
+def _play_bots(app: Flask, now: datetime, counts: dict[str, int]) -> None:
+    """The bots' due moves, only while no bot worker is alive (``pbem.bots``; else the
+    workers play them): claimed as a worker claims them (so that a worker that starts
+    meanwhile thinks about none of them too), each tried once a sweep, and for at most
+    ``CLOCK_BOT_SECONDS`` a sweep (after the move under way), so that the sweeps after
+    keep people's deadlines however many strong bots are due; and none in the clock's
+    first ``CLOCK_BOT_GRACE_SECONDS`` (workers started with it are not up yet)."""
+    started = app.extensions.get("pbem.clock_started")
+    if started is not None and time.monotonic() - started < float(
+            app.config["CLOCK_BOT_GRACE_SECONDS"]):
+        return  # just started: bot workers started beside it get the time to say so
+    until = time.monotonic() + float(app.config["CLOCK_BOT_SECONDS"])
+    tried: set[int] = set()
+    while time.monotonic() < until and not bots.workers_alive(now):
+        item = bots.claim(now)
+        if item is None:
+            return
+        if item.decision_id in tried:  # played (or not any more due) this sweep
+            bots.release(item.decision_id)
+            return
+        tried.add(item.decision_id)
+        try:
+            counts["bots"] += services.play_bot(item.decision_id, now, item.game_id)
+        except Exception:  # noqa: BLE001 - logged; the claim runs out, then tried again
+            log.exception("sweep: play_bot failed for decision %s", item.decision_id)
+            counts["errors"] += 1
+            continue
+        bots.release(item.decision_id)
 
 
 def _guarded(step: Callable[[Item, datetime], bool], item: Item, now: datetime,
@@ -295,6 +325,7 @@ def run(app: Flask) -> None:
         signal.signal(signal.SIGTERM, exit_on_sigterm)  # stop cleanly under a supervisor
     with app.app_context():
         health.beat(Process.CLOCK, start=True)
+    app.extensions["pbem.clock_started"] = time.monotonic()
     thread, stop = start_mail_thread(app)
     notices, notices_stop = start_notice_thread(app)
     scheduler = BlockingScheduler()

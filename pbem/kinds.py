@@ -145,6 +145,7 @@ class Process(StrEnum):
 
     CLOCK = "clock"  # ``pbem clock``: the sweeps and the mail loop
     INBOUND = "inbound"  # ``pbem inbound``: the receiver or the IMAP poller
+    BOTS = "bots"  # ``pbem bots``: a bot worker (one row per worker process)
 
 
 class Delivery(StrEnum):

@@ -118,6 +118,9 @@ class Game(SQLModel, table=True):
     # The game the host started from this one with "play again with the same players"
     # (set once: a second press opens that game instead of making another).
     follow_up_game_id: str | None = Field(default=None, max_length=16)
+    # When a bot worker last claimed a decision of this game (``pbem.bots``): due bot
+    # decisions go round-robin, the host (and game) served longest ago first.
+    bot_served_at: datetime | None = None
 
 
 class Seat(SQLModel, table=True):
@@ -180,6 +183,9 @@ class Decision(SQLModel, table=True):
     host_reminded_at: datetime | None = None  # the host's "remind now" (once per decision)
     closed_at: datetime | None = None
     closed_by: ClosedBy | None = Field(default=None, sa_type=EnumText(ClosedBy, 16))
+    # A bot worker thinks about this (a bot's) decision until then (``pbem.bots``): no
+    # other worker claims it meanwhile; a worker that died leaves it to the next after.
+    bot_claimed_until: datetime | None = None
 
 
 class Token(SQLModel, table=True):

@@ -69,9 +69,10 @@ class Spec:
 
 
 def specs(*, host: str, port: int, workers: int, inbound: str | None,
-          stop_seconds: float, python: str = sys.executable) -> list[Spec]:
-    """The children of ``serve``: gunicorn, the clock, and the inbound receiver (``inbound``
-    "smtp" or "imap"; None: none)."""
+          stop_seconds: float, python: str = sys.executable, bots: int = 0) -> list[Spec]:
+    """The children of ``serve``: gunicorn, the clock, the inbound receiver (``inbound``
+    "smtp" or "imap"; None: none), and ``bots`` bot workers (``pbem bots``; 0: none, the
+    clock plays the bots)."""
     flask = (python, "-m", "flask", "--app", "pbem", "pbem")
     web = (python, "-m", "gunicorn", "--workers", str(workers), "--bind", f"{host}:{port}",
            # gunicornc's socket would be one per user ($HOME/.gunicorn), shared by two
@@ -83,6 +84,8 @@ def specs(*, host: str, port: int, workers: int, inbound: str | None,
     if inbound:
         children.append(Spec("inbound", (*flask, "inbound",
                                          *(["--imap"] if inbound == "imap" else []))))
+    if bots:  # the bot workers: one child, itself the supervisor of ``bots`` workers
+        children.append(Spec("bots", (*flask, "bots", "--workers", str(bots))))
     return children
 
 

@@ -17,7 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEMD = ROOT / "deploy" / "systemd"
-SERVICES = ["pbem-web.service", "pbem-clock.service", "pbem-inbound.service"]
+SERVICES = ["pbem-web.service", "pbem-clock.service", "pbem-inbound.service",
+            "pbem-bots.service"]
 UNITS = [*SERVICES, "pbem.target"]
 VENV = "/opt/pbem/venv"
 SETTINGS = "/etc/pbem/pbem.env"

@@ -90,7 +90,8 @@ class Served:
         self.by_make = command is not None  # then in a session of its own, as at a terminal
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                command or [sys.executable, "-m", "flask", "--app", "pbem", "pbem", "serve"],
+                command or [sys.executable, "-m", "flask", "--app", "pbem", "pbem", "serve",
+                            "--bot-workers", "1"],
                 env=env, cwd=ROOT if self.by_make else folder, stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=self.by_make)
 
@@ -110,8 +111,9 @@ class Served:
         raise AssertionError(f"no {text!r} in the output of serve:\n{self.output()}")
 
     def wait_ready(self) -> str:
-        """The output once web, clock and inbound have each said they run."""
-        for text in (READY, "clock running", "receiving replies"):
+        """The output once web, clock, inbound and the bot worker have each said they
+        run."""
+        for text in (READY, "clock running", "receiving replies", "bot worker running"):
             self.wait_for(text)
         self.get_until_ok("/healthz")
         return self.output()
@@ -187,7 +189,7 @@ def workers_of(server: Served) -> int:
 
 
 # ---------------------------------------------------------------------- the whole server
-@pytest.mark.parametrize("victim", ["web", "clock", "inbound"])
+@pytest.mark.parametrize("victim", ["web", "clock", "inbound", "bots"])
 def test_a_child_killed_with_sigkill_comes_back_and_the_web_answers(served, victim):
     served.wait_ready()
     old = served.pid_of(victim)
@@ -201,6 +203,8 @@ def test_a_child_killed_with_sigkill_comes_back_and_the_web_answers(served, vict
     assert not any(alive(pid) for pid in workers), "the dead child's processes live on"
     if victim == "clock":
         served.wait_for("clock running", after=seen)
+    if victim == "bots":
+        served.wait_for("bot worker running", after=seen)
     if victim == "inbound":
         served.wait_for("receiving replies", after=seen)
         with smtplib.SMTP("127.0.0.1", supervise.inbound_port(served.port), timeout=10) as s:
@@ -213,7 +217,7 @@ def test_sigterm_or_ctrl_c_stops_every_process_and_exits_0(served, sig):
     served.wait_ready()
     assert workers_of(served) == 2
     everyone = descendants(served.proc.pid)
-    assert len(everyone) == 5  # gunicorn, its two workers, clock, inbound
+    assert len(everyone) == 6  # gunicorn, its two workers, clock, inbound, a bot worker
     served.proc.send_signal(sig)
     assert served.stop() == 0
     assert [pid for pid in everyone if alive(pid)] == []  # at once: serve waited for them
@@ -244,7 +248,7 @@ def test_the_start_prints_the_urls_and_nothing_like_an_error(served):
     for bad in ("Error", "error", "Traceback", "Connection lost", "Warning", "WARNING"):
         assert bad not in out, f"{bad!r} in the start output:\n{out}"
     lines = [line for line in out.splitlines() if line.strip()]
-    assert all(re.match(r"(serve|web|clock|inbound) +\| ", line) for line in lines)
+    assert all(re.match(r"(serve|web|clock|inbound|bots) +\| ", line) for line in lines)
     assert sum("clock running" in line for line in lines) == 1  # each line once
 
 
@@ -422,6 +426,13 @@ def test_the_children_are_gunicorn_the_clock_and_inbound_as_configured(inbound, 
     assert " --workers 3 --bind 127.0.0.1:5100 " in " ".join(web.argv)
     assert clock.argv[-2:] == ("pbem", "clock")
     assert [c.argv[-2:] for c in children[2:]] == ([last] if last else [])
+
+
+def test_serve_starts_the_bot_workers_as_one_child_when_asked():
+    children = supervise.specs(host="127.0.0.1", port=5100, workers=2, inbound=None,
+                               stop_seconds=10, python="/venv/bin/python", bots=3)
+    assert [c.name for c in children] == ["web", "clock", "bots"]
+    assert children[-1].argv[-4:] == ("pbem", "bots", "--workers", "3")
 
 
 # ---------------------------------------------------------------------- the receiver
