@@ -342,6 +342,9 @@ def run(app: Flask) -> None:
         notices_stop.set()
         thread.join(timeout=float(app.config.get("SMTP_TIMEOUT", 10)) + 5)
         notices.join(timeout=15)
+        # the grace for bot workers belongs to this run, not to the app (a test's app is
+        # handed to the next test; its sweeps must play bots at once)
+        app.extensions.pop("pbem.clock_started", None)
 
 
 def exit_on_sigterm(*_args: object) -> None:
