@@ -150,13 +150,15 @@ class DefaultConfig:
     # that, see CLOCK_INTERVAL).
     BOT_PAUSE_SECONDS = 4.0
     # Bot workers (pbem/bots.py, ``pbem bots``): a worker's claim on a decision lasts
-    # BOT_LEASE_SECONDS (a worker killed mid-thought leaves it to another after that;
-    # longer than any bot thinks), it looks for due decisions every BOT_POLL_SECONDS
-    # while none is, and writes its heartbeat every BOT_BEAT_SECONDS. The clock plays
+    # BOT_LEASE_SECONDS, renewed three times a lease while the worker thinks (a worker
+    # killed or hung mid-thought leaves it to another after that, however long bots
+    # think). A worker with nothing to do waits until the next bot decision is due, woken
+    # when one is opened (pbem/wake.py), and looks at least every BOT_POLL_SECONDS; it
+    # writes its heartbeat every BOT_BEAT_SECONDS. The clock plays
     # no bot while a worker's heartbeat is fresher than BOT_SILENT_SECONDS, or ever if
     # BOT_WORKERS is above 0 (the workers run elsewhere); else it plays them itself.
-    BOT_LEASE_SECONDS = 60.0
-    BOT_POLL_SECONDS = 0.5
+    BOT_LEASE_SECONDS = 30.0
+    BOT_POLL_SECONDS = 2.0
     BOT_BEAT_SECONDS = 5.0
     BOT_SILENT_SECONDS = 20.0
     BOT_WORKERS = 0

@@ -29,15 +29,16 @@ import os
 import signal
 import sys
 import threading
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import func, select, update
+from sqlalchemy import case, func, select, update
 from sqlalchemy.orm import aliased
 
-from pbem import health
-from pbem.db import background_writes, read_connection, session_scope
+from pbem import health, wake
+from pbem.db import background_writes, get_engine, read_connection, session_scope
 from pbem.kinds import GameStatus, Process
 from pbem.models import Decision, Game, Heartbeat, Seat, as_utc, table_of, utcnow
 from pbem.services.deadlines import Due, play_bot
@@ -49,6 +50,7 @@ _SEAT = table_of(Seat)
 _BEAT = table_of(Heartbeat)
 CANDIDATES = 200  # due decisions a claim chooses among
 _LONG_AGO = datetime(1970, 1, 1)
+MIN_PAUSE = 0.02  # seconds a worker waits at least when something is due soon
 
 
 def default_workers() -> int:
@@ -133,54 +135,149 @@ def release(decision_id: int) -> None:
                                .values(bot_claimed_until=None))
 
 
-def work_once(now: datetime | None = None) -> Due | None:
+class Thinking:
+    """The decision this worker holds a claim on, shared with its heartbeat thread,
+    which renews the claim's lease while the worker thinks (so that a thought longer
+    than the lease is never taken over by another worker; a worker that died or hangs
+    renews nothing, and its lease runs out)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.decision_id: int | None = None
+
+    def hold(self, decision_id: int) -> None:
+        with self.lock:
+            self.decision_id = decision_id
+
+    def release(self) -> None:
+        """Release the claim (``release``) and stop renewing it, as one step."""
+        with self.lock:
+            if self.decision_id is not None:
+                release(self.decision_id)
+            self.decision_id = None
+
+    def forget(self) -> None:
+        """Stop renewing the claim, keeping it until its lease runs out."""
+        with self.lock:
+            self.decision_id = None
+
+    def renew(self, lease: float) -> bool:
+        """Extend the lease of the claim held, if one is; whether it was."""
+        with self.lock:
+            if self.decision_id is None:
+                return False
+            with background_writes(), session_scope() as s:
+                got = s.connection().execute(
+                    update(_DECISION)
+                    .where(_DECISION.c.id == self.decision_id,
+                           _DECISION.c.closed_at.is_(None),
+                           _DECISION.c.bot_claimed_until.is_not(None))
+                    .values(bot_claimed_until=utcnow() + timedelta(seconds=lease)))
+            return bool(got.rowcount)
+
+
+def work_once(now: datetime | None = None, thinking: Thinking | None = None) -> Due | None:
     """Claim one due bot decision, think, record the move if the game has not moved;
     returns what it claimed (None: nothing was due). A failure keeps the claim until its
-    lease runs out (so a decision that fails is not tried again at once)."""
+    lease runs out (so a decision that fails is not tried again at once). ``thinking``:
+    where the worker's heartbeat thread finds the claim to renew."""
+    thinking = thinking or Thinking()
     item = claim(now)
     if item is None:
         return None
+    thinking.hold(item.decision_id)
     log.info("bots: claimed decision %s of game %s", item.decision_id, item.game_id)
     try:
         played = play_bot(item.decision_id, utcnow(), item.game_id)
     except Exception:  # noqa: BLE001 - logged; tried again once the lease runs out
+        thinking.forget()
         log.exception("bots: the move of decision %s failed", item.decision_id)
         return item
-    release(item.decision_id)
+    thinking.release()
     if played:
         log.info("bots: played decision %s of game %s", item.decision_id, item.game_id)
+    else:
+        log.info("bots: decision %s of game %s moved on meanwhile: nothing recorded",
+                 item.decision_id, item.game_id)
     return item
 
 
+# when an open bot decision may be claimed: its pause over, or its claim's lease run out
+_NEXT = case((_DECISION.c.bot_claimed_until.is_(None), _DECISION.c.deadline_at),
+             (_DECISION.c.bot_claimed_until < _DECISION.c.deadline_at,
+              _DECISION.c.deadline_at),
+             else_=_DECISION.c.bot_claimed_until)
+
+
+def next_due() -> datetime | None:
+    """When a bot decision may next be claimed (its pause over, or the lease of the
+    claim on it run out); None if no bot has a decision open. In the app's context."""
+    query = (select(func.min(_NEXT))
+             .join(_GAME, _GAME.c.id == _DECISION.c.game_id)
+             .join(_SEAT, _SEAT.c.id == _DECISION.c.seat_id)
+             .where(_DECISION.c.closed_at.is_(None), _DECISION.c.deadline_at.is_not(None),
+                    _GAME.c.status == GameStatus.ACTIVE.value, _GAME.c.paused_at.is_(None),
+                    _SEAT.c.bot.is_not(None)))
+    with read_connection() as conn:
+        when = conn.execute(query).scalar()
+    return as_utc(when) if when is not None else None
+
+
+def pause_until_due(poll: float, now: datetime | None = None) -> float:
+    """How long a worker with nothing to do waits: until the next bot decision is due,
+    at most ``poll`` (woken sooner when one is opened), at least a moment."""
+    now = now or utcnow()
+    when = next_due()
+    if when is None:
+        return poll
+    return min(poll, max(MIN_PAUSE, (when - now).total_seconds()))
+
+
 def work(app: Flask, stop: threading.Event) -> None:
-    """One worker: claim, think, record, until ``stop`` is set; waits
-    ``BOT_POLL_SECONDS`` while nothing is due. Its heartbeat comes from a thread of its
-    own every ``BOT_BEAT_SECONDS``, thinking or not (a long thought must not make the
-    clock believe the worker dead)."""
+    """One worker: claim, think, record, until ``stop`` is set. While nothing is due it
+    waits until the next bot decision is (``pause_until_due``), woken sooner when one
+    is opened (``pbem.wake``: a ring on SQLite, ``NOTIFY`` on PostgreSQL), and at least
+    every ``BOT_POLL_SECONDS``. Its heartbeat comes from a thread of its own every
+    ``BOT_BEAT_SECONDS``, thinking or not (a long thought must not make the clock believe
+    the worker dead), which renews the lease of the claim held three times a lease."""
     if int(app.config["BOT_NICE"]):  # the clock and the web first
         os.nice(int(app.config["BOT_NICE"]))
     poll = float(app.config["BOT_POLL_SECONDS"])
     every = float(app.config["BOT_BEAT_SECONDS"])
+    lease = float(app.config["BOT_LEASE_SECONDS"])
+    tick = min(every, lease / 3)
+    thinking = Thinking()
 
     def beat() -> None:
+        beaten = time.monotonic()
         with app.app_context():
-            while not stop.wait(every):
-                health.beat(Process.BOTS)
+            while not stop.wait(tick):
+                try:
+                    thinking.renew(lease)
+                    if time.monotonic() - beaten >= every - tick / 2:
+                        health.beat(Process.BOTS)
+                        beaten = time.monotonic()
+                except Exception:  # noqa: BLE001 - the database away for a moment
+                    log.exception("bots: heartbeat failed")
 
+    waiter = wake.Waiter(get_engine(app).url, wake.BOTS, wake.BOTS_CHANNEL)
     with app.app_context(), health.running(Process.BOTS, forget_at_end=True):
+        waiter.start()
         beating = threading.Thread(target=beat, name="pbem-bots-beat", daemon=True)
         beating.start()
         try:
             while not stop.is_set():
                 try:
-                    item = work_once()
+                    item = work_once(thinking=thinking)
+                    pause = 0.0 if item is not None else pause_until_due(poll)
                 except Exception:  # noqa: BLE001 - e.g. the database is away for a moment
                     log.exception("bots: a claim failed")
-                    item = None
-                if item is None:
-                    stop.wait(poll)
+                    pause = poll
+                if pause:
+                    waiter.wait(stop, pause)
         finally:
             stop.set()
+            waiter.close()
             beating.join(timeout=5)
 
 

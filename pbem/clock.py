@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from apscheduler.schedulers.blocking import BlockingScheduler
 from flask import Flask
@@ -52,7 +52,6 @@ from pbem.kinds import Process
 from pbem.models import utcnow
 
 if TYPE_CHECKING:
-    import psycopg
 
     from pbem.services.deadlines import Due, StepResult
 
@@ -205,89 +204,18 @@ def _guarded(step: Callable[[Item, datetime], bool], item: Item, now: datetime,
 # --------------------------------------------------------------------------- mail
 
 
-class Wakeup:
-    """Waits until mail may have been queued: a PostgreSQL NOTIFY; on SQLite a ring on
-    the database's wake folder (``pbem.wake``) or ``MAIL_QUEUED``; else the poll."""
-
-    def __init__(self, app: Flask) -> None:
-        self.app = app
-        self.poll = float(app.config["MAIL_POLL_INTERVAL"])
-        self.conn: psycopg.Connection[tuple[Any, ...]] | None = None
-        self.listener: wake.Listener | None = None
-
-    def start(self) -> None:
-        """Listen before the loop's first delivery pass, so that no mail committed after
-        the pass began goes unheard until the poll (a failure here is retried in
-        ``wait``)."""
-        if not is_postgres(self.app):
-            self.listener = wake.Listener(get_engine(self.app).url, wake.MAIL)
-            return
-        try:
-            self._listen()
-        except Exception:  # noqa: BLE001 - the database away for a moment
-            log.exception("mail loop: LISTEN failed; polling instead")
-            self.close()
-
-    def wait(self, stop: threading.Event) -> None:
-        if not is_postgres(self.app):
-            self._wait_for_ring(stop)
-            return
-        try:
-            conn = self._listen()
-            deadline = time.monotonic() + max(self.poll, 5.0)
-            while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
-                # in slices of a second, so that a stop is seen promptly
-                if list(conn.notifies(timeout=min(left, 1.0), stop_after=1)):
-                    return
-        except Exception:  # noqa: BLE001 - a lost connection: poll, then listen again
-            log.exception("mail loop: LISTEN failed; polling instead")
-            self.close()
-            stop.wait(self.poll)
-
-    def _wait_for_ring(self, stop: threading.Event) -> None:
-        """Until a process (this one or another) rings the mail loops after committing
-        mail, or the poll is up; in slices of a quarter second, to see a stop promptly.
-        Without a wake folder (an in-memory database) only this process can wake it."""
-        if self.listener is None:
-            self.listener = wake.Listener(get_engine(self.app).url, wake.MAIL)
-        listener = self.listener
-        deadline = time.monotonic() + self.poll
-        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
-            if services.MAIL_QUEUED.is_set():
-                break
-            if listener.listening:
-                if listener.wait(min(left, 0.25)):
-                    break
-            elif services.MAIL_QUEUED.wait(min(left, 0.25)):
-                break
-        services.MAIL_QUEUED.clear()
-
-    def _listen(self) -> psycopg.Connection[tuple[Any, ...]]:
-        if self.conn is None:
-            import psycopg
-
-            url = get_engine(self.app).url.set(drivername="postgresql")
-            self.conn = psycopg.connect(url.render_as_string(hide_password=False),
-                                        autocommit=True)
-            self.conn.execute(f"LISTEN {services.OUTBOX_CHANNEL}")
-        return self.conn
-
-    def close(self) -> None:
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
-        if self.conn is not None:
-            with contextlib.suppress(Exception):
-                self.conn.close()
-            self.conn = None
-
-
 def mail_loop(app: Flask, stop: threading.Event, batch: int = 100,
               waiting: threading.Event | None = None) -> None:
     """Deliver the outbox until ``stop`` is set: at once when woken, again at once while
     full batches keep coming, and after a failure no sooner than the next wake-up.
     ``waiting`` is set each time the loop goes to sleep until woken (tests wait on it)."""
-    wakeup = Wakeup(app)
+    # woken by a PostgreSQL NOTIFY; on SQLite by a ring on the database's wake folder
+    # (``pbem.wake``) or ``MAIL_QUEUED`` (a database without a folder); else the poll
+    wakeup = wake.Waiter(get_engine(app).url, wake.MAIL, services.OUTBOX_CHANNEL,
+                         event=services.MAIL_QUEUED)
+    poll = float(app.config["MAIL_POLL_INTERVAL"])
+    if is_postgres(app):  # NOTIFY is transactional: the poll is only for a lost one
+        poll = max(poll, 5.0)
     try:
         wakeup.start()
         with app.app_context(), background_writes():
@@ -302,7 +230,7 @@ def mail_loop(app: Flask, stop: threading.Event, batch: int = 100,
                 if sum(counts.values()) < batch:
                     if waiting is not None:
                         waiting.set()
-                    wakeup.wait(stop)
+                    wakeup.wait(stop, poll)
     finally:
         wakeup.close()
 

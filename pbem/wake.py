@@ -11,6 +11,10 @@ is no error. Ringing never blocks: a full socket buffer means the listener has a
 waiting already. A listener's poll stays as the fallback (a datagram lost, a listener
 not yet up, a database without a file).
 
+``Waiter`` is what a loop waits on, on either database: a listener of a topic on
+SQLite, a ``LISTEN`` on a channel on PostgreSQL (its transaction's ``NOTIFY`` wakes it
+at the commit), and the poll in any case.
+
 A socket's path must fit in 107 bytes: when the folder is too deep for that, the
 listener binds a Linux abstract socket named by a hash of the path it would have had,
 and writes an empty file of that path ending in ``.abstract`` instead of ``.sock``
@@ -29,8 +33,11 @@ import os
 import select
 import socket
 import sys
+import threading
+import time
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 
@@ -39,6 +46,9 @@ log = logging.getLogger("pbem.wake")
 MAIL = "mail"  # the clock's mail loop: an email was queued
 NOTICES = "notices"  # the clock's notice loop: a notice of another channel was queued
 NOTICES_QUEUED = "pbem.notices_queued"  # session.info: ring NOTICES after the commit
+BOTS = "bots"  # the bot workers: a bot's decision was opened (``pbem.bots``)
+BOTS_QUEUED = "pbem.bots_queued"  # session.info: ring BOTS after the commit
+BOTS_CHANNEL = "pbem_bots"  # PostgreSQL's NOTIFY channel of the same
 _PATH_MAX = 107  # sun_path holds 108 bytes with the terminating NUL
 _numbers = itertools.count(1)  # listeners of one process, each its own socket
 
@@ -171,3 +181,94 @@ class Listener:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+class Waiter:
+    """What a loop waits on for ``topic``: on SQLite a ``Listener`` of the database's
+    wake folder, on PostgreSQL a connection that ``LISTEN``s on ``channel`` (None: no
+    channel, only the poll); and in any case the wait's timeout, the poll. ``event``, if
+    given, is a thread event of this process that wakes it too (set by a commit in this
+    process). A wait is cut in slices of a quarter second, so that a stop is seen
+    promptly. A lost connection is logged, and listened to again at the next wait."""
+
+    SLICE = 0.25
+
+    def __init__(self, url: URL, topic: str, channel: str | None = None,
+                 event: threading.Event | None = None) -> None:
+        self.url, self.topic, self.channel, self.event = url, topic, channel, event
+        self.postgres = url.get_backend_name() == "postgresql"
+        self.listener: Listener | None = None
+        self.conn: Any = None  # psycopg.Connection, when listening on PostgreSQL
+
+    def start(self) -> None:
+        """Listen before the loop's first pass, so that work committed after the pass
+        began wakes the wait that follows it (a failure here is retried at the wait)."""
+        if not self.postgres:
+            self.listener = Listener(self.url, self.topic)
+            return
+        try:
+            self._connection()
+        except Exception:  # noqa: BLE001 - the database away for a moment
+            log.exception("%s: LISTEN failed; polling instead", self.topic)
+            self.close()
+
+    def wait(self, stop: threading.Event, timeout: float) -> bool:
+        """Until rung (True), ``stop`` is set or ``timeout`` seconds are up (False)."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        try:
+            if self.postgres:
+                return self._wait_notified(stop, deadline)
+            return self._wait_rung(stop, deadline)
+        finally:
+            if self.event is not None:
+                self.event.clear()
+
+    def _wait_rung(self, stop: threading.Event, deadline: float) -> bool:
+        if self.listener is None:
+            self.listener = Listener(self.url, self.topic)
+        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self.event is not None and self.event.is_set():
+                return True
+            if self.listener.listening:
+                if self.listener.wait(min(left, self.SLICE)):
+                    return True
+            elif self.event is not None:
+                if self.event.wait(min(left, self.SLICE)):
+                    return True
+            else:
+                stop.wait(min(left, self.SLICE))
+        return False
+
+    def _wait_notified(self, stop: threading.Event, deadline: float) -> bool:
+        if self.channel is None:
+            stop.wait(max(0.0, deadline - time.monotonic()))
+            return False
+        try:
+            conn = self._connection()
+            while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+                if list(conn.notifies(timeout=min(left, self.SLICE), stop_after=1)):
+                    return True
+        except Exception:  # noqa: BLE001 - a lost connection: poll, then listen again
+            log.exception("%s: LISTEN failed; polling instead", self.topic)
+            self.close()
+            stop.wait(max(0.0, deadline - time.monotonic()))
+        return False
+
+    def _connection(self) -> Any:
+        if self.conn is None and self.channel is not None:
+            import psycopg
+
+            url = self.url.set(drivername="postgresql")
+            self.conn = psycopg.connect(url.render_as_string(hide_password=False),
+                                        autocommit=True)
+            self.conn.execute(f"LISTEN {self.channel}")
+        return self.conn
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            self.conn = None

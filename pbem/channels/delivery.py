@@ -15,12 +15,10 @@ turn, a digest, quiet hours) for a notice with an address.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-import time
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from flask import Flask, current_app
 from sqlalchemy import bindparam, select, update
@@ -29,15 +27,12 @@ from sqlmodel import Session
 
 from pbem import wake
 from pbem.channels import Channel, ChannelError, Later, Send, Skip, channels
-from pbem.db import background_writes, get_engine, is_postgres, read_scope, session_scope
+from pbem.db import background_writes, get_engine, read_scope, session_scope
 from pbem.i18n import mark
 from pbem.kinds import EmailTemplate, OutboxStatus
 from pbem.mail.addresses import QUIET, address_rule
 from pbem.mail.recipients import MUTABLE_TEMPLATES
 from pbem.models import Decision, Game, Notice, NoticeTarget, Seat, table_of, utcnow
-
-if TYPE_CHECKING:
-    import psycopg
 
 log = logging.getLogger("pbem.channels")
 MAX_BACKOFF = timedelta(hours=1)
@@ -226,8 +221,13 @@ def notice_loop(app: Flask, stop: threading.Event, poll: float = 1.0, batch: int
                 waiting: threading.Event | None = None) -> None:
     """Deliver notices until ``stop`` is set, polling every ``poll`` seconds (a thread
     of its own beside the mail loop: a slow chat server never holds up an email), woken
-    sooner by work (``Wakeup``)."""
-    wakeup = Wakeup(app, poll)
+    sooner by work: on SQLite a process that queued a notice rings the loop after its
+    commit (``pbem.wake``); on PostgreSQL the loop listens on the outbox's NOTIFY channel
+    (a notice is queued with its email, whose transaction notifies; a notice without an
+    email, such as the talk mirrored to a chat, waits for the poll)."""
+    from pbem.services.plumbing import OUTBOX_CHANNEL
+
+    wakeup = wake.Waiter(get_engine(app).url, wake.NOTICES, OUTBOX_CHANNEL)
     try:
         wakeup.start()
         with app.app_context(), background_writes():
@@ -242,77 +242,9 @@ def notice_loop(app: Flask, stop: threading.Event, poll: float = 1.0, batch: int
                 if sum(counts.values()) < batch:
                     if waiting is not None:
                         waiting.set()
-                    wakeup.wait(stop)
+                    wakeup.wait(stop, poll)
     finally:
         wakeup.close()
-
-
-class Wakeup:
-    """The notice loop's wait: until rung, or ``poll`` seconds (the fallback). On SQLite
-    a process that queued a notice rings the loop after its commit (``pbem.wake``). On
-    PostgreSQL the loop listens on the outbox's NOTIFY channel: a notice is queued with
-    its email, whose transaction notifies (no NOTIFY of its own: a notice without an
-    email, such as the talk mirrored to a chat, waits for the poll)."""
-
-    def __init__(self, app: Flask, poll: float) -> None:
-        self.app, self.poll = app, poll
-        self.listener: wake.Listener | None = None
-        self.conn: psycopg.Connection[tuple[Any, ...]] | None = None
-
-    def start(self) -> None:
-        """Listen before the first delivery pass (a failure here is retried in ``wait``)."""
-        if not is_postgres(self.app):
-            self.listener = wake.Listener(get_engine(self.app).url, wake.NOTICES)
-            return
-        try:
-            self._listen()
-        except Exception:  # noqa: BLE001 - the database away for a moment
-            log.exception("notice loop: LISTEN failed; polling instead")
-            self.close()
-
-    def wait(self, stop: threading.Event) -> None:
-        """In slices of a quarter second, so that a stop is seen promptly."""
-        deadline = time.monotonic() + self.poll
-        if not is_postgres(self.app):
-            if self.listener is None:
-                self.listener = wake.Listener(get_engine(self.app).url, wake.NOTICES)
-            if not self.listener.listening:
-                stop.wait(self.poll)
-                return
-            while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
-                if self.listener.wait(min(left, 0.25)):
-                    return
-            return
-        try:
-            conn = self._listen()
-            while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
-                if list(conn.notifies(timeout=min(left, 0.25), stop_after=1)):
-                    return
-        except Exception:  # noqa: BLE001 - a lost connection: poll, then listen again
-            log.exception("notice loop: LISTEN failed; polling instead")
-            self.close()
-            stop.wait(self.poll)
-
-    def _listen(self) -> psycopg.Connection[tuple[Any, ...]]:
-        if self.conn is None:
-            import psycopg
-
-            from pbem.services.plumbing import OUTBOX_CHANNEL
-
-            url = get_engine(self.app).url.set(drivername="postgresql")
-            self.conn = psycopg.connect(url.render_as_string(hide_password=False),
-                                        autocommit=True)
-            self.conn.execute(f"LISTEN {OUTBOX_CHANNEL}")
-        return self.conn
-
-    def close(self) -> None:
-        if self.listener is not None:
-            self.listener.close()
-            self.listener = None
-        if self.conn is not None:
-            with contextlib.suppress(Exception):
-                self.conn.close()
-            self.conn = None
 
 
 def start_notice_thread(app: Flask, waiting: threading.Event | None = None

@@ -58,6 +58,7 @@ from pbem.services.plumbing import (
     queue_emails,
     seats_of,
     stops_of,
+    wake_bots,
 )
 from pbem.services.reading import card_lookup, variants_of
 from pbem.tokens import hash_token, mint
@@ -850,6 +851,7 @@ def bot_due(s: Session, game: Game, seats: list[Seat], now: datetime) -> datetim
                                       "limit": BOT_MOVES_IN_A_ROW}).scalar_one()
         if run >= BOT_MOVES_IN_A_ROW:
             return now + timedelta(hours=game.policy.hours_per_decision)
+    wake_bots(s)  # (a worker then waits until this pause is over)
     pause = float(current_app.config["BOT_PAUSE_SECONDS"])
     return now + timedelta(seconds=pause * (0.5 + random.Random(
         f"{game.id}:{game.version}:pause").random()))

@@ -550,6 +550,20 @@ def wake_deliverer(s: Session) -> None:
         s.info[_WOKEN] = "at commit"
 
 
+def wake_bots(s: Session) -> None:
+    """Wake the bot workers when this transaction commits (it opened a decision a bot
+    plays): they read when the next bot's move is due and wait until then. PostgreSQL:
+    a NOTIFY on ``wake.BOTS_CHANNEL``, once a transaction; SQLite: a ring after the
+    commit (``pbem.wake``)."""
+    if s.info.get(wake.BOTS_QUEUED) or s.get_transaction() is None:
+        return
+    if is_postgres():
+        s.execute(text(f"NOTIFY {wake.BOTS_CHANNEL}"))
+        s.info[wake.BOTS_QUEUED] = "notified"
+    else:
+        s.info[wake.BOTS_QUEUED] = "at commit"
+
+
 @event.listens_for(Session, "after_commit")
 def _mail_queued(session: Session) -> None:
     """Ring the loops whose work this transaction queued, now that it is committed (a
@@ -557,7 +571,8 @@ def _mail_queued(session: Session) -> None:
     than the hook's check at every commit)."""
     mail = session.info.get(_WOKEN) == "at commit"
     notices = session.info.get(wake.NOTICES_QUEUED)
-    if not (mail or notices):
+    bots = session.info.get(wake.BOTS_QUEUED) == "at commit"
+    if not (mail or notices or bots):
         return
     url = session.get_bind().engine.url
     if mail:
@@ -565,6 +580,8 @@ def _mail_queued(session: Session) -> None:
         wake.ring(url, wake.MAIL)
     if notices:
         wake.ring(url, wake.NOTICES)
+    if bots:
+        wake.ring(url, wake.BOTS)
 
 
 @event.listens_for(Session, "after_transaction_end")
@@ -573,6 +590,7 @@ def _forget_woken(session: Session, transaction: Any) -> None:
     (rolled back, it took its NOTIFY with it)."""
     if transaction.parent is None or transaction.nested:
         session.info.pop(_WOKEN, None)
+        session.info.pop(wake.BOTS_QUEUED, None)
         if transaction.parent is None:
             session.info.pop(wake.NOTICES_QUEUED, None)
 

@@ -23,7 +23,7 @@ from sqlalchemy import update
 from pbem import bots, clock, health, mail, services
 from pbem.db import session_scope
 from pbem.kinds import Process
-from pbem.models import Decision, Move, utcnow
+from pbem.models import Decision, Move, as_utc, utcnow
 from tests.server.conftest import GAME_SEED
 from tests.server.helpers import MAIL_FROM, PLAYERS, SECRET
 from tests.server.timekit import rows
@@ -162,8 +162,8 @@ def workers(db_url, tmp_path) -> Iterator:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
         env.update(PBEM_DATABASE_URL=db_url, PBEM_SECRET_KEY=SECRET,
                    PBEM_MAIL_BACKEND="memory", PBEM_MAIL_FROM=MAIL_FROM,
-                   PBEM_BOT_POLL_SECONDS="0.05", PBEM_BOT_PAUSE_SECONDS="0",
-                   **{f"PBEM_{k}": str(v) for k, v in config.items()})
+                   PBEM_BOT_POLL_SECONDS="0.05", PBEM_BOT_PAUSE_SECONDS="0")
+        env.update({f"PBEM_{k}": str(v) for k, v in config.items()})
         path = tmp_path / f"bots{len(started)}.log"
         with open(path, "wb") as log:
             proc = subprocess.Popen([sys.executable, "-m", "flask", "--app", "pbem", "pbem",
@@ -207,15 +207,35 @@ def test_a_worker_killed_mid_thought_leaves_the_decision_to_another(app, workers
 
 
 def test_two_worker_processes_on_one_decision_record_one_move(app, workers):
-    """Leases shorter than the thought: both workers of a pool of two think about the
-    strong bot's decision, and one move is recorded."""
+    """A worker stalls mid-thought (SIGSTOP: it renews no lease), its lease runs out and
+    a second worker takes the decision and plays it; the first, let go on, finishes its
+    thought and records nothing: one move."""
     game_id, decision_id = bot_game(app, level="strong", bot_ms=2000)
-    pool = workers(2, BOT_LEASE_SECONDS=0.5)
-    wait_until(lambda: moves_of(app, decision_id), within=60, proc=pool)
-    time.sleep(3)  # the other thinker's end: it records nothing
+    first = workers(BOT_LEASE_SECONDS=1)
+    wait_until(lambda: claimed(app, decision_id), proc=first)
+    first.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(1.5)  # the lease runs out: nobody renews it
+        second = workers(BOT_LEASE_SECONDS=30)
+        wait_until(lambda: moves_of(app, decision_id), within=60, proc=second)
+    finally:
+        first.send_signal(signal.SIGCONT)
+    wait_until(lambda: f"decision {decision_id} of game {game_id} moved on"
+               in first.log.read_text(), within=30, proc=first)
     assert len(moves_of(app, decision_id)) == 1
-    claims = pool.log.read_text().count(f"claimed decision {decision_id} ")
-    assert claims >= 2, pool.log.read_text()
+    assert f"played decision {decision_id} " not in first.log.read_text()
+    assert f"played decision {decision_id} " in second.log.read_text()
+
+
+def test_a_thought_longer_than_the_lease_is_not_taken_over(app, workers):
+    """The worker renews its lease while it thinks: with a lease of 1 s and a bot that
+    thinks 3 s, a second worker never claims the decision, and one move is recorded."""
+    game_id, decision_id = bot_game(app, level="strong", bot_ms=3000)
+    pool = workers(2, BOT_LEASE_SECONDS=1)
+    wait_until(lambda: moves_of(app, decision_id), within=60, proc=pool)
+    assert pool.log.read_text().count(f"claimed decision {decision_id} ") == 1, \
+        pool.log.read_text()
+    assert len(moves_of(app, decision_id)) == 1
 
 
 def test_a_persons_timeout_is_played_on_time_while_a_worker_thinks(app, workers):
@@ -240,3 +260,23 @@ def test_a_persons_timeout_is_played_on_time_while_a_worker_thinks(app, workers)
     (timed_out,) = moves_of(app, late.id)
     assert timed_out.source == "timeout"
     wait_until(lambda: moves_of(app, bot_decision), within=60, proc=worker)
+
+
+def test_an_idle_worker_is_woken_by_a_new_bot_decision_and_plays_it_when_due(app, workers):
+    """A worker that would look for work only once a minute: a game whose first bot
+    decision is due after a pause of 1-3 s is started; the commit wakes the worker (a
+    ring on SQLite, NOTIFY on PostgreSQL), which waits until the decision is due and
+    plays it at once then."""
+    worker = workers(BOT_POLL_SECONDS=60)
+    wait_until(lambda: "bot worker running" in worker.log.read_text(), proc=worker)
+    time.sleep(1)  # in its wait by now: nothing was due when it looked
+    app.config["BOT_PAUSE_SECONDS"] = 2
+    with app.app_context():
+        created = services.create_game("cavemen", [ANN, bot("easy"), bot("easy")], None,
+                                       seed=GAME_SEED, confirm_by_email=False, start=True)
+    (first,) = rows(app, Decision, Decision.game_id == created.game_id,
+                    Decision.closed_at.is_(None))
+    wait_until(lambda: moves_of(app, first.id), within=20, proc=worker)
+    (move,) = moves_of(app, first.id)
+    late = (as_utc(move.created_at) - as_utc(first.deadline_at)).total_seconds()
+    assert 0 <= late < 1.0, late
