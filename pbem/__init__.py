@@ -120,6 +120,9 @@ class DefaultConfig:
     # waits). Heartbeats of processes gone for HEARTBEAT_KEEP_DAYS are deleted.
     CLOCK_SILENT_SECONDS = 300.0
     OUTBOX_STUCK_SECONDS = 600.0
+    # ... or a bot's move has been due, claimed by no bot worker, for this long (a bot
+    # waits BOT_PAUSE_SECONDS, then a worker plays it within a moment).
+    BOTS_BEHIND_SECONDS = 120.0
     INBOUND_SILENT_SECONDS = 300.0
     INBOUND_BEAT_SECONDS = 60.0
     HEARTBEAT_KEEP_DAYS = 1.0

@@ -719,6 +719,29 @@ def check_clock(probe: Probe) -> Result:
     return Result(True, what)
 
 
+def check_bots(probe: Probe) -> Result:
+    """The bot workers' heartbeats and the bots' moves waiting for one
+    (``pbem.health``: ``bots/behind`` after ``BOTS_BEHIND_SECONDS``)."""
+    if not probe.found.get("schema"):
+        return Result(None, "not checked: no database schema")
+    from pbem import health
+
+    try:
+        with probe.app.app_context():
+            facts = health.status()
+    except Exception as exc:  # noqa: BLE001 - e.g. a schema without heartbeats
+        return Result(None, f"not checked: {_first_line(exc)}")
+    workers = (f"{facts.bot_workers} bot worker(s) alive" if facts.bot_workers
+               else "no bot worker alive (the clock plays the bots itself, more slowly)")
+    oldest = facts.bots_oldest_due_age
+    what = (workers + f", {facts.bots_due} bot move(s) due"
+            + (f", the oldest for {_seconds(oldest)}" if oldest is not None else ""))
+    if health.BOTS_BEHIND in facts.problems:
+        return Result(False, what, "start bot workers: `flask --app pbem pbem bots` (`pbem "
+                                   "serve` starts them), more of them, or on another machine")
+    return Result(True, what)
+
+
 def _seconds(value: float) -> str:
     if value < 120:
         return f"{value:.0f} s"
@@ -804,6 +827,7 @@ CHECKS: tuple[tuple[str, str, Check], ...] = (
     ("dns", "DMARC", check_dmarc),
     ("dns", "MX", check_mx),
     ("clock", "heartbeat", check_clock),
+    ("bots", "workers", check_bots),
     ("outbox", "backlog", check_outbox),
     ("outbox", "oldest due", check_oldest_pending),
 )

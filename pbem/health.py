@@ -17,7 +17,9 @@ for it) and says what is wrong, by code:
   grace of a take-back, a retry's backoff) are not due until their time;
 - ``inbound/silent``: an inbound process has written a heartbeat, and none for
   ``INBOUND_SILENT_SECONDS`` (it died; one stopped by Ctrl-C or SIGTERM removes its
-  row: replies by email are optional, a server that never ran inbound is not unhealthy).
+  row: replies by email are optional, a server that never ran inbound is not unhealthy);
+- ``bots/behind``: a bot's move has been due and unclaimed for ``BOTS_BEHIND_SECONDS``
+  (no bot worker runs and the clock does not play them, or the workers cannot keep up).
 
 Only counts and ages come out: no address, token or game id.
 """
@@ -50,6 +52,8 @@ _WAITING = (OutboxStatus.PENDING, OutboxStatus.SENDING)  # not yet sent nor give
 CLOCK_SILENT = "clock/silent"
 OUTBOX_STUCK = "outbox/stuck"
 INBOUND_SILENT = "inbound/silent"
+BOTS_BEHIND = "bots/behind"
+PROBLEMS = (CLOCK_SILENT, OUTBOX_STUCK, INBOUND_SILENT, BOTS_BEHIND)
 
 
 # --------------------------------------------------------------------------- heartbeats
@@ -152,7 +156,10 @@ class Health:
     inbound_processes: int  # inbound processes with a heartbeat row (alive or not)
     inbound_last_beat_age: float | None
     inbound_last_message_age: float | None  # the last message handed over, any process
-    problems: tuple[str, ...]  # codes: CLOCK_SILENT, OUTBOX_STUCK, INBOUND_SILENT
+    bot_workers: int  # bot workers with a heartbeat within BOT_SILENT_SECONDS
+    bots_due: int  # bots' moves whose pause is over, claimed by no worker
+    bots_oldest_due_age: float | None  # how long the longest waiting of them waited
+    problems: tuple[str, ...]  # codes: PROBLEMS
 
     @property
     def ok(self) -> bool:
@@ -173,7 +180,9 @@ def status(now: datetime | None = None) -> Health:
     with read_connection() as conn:
         clocks = _beats(conn, Process.CLOCK)
         inbound = _beats(conn, Process.INBOUND)
+        workers = _beats(conn, Process.BOTS)
         backlog = _outbox(conn, now)
+        bots_due, bots_oldest = _bots_due(conn, now)
         failed = conn.execute(select(func.count()).select_from(_OUTBOX).where(
             _OUTBOX.c.failed_at >= now - timedelta(hours=1))).scalar_one()
     silent = float(config["CLOCK_SILENT_SECONDS"])
@@ -192,6 +201,9 @@ def status(now: datetime | None = None) -> Health:
         "inbound_last_beat_age": _age(now, max((r.beat_at for r in inbound), default=None)),
         "inbound_last_message_age": _age(now, max(
             (r.message_at for r in inbound if r.message_at is not None), default=None)),
+        "bot_workers": sum(1 for r in workers if (_age(now, r.beat_at) or 0)
+                           <= float(config["BOT_SILENT_SECONDS"])),
+        "bots_due": bots_due, "bots_oldest_due_age": _age(now, bots_oldest),
     }
     return Health(checked_at=now, problems=_problems(facts, config), **facts)
 
@@ -215,6 +227,24 @@ def _outbox(conn: Any, now: datetime) -> dict[str, Any]:
             "outbox_oldest_due_age": _age(now, row[3]), "outbox_retrying": row[4]}
 
 
+def _bots_due(conn: Any, now: datetime) -> tuple[int, datetime | None]:
+    """Open decisions of bots in running games, due and claimed by nobody: how many, and
+    the earliest due time."""
+    from pbem.kinds import GameStatus
+    from pbem.models import Decision, Game, Seat
+
+    decision, game, seat = table_of(Decision), table_of(Game), table_of(Seat)
+    claimed = decision.c.bot_claimed_until
+    row = conn.execute(
+        select(func.count(), func.min(decision.c.deadline_at))
+        .join(game, game.c.id == decision.c.game_id)
+        .join(seat, seat.c.id == decision.c.seat_id)
+        .where(decision.c.closed_at.is_(None), decision.c.deadline_at <= now,
+               seat.c.bot.is_not(None), game.c.status == GameStatus.ACTIVE.value,
+               game.c.paused_at.is_(None), claimed.is_(None) | (claimed < now))).one()
+    return int(row[0]), row[1]
+
+
 def _age(now: datetime, when: datetime | None) -> float | None:
     if when is None:
         return None
@@ -232,4 +262,7 @@ def _problems(facts: dict[str, Any], config: Any) -> tuple[str, ...]:
     beat_age = facts["inbound_last_beat_age"]
     if beat_age is not None and beat_age > float(config["INBOUND_SILENT_SECONDS"]):
         found.append(INBOUND_SILENT)
+    bots_age = facts["bots_oldest_due_age"]
+    if bots_age is not None and bots_age > float(config["BOTS_BEHIND_SECONDS"]):
+        found.append(BOTS_BEHIND)
     return tuple(found)

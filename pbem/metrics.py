@@ -141,10 +141,19 @@ class DatabaseCollector(Collector):
         yield _gauge("pbem_inbound_last_message_age_seconds",
                      "Seconds since inbound last handed a message over (NaN: never).",
                      facts.inbound_last_message_age)
+        yield GaugeMetricFamily("pbem_bot_workers",
+                                "Bot workers with a fresh heartbeat.",
+                                value=facts.bot_workers)
+        yield GaugeMetricFamily("pbem_bots_due",
+                                "Bots' moves whose pause is over, claimed by no worker.",
+                                value=facts.bots_due)
+        yield _gauge("pbem_bots_oldest_due_age_seconds",
+                     "How long the longest waiting due bot's move has waited (NaN: none).",
+                     facts.bots_oldest_due_age)
         problems = GaugeMetricFamily("pbem_health_problem",
                                      "1 for each problem the deep health check reports.",
                                      labels=["problem"])
-        for code in (health.CLOCK_SILENT, health.OUTBOX_STUCK, health.INBOUND_SILENT):
+        for code in health.PROBLEMS:
             problems.add_metric([code], float(code in facts.problems))
         yield problems
 

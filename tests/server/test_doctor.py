@@ -589,6 +589,32 @@ def test_without_a_clock_the_heartbeat_fails_with_the_command_that_starts_it(bui
     assert "fix: start the clock: `flask --app pbem pbem clock`" in lines["clock heartbeat"]
 
 
+def test_a_bots_move_waiting_for_a_worker_fails_the_bots_line_with_the_command(build):
+    """No bot worker alive, and a bot's move due for 10 minutes (the clock leaves bots to
+    workers said to run elsewhere): the bots line fails and names the command that
+    starts workers; once a worker beats and nothing waits, it passes."""
+    app = build(BOT_WORKERS=1, BOT_PAUSE_SECONDS=0)
+    bot = services.PlayerIn("", "", "en", "UTC", bot="easy")
+    with freeze_time(datetime.now(UTC) - timedelta(minutes=10)), app.app_context():
+        created = services.create_game("cavemen", [services.PlayerIn("Ann", "ann@x.test"),
+                                                   bot, bot], None, seed=7,
+                                       confirm_by_email=False, start=True)
+    status, lines = doctor(app)
+    assert status == 1
+    line = " ".join(lines["bots workers"].split())
+    assert line.startswith("✗ bots workers no bot worker alive"), line
+    assert "1 bot move(s) due, the oldest for 10 min" in line
+    assert "fix: start bot workers: `flask --app pbem pbem bots`" in line
+    with app.app_context(), session_scope() as s:
+        s.connection().exec_driver_sql("UPDATE game SET status = 'finished' WHERE id = ?",
+                                       (created.game_id,))
+    with app.app_context():
+        health.beat(Process.BOTS)
+    status, lines = doctor(app)
+    assert lines["bots workers"].startswith("✓"), lines["bots workers"]
+    assert "1 bot worker(s) alive, 0 bot move(s) due" in lines["bots workers"]
+
+
 def test_a_clock_silent_for_longer_than_its_limit_fails(build):
     app = build(CLOCK_SILENT_SECONDS=300)
     with freeze_time(datetime.now(UTC) - timedelta(minutes=10)), app.app_context():

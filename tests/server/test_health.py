@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import func, text, update
 from sqlmodel import select
 
-from pbem import clock, create_app, health, mail, services
+from pbem import bots, clock, create_app, health, mail, services
 from pbem.db import get_engine, session_scope
 from pbem.kinds import MoveSource, OutboxStatus, Process
 from pbem.models import Heartbeat, InboundMessage, Move, Outbox
@@ -513,3 +513,39 @@ def test_metrics_speak_openmetrics_to_a_scraper_that_asks(make_app):
     assert resp.content_type.startswith("application/openmetrics-text")
     names = {f.name for f in parse(resp.get_data(as_text=True))}
     assert {"pbem_moves", "pbem_emails", "pbem_clock_last_sweep_age_seconds"} <= names
+
+
+# --------------------------------------------------------------------------- bot workers
+
+def test_deep_health_says_the_bots_are_behind_when_a_bots_move_waits_for_a_worker(
+        make_app, frozen):
+    """A bot's move due and claimed by nobody for BOTS_BEHIND_SECONDS (no worker runs,
+    the clock leaves bots to workers): 503 ``bots/behind``, the metrics say so too;
+    once a worker has played it, healthy again."""
+    app = make_app(METRICS=True, BOT_WORKERS=1, BOT_PAUSE_SECONDS=0)
+    client = app.test_client()
+    bot = services.PlayerIn("", "", "en", "UTC", bot="easy")
+    with app.app_context():
+        services.create_game("cavemen", [PLAYERS[0], bot, bot], None, seed=7,
+                             confirm_by_email=False, start=True)
+        mail.deliver_due()
+        health.beat(Process.BOTS)
+    clock.sweep(app)  # plays no bot: workers run elsewhere (BOT_WORKERS)
+    status, body = deep(client)
+    assert status == 200, body
+    assert (body["bot_workers"], body["bots_due"]) == (1, 1)
+    frozen.move_to(T0 + timedelta(seconds=121))
+    clock.sweep(app)
+    status, body = deep(client)
+    assert status == 503 and body["problems"] == ["bots/behind"], body
+    assert body["bots_oldest_due_age"] == 121 and body["bot_workers"] == 0
+    sample = scrape(client)
+    assert sample[("pbem_health_problem", (("problem", "bots/behind"),))] == 1
+    assert sample[("pbem_bots_due", ())] == 1
+    assert sample[("pbem_bots_oldest_due_age_seconds", ())] == 121
+    with app.app_context():
+        assert bots.work_once() is not None  # a worker plays it
+        health.beat(Process.BOTS)
+    status, body = deep(client)
+    assert status == 200 and body["bots_due"] == 0 and body["bot_workers"] == 1, body
+    assert scrape(client)[("pbem_health_problem", (("problem", "bots/behind"),))] == 0
