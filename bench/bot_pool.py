@@ -12,7 +12,8 @@ runs the clock (``pbem clock``, ``PBEM_CLOCK_INTERVAL=--interval``, memory mail)
 bot workers for ``--duration`` seconds and prints:
 
 * the lateness of the people's game's timeouts (the move's time less the deadline):
-  median and max, and how many were played;
+  median and max, and how many were played; and of their reminders (half time: the
+  reminder email's time less the deadline less half of ``--seconds``);
 * bot moves per minute over the run (all games);
 * the CPU seconds each process used (the clock; the bot workers, children included);
 * decisions with more than one move (must be 0).
@@ -56,7 +57,7 @@ from sweep_time import database  # noqa: E402
 from pbem import create_app, mail, services  # noqa: E402
 from pbem.db import get_engine, session_scope  # noqa: E402
 from pbem.migrate import upgrade  # noqa: E402
-from pbem.models import Decision, Move, as_utc, utcnow  # noqa: E402
+from pbem.models import Decision, Move, Outbox, as_utc, utcnow  # noqa: E402
 
 SECRET = "bench-bot-pool-" + "s" * 40
 MAIL_FROM = "pbem <games@bench.invalid>"
@@ -164,16 +165,27 @@ def one_run(kind: str, workers: int, args: argparse.Namespace) -> dict[str, obje
                 moves = list(s.exec(select(Move).where(Move.created_at >= t0)))
                 deadlines = {d.id: d.deadline_at for d in s.exec(
                     select(Decision).where(Decision.game_id == people))}
+                reminders = [(o.idempotency_key, o.created_at) for o in s.exec(
+                    select(Outbox).where(Outbox.game_id == people,
+                                         Outbox.idempotency_key.startswith("reminder:"),
+                                         Outbox.created_at >= t0))]
             get_engine(app).dispose()
     late = [(as_utc(m.created_at) - as_utc(deadlines[m.decision_id])).total_seconds()
             for m in moves if m.game_id == people and m.source == "timeout"
             and deadlines.get(m.decision_id) is not None]
+    half = args.seconds / 2
+    reminded = []
+    for key, at in reminders:  # "reminder:<decision id>:<n>"
+        deadline = deadlines.get(int(key.split(":")[1]))
+        if deadline is not None:
+            reminded.append((as_utc(at) - as_utc(deadline)).total_seconds() + half)
     per_decision: dict[int, int] = {}
     for m in moves:
         if m.decision_id is not None:
             per_decision[m.decision_id] = per_decision.get(m.decision_id, 0) + 1
     bot_moves = sum(1 for m in moves if m.source == "bot")
-    return {"late": late, "bot_per_min": bot_moves * 60 / args.duration, "cpu": cpu,
+    return {"late": late, "reminded": reminded, "cpu": cpu,
+            "bot_per_min": bot_moves * 60 / args.duration,
             "doubled": sum(1 for n in per_decision.values() if n > 1),
             "bot_moves": bot_moves}
 
@@ -199,6 +211,11 @@ def main() -> None:
         assert isinstance(late, list)
         lateness = (f"median {statistics.median(late):6.2f} s, max {max(late):6.2f} s"
                     if late else "none played")
+        reminded = r["reminded"]
+        assert isinstance(reminded, list)
+        if reminded:
+            lateness += (f"; {len(reminded)} reminders, late median "
+                         f"{statistics.median(reminded):.2f} s, max {max(reminded):.2f} s")
         cpu = r["cpu"]
         assert isinstance(cpu, dict)
         who = "clock plays bots" if workers == 0 else f"{workers} bot worker(s)"
