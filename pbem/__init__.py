@@ -173,6 +173,17 @@ class DefaultConfig:
     # The niceness bot workers add to their own (os.nice): under any bot load the clock
     # and the web keep the CPU they need.
     BOT_NICE = 10
+    # The bots' CPU allowance (pbem/services/allowance.py): the CPU seconds a game's
+    # bots may think in a UTC day, and a host's bots in all of the host's games (the
+    # host seat's address). Beyond either, strong bots think at the default budget
+    # (engine.search.DEFAULT_BUDGET_MS, 100 ms) until 00:00 UTC; within both, the host's
+    # choice of milliseconds per move stands. A Stone Age game has about 180 bot
+    # decisions with three strong bots: about 18 CPU-seconds at the default budget (a
+    # normal game never meets 600), about 15 CPU-minutes at the most a host may choose
+    # (5,000 ms; 600 seconds is 120 such decisions a day). A host's 1,800 seconds are 2 %
+    # of one core's day: ten keen hosts take a fifth of a core, not the machine.
+    BOT_CPU_GAME_SECONDS = 600.0
+    BOT_CPU_HOST_SECONDS = 1800.0
     # A game in which no person played for this many full rounds in a row (every decision
     # timed out or played by a bot standing in) ends as abandoned; a game without rounds
     # counts this many moves per seat.

@@ -11,7 +11,7 @@ tell whether anything it shows changed from one indexed read.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -364,6 +364,23 @@ class Heartbeat(SQLModel, table=True):
     # inbound: the last message handed over, and how many since it started
     message_at: datetime | None = None
     messages: int = 0
+
+
+class BotUsage(SQLModel, table=True):
+    """The CPU time (seconds of the thinking thread) a game's bots spent choosing moves
+    in one UTC ``day``: one row per game and day, added to by an upsert after each bot
+    decision (``services.allowance``), whether or not its move could be recorded.
+    ``host``: the address of the game's host seat (lower case), so that a host's day is
+    the sum of its games' rows. Rows of days before yesterday are deleted by the clock."""
+
+    __tablename__ = "bot_usage"
+    __table_args__ = (Index("ix_bot_usage_host", "day", "host"),)
+
+    day: date = Field(primary_key=True)
+    game_id: str = Field(primary_key=True, max_length=16)
+    host: str = Field(default="", max_length=254)
+    cpu_seconds: float = 0.0
+    decisions: int = 0
 
 
 class Notice(SQLModel, table=True):

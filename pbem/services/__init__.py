@@ -9,6 +9,9 @@ One module per area; each imports only the ones listed above it:
 
 - ``plumbing``: shared helpers: tokens, locking the game row, seats, deadline and reminder
   times, the event log, queueing email (sending caps, hold reasons, waking the deliverer).
+- ``allowance``: the bots' CPU allowance: the CPU a game's bots spent thinking in a UTC
+  day, per game and per host, charged after each choice; the budget a strong bot thinks
+  at (the default one beyond the day's allowance); old days forgotten by the clock.
 - ``push``: a seat's browsers notified by Web Push: registering one from the seat's
   game page, removing one, the list the page shows.
 - ``reading``: what pages and emails show: a seat's page, spectators, the host's admin page;
@@ -47,6 +50,7 @@ A test that patches a module attribute patches the module that reads it:
 
 from pbem.policy import GamePolicy, default_reminders
 from pbem.services.addresses import save_address_settings
+from pbem.services.allowance import BotCpu, forget_old_usage
 from pbem.services.calendar import (
     CALENDAR_CHOICES,
     calendar_feed,
@@ -165,6 +169,8 @@ from pbem.services.webhooks import (
 __all__ = [
     # plumbing and the policy
     "LANGUAGES", "MAIL_QUEUED", "OUTBOX_CHANNEL", "GamePolicy", "default_reminders",
+    # allowance
+    "BotCpu", "forget_old_usage",
     # push
     "add_push_device", "remove_push_device",
     # reading

@@ -20,6 +20,7 @@ from pbem.db import get_row, read_scope, saved_id, session_scope
 from pbem.errors import NotFound
 from pbem.kinds import EmailTemplate, GameStatus, MoveSource, SeatBot
 from pbem.models import Decision, Game, Seat, id_column, table_of
+from pbem.services import allowance
 from pbem.services.playing import (
     bot_choice,
     open_decisions,
@@ -190,7 +191,10 @@ def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> boo
     pause is over, exactly once: its choice worked out on the game as read (no lock held
     while it thinks), then recorded under the game's lock if the game has not moved
     meanwhile and the same bot still plays the seat (else it is found due again at the
-    next sweep, and thinks again; or it is a person's decision again)."""
+    next sweep, and thinks again; or it is a person's decision again). The thread CPU
+    time of the choice is charged to the game's and its host's day (``allowance``),
+    recorded or not; a strong bot of a game or host over the day's allowance thinks at
+    the default budget."""
     with read_scope() as s:
         found = s.exec(select(Decision, Seat, Game)
                        .join(Seat, col(Seat.id) == Decision.seat_id)
@@ -203,22 +207,38 @@ def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> boo
                 or decision.deadline_at is None or decision.deadline_at > now
                 or game.status != GameStatus.ACTIVE or game.paused_at is not None):
             return False
-        version, bot = game.version, seat.bot
+        version, bot, host = game.version, seat.bot, allowance.host_of(s.connection(), game.id)
         mod = get_game(game.engine)
         state = load_state(mod, game)
-        action = bot_choice(game, mod, state, seat)
-    with session_scope() as s:
-        running = _running_decision(s, decision_id, game_id)
-        if running is None or running[1].version != version:
-            return False
-        decision, game, open_rows = running
-        seats = seats_of(s, game.id)
-        seat = next(x for x in seats if x.id == decision.seat_id)
-        if seat.bot != bot or decision.deadline_at is None or decision.deadline_at > now:
-            return False  # handed back to a person (or to another bot) meanwhile
-        play_move(s, game, seat, decision, action, MoveSource.BOT, state, seats, [],
-                  open_rows)
-        return True
+        budget = (allowance.budget_ms(s.connection(), game.id, host, game.policy.bot_ms, now)
+                  if bot == SeatBot.STRONG else None)
+        started = time.thread_time()
+        action = bot_choice(game, mod, state, seat, budget)
+        spent = time.thread_time() - started
+    try:
+        with session_scope() as s:
+            allowance.charge(s.connection(), game.id, host, spent, now)  # recorded or not
+            return _record_bot_move(s, decision_id, game_id, version, bot, action, state,
+                                    now)
+    except Exception:
+        allowance.charge_alone(game.id, host, spent, now)  # the move's rolled back, not it
+        raise
+
+
+def _record_bot_move(s: Session, decision_id: int, game_id: str | None, version: int,
+                     bot: SeatBot, action: Any, state: Any, now: datetime) -> bool:
+    """``play_bot``'s write: the move, if the game has not moved since the bot's read
+    and the same bot still plays the seat."""
+    running = _running_decision(s, decision_id, game_id)
+    if running is None or running[1].version != version:
+        return False
+    decision, game, open_rows = running
+    seats = seats_of(s, game.id)
+    seat = next(x for x in seats if x.id == decision.seat_id)
+    if seat.bot != bot or decision.deadline_at is None or decision.deadline_at > now:
+        return False  # handed back to a person (or to another bot) meanwhile
+    play_move(s, game, seat, decision, action, MoveSource.BOT, state, seats, [], open_rows)
+    return True
 
 
 def send_reminder(decision_id: int, now: datetime, game_id: str | None = None) -> bool:

@@ -637,15 +637,19 @@ def to_person(s: Session, game: Game, seat: Seat, mail: bool = True,
     return rows
 
 
-def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat) -> Action:
+def bot_choice(game: Game, mod: EngineGame, state: Any, seat: Seat,
+               budget_ms: float | None = None) -> Action:
     """What a bot plays for its seat: for an absent player the game's heuristic bot, or
     the default; for a bot seated at creation, the game's bot of its level (``easy``:
-    the heuristic, where the game has no bot of that name)."""
+    the heuristic, where the game has no bot of that name). A strong bot thinks for
+    ``budget_ms`` (the CPU allowance's, ``allowance.budget_ms``), else the game's
+    ``bot_ms``."""
     if seat.bot == SeatBot.DEFAULT or seat.bot is None:
         return mod.default_action(state, seat.position)
     rng = random.Random(f"{game.id}:{game.version}")
     if seat.bot == SeatBot.STRONG and hasattr(mod, "make_strong"):
-        return _strong_bot(game.engine, game.policy.bot_ms)(state, seat.position, rng)
+        return _strong_bot(game.engine, budget_ms or game.policy.bot_ms)(
+            state, seat.position, rng)
     bot = mod.BOTS.get(str(seat.bot)) or mod.BOTS[SeatBot.HEURISTIC]
     return bot(state, seat.position, rng)
 

@@ -23,7 +23,7 @@ from pbem import localize
 from pbem.db import read_connection, read_scope
 from pbem.errors import NotFound, WrongState
 from pbem.i18n import language
-from pbem.kinds import GameStatus, Invite, MoveSource, OutboxStatus, TokenKind
+from pbem.kinds import GameStatus, Invite, MoveSource, OutboxStatus, SeatBot, TokenKind
 from pbem.mail import open_deadlines, suppressed
 from pbem.models import (
     Decision,
@@ -35,7 +35,9 @@ from pbem.models import (
     Token,
     as_utc,
     table_of,
+    utcnow,
 )
+from pbem.services import allowance
 from pbem.services.plumbing import (
     admin_game,
     host_address,
@@ -362,7 +364,8 @@ def admin_data(raw: str) -> dict[str, Any]:
     the emails list it, in the host's time zone), every email of the game newest first
     (``outbox``), the names "play again" would invite (``again``), and the latest entry
     of its log (``last_event``: what the page after a control checks before it says the
-    control was done)."""
+    control was done), and in a game with strong bots the CPU they used today of the
+    day's allowance (``bot_cpu``, ``allowance.BotCpu``)."""
     with read_scope() as s:
         game = admin_game(s, raw, lock=False)
         seats = seats_of(s, game.id)
@@ -377,6 +380,9 @@ def admin_data(raw: str) -> dict[str, Any]:
         data["again"] = [seat.name for seat, joined
                          in play_again_players(s, game, host_address(s, raw)) if not joined]
         data["end_notice"] = end_notice(s, game)
+        host = next((seat.email for seat in seats if seat.is_host), "")
+        data["bot_cpu"] = (allowance.bot_cpu(s.connection(), game.id, host, utcnow())
+                           if any(seat.bot == SeatBot.STRONG for seat in seats) else None)
         data["last_event"] = s.exec(select(EventLog).where(EventLog.game_id == game.id)
                                     .order_by(col(EventLog.seq).desc()).limit(1)).first()
         return data
