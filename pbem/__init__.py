@@ -177,11 +177,12 @@ class DefaultConfig:
     # bots may think in a UTC day, and a host's bots in all of the host's games (the
     # host seat's address). Beyond either, strong bots think at the default budget
     # (engine.search.DEFAULT_BUDGET_MS, 100 ms) until 00:00 UTC; within both, the host's
-    # choice of milliseconds per move stands. A Stone Age game has about 180 bot
-    # decisions with three strong bots: about 18 CPU-seconds at the default budget (a
-    # normal game never meets 600), about 15 CPU-minutes at the most a host may choose
-    # (5,000 ms; 600 seconds is 120 such decisions a day). A host's 1,800 seconds are 2 %
-    # of one core's day: ten keen hosts take a fifth of a core, not the machine.
+    # choice of milliseconds per move stands. A whole Stone Age game of a person and
+    # three strong bots is about 290 bot decisions, 29 CPU-seconds at the default budget
+    # (a normal game never meets 600 in a day, nor a host's ten games 1,800), and about
+    # 24 CPU-minutes at the most a host may choose (5,000 ms: 600 seconds are 120 such
+    # decisions a day, a lively game's day). A host's 1,800 seconds are 2 % of one
+    # core's day: ten keen hosts take a fifth of a core, not the machine.
     BOT_CPU_GAME_SECONDS = 600.0
     BOT_CPU_HOST_SECONDS = 1800.0
     # A game in which no person played for this many full rounds in a row (every decision

@@ -26,8 +26,9 @@ from engine.registry import get_game
 from pbem.db import read_scope
 from pbem.errors import NotFound, ServiceError
 from pbem.forms import DB_INT_MAX
-from pbem.kinds import Invite, OutboxStatus, TokenKind
-from pbem.models import Outbox
+from pbem.kinds import Invite, OutboxStatus, SeatBot, TokenKind
+from pbem.models import Outbox, utcnow
+from pbem.services import allowance
 from pbem.services.playing import act_from_page
 from pbem.services.plumbing import (
     live_seat_page,
@@ -154,15 +155,31 @@ class World:
 
 
 @dataclass(frozen=True, slots=True)
+class BotCpuToday:
+    """The CPU time (seconds) the game's bots used today (UTC) and the host's bots in
+    all of the host's games, the day's allowance of each, and the milliseconds a strong
+    bot thinks per move now (the host's choice; the default budget once either
+    allowance is spent, until 00:00 UTC)."""
+
+    game_seconds: float
+    host_seconds: float
+    game_allowance: float
+    host_allowance: float
+    strong_bot_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class HostView:
     """The host's overview: the game, its seats, the decisions it waits for, the board
-    as a spectator sees it (no seat's hidden cards), and its emails by status."""
+    as a spectator sees it (no seat's hidden cards), its emails by status, and in a
+    game with strong bots their CPU today (``bot_cpu``; None without one)."""
 
     game: GameInfo
     seats: tuple[HostSeat, ...]
     open: tuple[OpenDecision, ...]
     board: Board | None
     mail: dict[OutboxStatus, int]
+    bot_cpu: BotCpuToday | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +319,14 @@ def host_view(raw: str | None) -> HostView:
         seats = seats_of(s, game.id)
         mail = Counter(s.exec(select(Outbox.status).where(Outbox.game_id == game.id)
                               .order_by(col(Outbox.id))).all())
+        cpu = None
+        if any(seat.bot == SeatBot.STRONG for seat in seats):
+            host = next((seat.email for seat in seats if seat.is_host), "")
+            used = allowance.bot_cpu(s.connection(), game.id, host, utcnow())
+            cpu = BotCpuToday(used.game_seconds, used.host_seconds, used.game_allowance,
+                              used.host_allowance, used.budget(game.policy.bot_ms))
     return HostView(board.game,
                     tuple(HostSeat(info, seat.invite)
                           for info, seat in zip(board.seats, seats, strict=True)),
-                    board.open, board.board, {OutboxStatus(k): v for k, v in mail.items()})
+                    board.open, board.board, {OutboxStatus(k): v for k, v in mail.items()},
+                    cpu)

@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta
 
 import pytest
 from freezegun import freeze_time
+from jsonschema import Draft202012Validator
 from sqlalchemy import update
 
 from engine.search import DEFAULT_BUDGET_MS
@@ -206,8 +207,8 @@ def test_the_host_page_says_it_in_german(app, client):
     game_id, _, raw = strong_game(app, anna)
     spend(app, game_id, anna.email, 1234.5)
     html = host_page(client, raw)
-    assert ("Rechenzeit der Bots heute (UTC): 1.234,5 von 600 Sekunden am Tag für dieses "
-            "Spiel, 1.234,5 von 1.800 Sekunden am Tag für alle deine Spiele.") in html
+    assert ("Rechenzeit der Bots heute (UTC): 1.234,5 von 600 Sekunden am Tag für diese "
+            "Partie, 1.234,5 von 1.800 Sekunden am Tag für alle deine Partien.") in html
     assert ('<strong id="bot-cpu-over">Das Tageskontingent ist aufgebraucht: Starke Bots '
             'denken jetzt bis 00:00 UTC mit dem Standardbudget von 100 Millisekunden pro '
             'Zug nach.</strong>') in html
@@ -221,3 +222,23 @@ def test_the_host_page_of_a_game_without_strong_bots_says_nothing_of_cpu(app, cl
     spend(app, created.game_id, ANN.email, 700)
     html = host_page(client, created.admin_token)
     assert 'id="bot-cpu"' not in html and "CPU" not in html
+
+
+# ------------------------------------------------------------------ the JSON API
+def host_api(client, raw: str) -> dict:
+    resp = client.get("/api/v1/host", headers={"Authorization": f"Bearer {raw}"})
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    return resp.get_json()
+
+
+def test_the_apis_host_view_carries_todays_cpu_and_the_budget_now(app, client):
+    game_id, _, raw = strong_game(app)
+    spend(app, game_id, ANN.email, 30)
+    assert host_api(client, raw)["bot_cpu"] == {
+        "game_seconds": 30.0, "host_seconds": 30.0, "game_allowance": 600.0,
+        "host_allowance": 1800.0, "strong_bot_ms": CHOSEN_MS}
+    spend(app, game_id, ANN.email, 600)
+    assert host_api(client, raw)["bot_cpu"]["strong_bot_ms"] == DEFAULT_BUDGET_MS
+    document = client.get("/api/v1/openapi.json").get_json()
+    Draft202012Validator({**document, "$ref": "#/components/schemas/HostView"}).validate(
+        host_api(client, raw))
