@@ -304,8 +304,8 @@ def test_what_the_host_does_while_a_bot_thinks_wins_and_the_bot_plays_nothing(
     real_choice = deadlines.bot_choice
     thought: list[str] = []
 
-    def thinking(game, mod, state, seat_row):  # the real bot, and the host meanwhile
-        choice = real_choice(game, mod, state, seat_row)
+    def thinking(game, mod, state, seat_row, *budget):  # the real bot; the host meanwhile
+        choice = real_choice(game, mod, state, seat_row, *budget)
         with app.app_context():
             if meanwhile == "handed back":
                 services.set_bot(g.admin_token, 2, None)
