@@ -178,11 +178,12 @@ class DefaultConfig:
     # host seat's address). Beyond either, strong bots think at the default budget
     # (engine.search.DEFAULT_BUDGET_MS, 100 ms) until 00:00 UTC; within both, the host's
     # choice of milliseconds per move stands. A whole Stone Age game of a person and
-    # three strong bots is about 290 bot decisions, 29 CPU-seconds at the default budget
-    # (a normal game never meets 600 in a day, nor a host's ten games 1,800), and about
-    # 24 CPU-minutes at the most a host may choose (5,000 ms: 600 seconds are 120 such
-    # decisions a day, a lively game's day). A host's 1,800 seconds are 2 % of one
-    # core's day: ten keen hosts take a fifth of a core, not the machine.
+    # three strong bots is 220 to 290 bot decisions (two games measured), 22 to 29
+    # CPU-seconds at the default budget (a normal game never meets 600 in a day, nor a
+    # host's ten games 1,800), and 18 to 24 CPU-minutes at the most a host may choose
+    # (5,000 ms: 600 seconds are 120 such decisions a day, a lively game's day). A
+    # host's 1,800 seconds are 2 % of one core's day: ten keen hosts take a fifth of a
+    # core, not the machine.
     BOT_CPU_GAME_SECONDS = 600.0
     BOT_CPU_HOST_SECONDS = 1800.0
     # A game in which no person played for this many full rounds in a row (every decision

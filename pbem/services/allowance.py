@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any, cast
 
 from flask import current_app
-from sqlalchemy import delete, func, select
+from sqlalchemy import Executable, bindparam, delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
@@ -57,21 +58,25 @@ def utc_day(now: datetime) -> date:
     return now.astimezone(UTC).date()
 
 
+_HOST = select(_SEAT.c.email).where(_SEAT.c.game_id == bindparam("game_id"),
+                                    _SEAT.c.is_host.is_(True))
+_GAME_DAY = select(_USAGE.c.cpu_seconds).where(_USAGE.c.day == bindparam("day"),
+                                               _USAGE.c.game_id == bindparam("game_id"))
+_HOST_DAY = select(func.sum(_USAGE.c.cpu_seconds)).where(_USAGE.c.day == bindparam("day"),
+                                                         _USAGE.c.host == bindparam("host"))
+
+
 def host_of(conn: Connection, game_id: str) -> str:
     """The address of the game's host seat (lower case; "" if it has none)."""
-    host = conn.execute(select(_SEAT.c.email).where(_SEAT.c.game_id == game_id,
-                                                    _SEAT.c.is_host.is_(True))).scalar()
-    return str(host or "").lower()
+    return str(conn.execute(_HOST, {"game_id": game_id}).scalar() or "").lower()
 
 
 def bot_cpu(conn: Connection, game_id: str, host: str, now: datetime) -> BotCpu:
     """What the game ``game_id`` of ``host`` used of today's allowance (two indexed
     reads)."""
     day = utc_day(now)
-    game_s = conn.execute(select(_USAGE.c.cpu_seconds).where(
-        _USAGE.c.day == day, _USAGE.c.game_id == game_id)).scalar()
-    host_s = conn.execute(select(func.sum(_USAGE.c.cpu_seconds)).where(
-        _USAGE.c.day == day, _USAGE.c.host == host.lower())).scalar()
+    game_s = conn.execute(_GAME_DAY, {"day": day, "game_id": game_id}).scalar()
+    host_s = conn.execute(_HOST_DAY, {"day": day, "host": host.lower()}).scalar()
     config = current_app.config
     return BotCpu(float(game_s or 0.0), float(host_s or 0.0),
                   float(config["BOT_CPU_GAME_SECONDS"]), float(config["BOT_CPU_HOST_SECONDS"]),
@@ -88,18 +93,26 @@ def budget_ms(conn: Connection, game_id: str, host: str, chosen_ms: float,
     return bot_cpu(conn, game_id, host, now).budget(chosen_ms)
 
 
+def _upsert(dialect: Any) -> Executable:
+    """The charge of one decision, an upsert of ``dialect`` (built once for each)."""
+    stmt = dialect.insert(_USAGE).values(
+        day=bindparam("day"), game_id=bindparam("game_id"), host=bindparam("host"),
+        cpu_seconds=bindparam("cpu_seconds"), decisions=1)
+    return cast(Executable, stmt.on_conflict_do_update(
+        index_elements=["day", "game_id"],
+        set_={"cpu_seconds": _USAGE.c.cpu_seconds + stmt.excluded.cpu_seconds,
+              "decisions": _USAGE.c.decisions + 1, "host": stmt.excluded.host}))
+
+
+_CHARGE = {"postgresql": _upsert(postgresql), "sqlite": _upsert(sqlite)}
+
+
 def charge(conn: Connection, game_id: str, host: str, seconds: float,
            now: datetime) -> None:
     """Add one bot decision of ``seconds`` of CPU to the game's row of the day (an
     upsert)."""
-    row = {"day": utc_day(now), "game_id": game_id, "host": host.lower(),
-           "cpu_seconds": seconds, "decisions": 1}
-    insert = (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)
-    stmt = insert(_USAGE).values(**row)
-    conn.execute(stmt.on_conflict_do_update(
-        index_elements=["day", "game_id"],
-        set_={"cpu_seconds": _USAGE.c.cpu_seconds + stmt.excluded.cpu_seconds,
-              "decisions": _USAGE.c.decisions + 1, "host": stmt.excluded.host}))
+    conn.execute(_CHARGE[conn.dialect.name], {"day": utc_day(now), "game_id": game_id,
+                                              "host": host.lower(), "cpu_seconds": seconds})
 
 
 def charge_alone(game_id: str, host: str, seconds: float, now: datetime) -> None:
