@@ -122,7 +122,7 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
             else:
                 if digests:
                     counts["digests"] = digests
-            _forget_old_bot_usage(app, now, counts)
+            _forget_old_bot_usage(now, counts)
         else:
             counts["busy"] = 1
     with app.app_context():  # alive; and it swept, unless another clock did
@@ -190,19 +190,13 @@ def _play_bots(app: Flask, now: datetime, counts: dict[str, int]) -> None:
         bots.release(item.decision_id)
 
 
-def _forget_old_bot_usage(app: Flask, now: datetime, counts: dict[str, int]) -> None:
-    """The bots' CPU of days before yesterday deleted (``services.forget_old_usage``),
-    at this clock's first sweep of each UTC day."""
-    day = now.date()
-    if app.extensions.get("pbem.bot_usage_day") == day:
-        return
+def _forget_old_bot_usage(now: datetime, counts: dict[str, int]) -> None:
+    """The bots' CPU of days before yesterday deleted (``services.forget_old_usage``)."""
     try:
         services.forget_old_usage(now)
     except Exception:  # noqa: BLE001 - logged; the next sweep tries again
         log.exception("sweep: the bots' old CPU usage could not be deleted")
         counts["errors"] += 1
-    else:
-        app.extensions["pbem.bot_usage_day"] = day
 
 
 def _guarded(step: Callable[[Item, datetime], bool], item: Item, now: datetime,
