@@ -217,9 +217,10 @@ def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> boo
         spent = time.thread_time() - started
     try:
         with session_scope() as s:
+            played = _record_bot_move(s, decision_id, game_id, version, bot, action, state,
+                                      now)
             allowance.charge(s.connection(), game.id, host, spent, now)  # recorded or not
-            return _record_bot_move(s, decision_id, game_id, version, bot, action, state,
-                                    now)
+            return played
     except Exception:
         allowance.charge_alone(game.id, host, spent, now)  # the move's rolled back, not it
         raise

@@ -117,6 +117,23 @@ def test_the_cpu_is_recorded_when_the_game_moved_while_the_bot_thought(app, monk
     assert row.game_id == game_id and row.decisions == 1 and row.cpu_seconds > 0
 
 
+def test_the_cpu_is_recorded_when_recording_the_move_fails(app, monkeypatch):
+    """The move's transaction fails (rolled back): the CPU spent is still recorded."""
+    from pbem.services import deadlines
+
+    game_id, decision_id, _ = strong_game(app)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(deadlines, "play_move", broken)
+    with app.app_context(), pytest.raises(RuntimeError):
+        services.play_bot(decision_id, utcnow(), game_id)
+    assert rows(app, Move, Move.decision_id == decision_id) == []
+    (row,) = usage(app)
+    assert row.game_id == game_id and row.decisions == 1 and row.cpu_seconds > 0
+
+
 # ------------------------------------------------------------------ the allowance
 def test_a_game_over_its_allowance_thinks_at_the_default_budget(app, budgets):
     game_id, decision_id, _ = strong_game(app)
