@@ -45,6 +45,7 @@ from apscheduler.schedulers.blocking import BlockingScheduler
 from flask import Flask
 from sqlalchemy import text
 
+from engine.search import DEFAULT_BUDGET_MS
 from pbem import bots, health, mail, services, wake
 from pbem.channels.delivery import start_notice_thread
 from pbem.db import background_writes, get_engine, is_postgres
@@ -165,7 +166,9 @@ def _play_bots(app: Flask, now: datetime, counts: dict[str, int]) -> None:
     workers play them): claimed as a worker claims them (so that a worker that starts
     meanwhile thinks about none of them too), each tried once a sweep, and for at most
     ``CLOCK_BOT_SECONDS`` a sweep (after the move under way), so that the sweeps after
-    keep people's deadlines however many strong bots are due; and none in the clock's
+    keep people's deadlines however many strong bots are due; strong bots think at most
+    the default budget here (``engine.search.DEFAULT_BUDGET_MS``: the host's longer
+    choice is for workers, which do not hold up the clock); and none in the clock's
     first ``CLOCK_BOT_GRACE_SECONDS`` (workers started with it are not up yet)."""
     started = app.extensions.get("pbem.clock_started")
     if started is not None and time.monotonic() - started < float(
@@ -182,7 +185,8 @@ def _play_bots(app: Flask, now: datetime, counts: dict[str, int]) -> None:
             return
         tried.add(item.decision_id)
         try:
-            counts["bots"] += services.play_bot(item.decision_id, now, item.game_id)
+            counts["bots"] += services.play_bot(item.decision_id, now, item.game_id,
+                                                cap_ms=DEFAULT_BUDGET_MS)
         except Exception:  # noqa: BLE001 - logged; the claim runs out, then tried again
             log.exception("sweep: play_bot failed for decision %s", item.decision_id)
             counts["errors"] += 1

@@ -732,7 +732,8 @@ def check_bots(probe: Probe) -> Result:
     except Exception as exc:  # noqa: BLE001 - e.g. a schema without heartbeats
         return Result(None, f"not checked: {_first_line(exc)}")
     workers = (f"{facts.bot_workers} bot worker(s) alive" if facts.bot_workers
-               else "no bot worker alive (the clock plays the bots itself, more slowly)")
+               else "no bot worker alive (the clock plays the bots itself, strong ones at the "
+                     "default budget)")
     oldest = facts.bots_oldest_due_age
     what = (workers + f", {facts.bots_due} bot move(s) due"
             + (f", the oldest for {_seconds(oldest)}" if oldest is not None else ""))

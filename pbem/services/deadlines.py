@@ -186,7 +186,8 @@ def play_bots_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]
     return out
 
 
-def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> bool:
+def play_bot(decision_id: int, now: datetime, game_id: str | None = None,
+             cap_ms: float | None = None) -> bool:
     """Play the move of a bot (seated at creation, or standing in for a player) whose
     pause is over, exactly once: its choice worked out on the game as read (no lock held
     while it thinks), then recorded under the game's lock if the game has not moved
@@ -194,7 +195,8 @@ def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> boo
     next sweep, and thinks again; or it is a person's decision again). The thread CPU
     time of the choice is charged to the game's and its host's day (``allowance``),
     recorded or not; a strong bot of a game or host over the day's allowance thinks at
-    the default budget."""
+    the default budget. ``cap_ms``: a strong bot thinks at most that long whatever the
+    game's choice (the clock's fallback, which must keep time)."""
     with read_scope() as s:
         found = s.exec(select(Decision, Seat, Game)
                        .join(Seat, col(Seat.id) == Decision.seat_id)
@@ -212,6 +214,8 @@ def play_bot(decision_id: int, now: datetime, game_id: str | None = None) -> boo
         state = load_state(mod, game)
         budget = (allowance.budget_ms(s.connection(), game.id, host, game.policy.bot_ms, now)
                   if bot == SeatBot.STRONG else None)
+        if budget is not None and cap_ms is not None:
+            budget = min(budget, cap_ms)
         started = time.thread_time()
         action = bot_choice(game, mod, state, seat, budget)
         spent = time.thread_time() - started

@@ -151,6 +151,29 @@ def test_without_workers_a_sweep_spends_a_bounded_time_on_bots(app):
     assert not any(claimed(app, d) for _g, d in due)
 
 
+def test_the_clocks_fallback_thinks_strong_bots_at_the_default_budget(app, monkeypatch):
+    """No worker: the clock plays a strong bot the host gave 3 s at the default budget
+    instead (its sweep must keep people's deadlines); a worker thinks the host's 3 s."""
+    from engine.search import DEFAULT_BUDGET_MS
+    from pbem.services import playing
+
+    built: list[float] = []
+    real = playing._strong_bot
+
+    def spy(engine: str, budget_ms: float):
+        built.append(budget_ms)
+        return real(engine, DEFAULT_BUDGET_MS)  # (the test need not wait 3 s)
+
+    monkeypatch.setattr(playing, "_strong_bot", spy)
+    _game, decision_id = bot_game(app, level="strong", bot_ms=3000)
+    assert clock.sweep(app)["bots"] == 1
+    assert built == [DEFAULT_BUDGET_MS] and len(moves_of(app, decision_id)) == 1
+    _game, decision_id = bot_game(app, level="strong", bot_ms=3000)
+    with app.app_context():
+        assert bots.work_once() is not None
+    assert built == [DEFAULT_BUDGET_MS, 3000] and len(moves_of(app, decision_id)) == 1
+
+
 # ------------------------------------------------------------------ real processes
 @pytest.fixture
 def workers(db_url, tmp_path) -> Iterator:
