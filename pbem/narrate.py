@@ -102,7 +102,9 @@ class TemplateEnvironment(FlaskEnvironment):
     cards, a link) read as the item first: Jinja asks for the attribute first, and a dict
     has none but its methods', so every such read raised and caught an AttributeError
     (a good part of rendering a board). The same value as before: a name of a dict
-    method (``items``...) still gives the method."""
+    method (``items``...) still gives the method. Its context is ``TemplateContext``."""
+
+    context_class = TemplateContext
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
