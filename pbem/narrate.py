@@ -41,7 +41,10 @@ from jinja2 import (
     FileSystemLoader,
     TemplateNotFound,
     Undefined,
+    meta,
 )
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.idtracking import VAR_LOAD_RESOLVE
 from jinja2.runtime import Context, Macro
 from jinja2.utils import _PassArg, internalcode
 from markupsafe import Markup
@@ -294,7 +297,7 @@ class EmailNarration:
         if found is None:
             env = current_app.jinja_env
             name = self.name + HTML_SUFFIX if html else self.name
-            found = self.modules[html] = env.get_template(name).make_module(self.vars[html])
+            found = self.modules[html] = narration_module(env, name, self.vars[html])
         return found
 
     def part(self, html: bool) -> NarrationPart:
@@ -341,6 +344,71 @@ class NarrationPart:
 
 
 _ESCAPED = re.compile(r"[&<>\"']")  # what markupsafe.escape changes
+
+class _ContextReads(meta.TrackingCodeGenerator):
+    """Every name a template reads from its context, the globals' too (a page's or an
+    email's variables may give a global another value: ``_`` is bound per language)."""
+
+    def enter_frame(self, frame: Frame) -> None:
+        CodeGenerator.enter_frame(self, frame)
+        for action, param in frame.symbols.loads.values():
+            if action == VAR_LOAD_RESOLVE:
+                self.undeclared_identifiers.add(param)
+
+
+def context_reads(env: Environment, source: str) -> tuple[str, ...]:
+    """The names template ``source`` reads from its context (sorted)."""
+    generator = _ContextReads(env)
+    generator.visit(env.parse(source))
+    return tuple(sorted(generator.undeclared_identifiers))
+
+
+# The narration modules made so far, by template and the values of the names it reads
+# from its context; and the names each template reads.
+_MODULES: dict[tuple[Any, ...], Any] = {}
+_MODULES_KEPT = 256
+_READS: dict[Any, tuple[str, ...]] = {}
+_ABSENT = object()
+# Functions that take the context but read no variable of it (only whether it escapes,
+# which is the template's): the catalog's words, bound per language (``pbem.i18n``).
+_CONTEXT_FREE = frozenset({"_", "gettext", "ngettext"})
+
+
+def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> Any:
+    """The module of narration template ``name`` as ``{% import name as n with context %}``
+    makes it with ``variables``, kept in this process and shared by every email whose
+    variables give the same values to the names the template reads from its context (its
+    undeclared names: the words of the catalog, bound per language): making it runs the
+    whole module (a few dozen macro definitions, twice an email). A macro reads nothing
+    else of its module's context, unless it calls a function that takes the context
+    (``pass_context``) other than the catalog's: a template that names one is made for
+    each email, as is one given a value that cannot be a key, and every one while
+    templates reload on change (development)."""
+    template = env.get_template(name)
+    if env.auto_reload:
+        return template.make_module(variables)
+    reads = _READS.get(template)
+    if reads is None:
+        assert env.loader is not None
+        source = env.loader.get_source(env, name)[0]
+        reads = _READS[template] = context_reads(env, source)
+    values = [variables.get(k, _ABSENT) for k in reads]
+    for read, value in zip(reads, values, strict=True):
+        found = template.globals.get(read) if value is _ABSENT else value
+        if read not in _CONTEXT_FREE and getattr(found, "jinja_pass_arg",
+                                                 None) is _PassArg.context:
+            return template.make_module(variables)
+    key = (template, *values)
+    try:
+        module = _MODULES.get(key)
+    except TypeError:  # a value that is no key (a dict): made for this email alone
+        return template.make_module(variables)
+    if module is None:
+        module = template.make_module(variables)
+        if len(_MODULES) >= _MODULES_KEPT:
+            _MODULES.clear()
+        _MODULES[key] = module
+    return module
 
 
 def _said_key(value: Any) -> Any:
