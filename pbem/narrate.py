@@ -100,6 +100,19 @@ class TemplateContext(Context):
                 "value was undefined because a callable raised a StopIteration exception")
 
 
+class NotingCodeGenerator(CodeGenerator):
+    """Jinja's code generator, noting in its environment's ``context_reads`` the names
+    each template it compiles reads from its context (as ``_ContextReads`` finds them)."""
+
+    def enter_frame(self, frame: Frame) -> None:
+        super().enter_frame(frame)
+        reads: dict[str | None, set[str]] = self.environment.context_reads  # type: ignore[attr-defined]
+        noted = reads.setdefault(self.name, set())
+        for action, param in frame.symbols.loads.values():
+            if action == VAR_LOAD_RESOLVE:
+                noted.add(param)
+
+
 class TemplateEnvironment(FlaskEnvironment):
     """Flask's template environment, with ``x.name`` on a plain dict (a game's view, its
     cards, a link) read as the item first: Jinja asks for the attribute first, and a dict
@@ -108,6 +121,12 @@ class TemplateEnvironment(FlaskEnvironment):
     method (``items``...) still gives the method. Its context is ``TemplateContext``."""
 
     context_class = TemplateContext
+    code_generator_class = NotingCodeGenerator
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # template name -> the names it reads from its context (``narration_module``)
+        self.context_reads: dict[str | None, set[str]] = {}
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
@@ -389,9 +408,11 @@ def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> 
         return template.make_module(variables)
     reads = _READS.get(template)
     if reads is None:
-        assert env.loader is not None
-        source = env.loader.get_source(env, name)[0]
-        reads = _READS[template] = context_reads(env, source)
+        found = getattr(env, "context_reads", {}).get(name)  # noted as it compiled
+        if found is None:  # from elsewhere (a bytecode cache): parsed once more
+            assert env.loader is not None
+            found = context_reads(env, env.loader.get_source(env, name)[0])
+        reads = _READS[template] = tuple(sorted(found))
     values = [variables.get(k, _ABSENT) for k in reads]
     for read, value in zip(reads, values, strict=True):
         found = template.globals.get(read) if value is _ABSENT else value
