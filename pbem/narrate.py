@@ -301,7 +301,8 @@ class EmailNarration:
     The modules are made as ``{% import ... with context %}`` at the top of an email's
     template would make them, with the variables of its render (``text_vars`` and
     ``html_vars``), except the HTML part's ``headline``, which the text part writes: a
-    narration has no business with it."""
+    narration has no business with it; and shared with the next emails in the same
+    language (``narration_module``)."""
 
     SHARED = frozenset({"event", "choice", "ask", "hint", "action", "prompt", "result"})
 
