@@ -399,8 +399,11 @@ def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> 
     makes it with ``variables``, kept in this process and shared by every email whose
     variables give the same values to the names the template reads from its context (its
     undeclared names: the words of the catalog, bound per language): making it runs the
-    whole module (a few dozen macro definitions, twice an email). A macro reads nothing
-    else of its module's context, unless it calls a function that takes the context
+    whole module (a few dozen macro definitions, twice an email). The language is part
+    of the key too: the module's own lines run once, and may ask it (a game that brings
+    its own words sets ``de = current_language() == "de"`` there); nothing else that
+    changes from one email to the next may be read there. A macro reads nothing else of
+    its module's context, unless it calls a function that takes the context
     (``pass_context``) other than the catalog's: a template that names one is made for
     each email, as is one given a value that cannot be a key, and every one while
     templates reload on change (development)."""
@@ -420,7 +423,7 @@ def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> 
         if read not in _CONTEXT_FREE and getattr(found, "jinja_pass_arg",
                                                  None) is _PassArg.context:
             return template.make_module(variables)
-    key = (template, *values)
+    key = (template, str(get_locale()), *values)
     try:
         module = _MODULES.get(key)
     except TypeError:  # a value that is no key (a dict): made for this email alone
