@@ -65,6 +65,22 @@ Not reached: the goal of 3 ms median. Left: the HTML boards (about a fifth of a 
 email; the player's own panel changes with every email), Jinja's call overhead per
 macro and attribute, loading the row with its game and seat as ORM objects (a tenth).
 
+Issue 35, point 6 (branch perfb35 against 0868480, the two run side by side at once, three
+pairs, load 5 to 10 from the other sessions' work; ``--reps 3 --every 2``, 539 emails):
+median 7.45, 7.16, 6.83 ms -> 7.07, 6.69, 6.49 ms (5 to 7% less), p99 13.5, 13.5, 12.2 ->
+12.3, 12.1, 10.5 ms (9 to 14% less), templates 3.07, 2.92, 2.77 -> 2.61, 2.43, 2.36 ms
+(15 to 17% less); the rest as it was. What changed: the narration modules of a game are
+made once per template and language in the process and shared by the emails
+(``pbem.narrate.narration_module``: two modules an email, a few dozen macro definitions
+each, were a twentieth of the time), a template's calls skip Jinja's second look at each
+callable (``TemplateContext``: ``Context.call`` and its ``hasattr`` checks were a tenth
+of the samples, now a twentieth), and the memo keys of card data are their ``repr`` (sorted
+JSON: 3.4% of the samples -> 1.8%). A statistical profile (SIGPROF every 0.5 ms over the
+timed renders) puts the rest: templates 39% (cards, choices and board of Stone Age first,
+each a few percent, no one call above 4%), loading the row with its game and seat as ORM
+objects 11%, the seat's view 7%, minting the links 6%, quoted-printable 3%. Not reached:
+the goals of 3 ms median and 8 ms p99 (a quiet machine measured 4.9 and 8.5 ms before).
+
     .venv/bin/python bench/render_mail.py
     .venv/bin/python bench/render_mail.py --reps 3 --every 4 --profile
     .venv/bin/python bench/render_mail.py --games stoneage --players 4

@@ -20,10 +20,12 @@ module again, a few dozen macro definitions each time.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
 import threading
+import types
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -39,8 +41,12 @@ from jinja2 import (
     FileSystemLoader,
     TemplateNotFound,
     Undefined,
+    meta,
 )
-from jinja2.runtime import Macro
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.idtracking import VAR_LOAD_RESOLVE
+from jinja2.runtime import Context, Macro
+from jinja2.utils import _PassArg, internalcode
 from markupsafe import Markup
 
 from engine.registry import Listing, listings
@@ -56,6 +62,55 @@ NARRATION_IMPORT_RE = re.compile(r'''(import\s+"narration/[^"]+\.jinja)(")''')
 
 
 _DICT_ATTRIBUTES = frozenset(dir(dict))
+# Callables whose ``__call__`` is a method-wrapper or a plain method of their class (never
+# marked ``pass_context``): whether they take the context is their own mark alone.
+_PLAIN_CALLABLES = frozenset({Macro, types.FunctionType, types.MethodType,
+                              types.BuiltinFunctionType, functools.partial})
+
+
+class TemplateContext(Context):
+    """Jinja's context, calling a macro or a function without asking twice whether its
+    ``__call__`` takes the context (every ``{{ f(x) }}`` and macro call in a template goes
+    through ``call``: several hundred an email). The same calls with the same arguments as
+    ``Context.call``: for these types only the callable's own ``jinja_pass_arg`` can say
+    what it takes."""
+
+    @internalcode
+    def call(__self, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        if type(__obj) not in _PLAIN_CALLABLES:
+            return Context.call(__self, __obj, *args, **kwargs)
+        pass_arg = getattr(__obj, "jinja_pass_arg", None)
+        if pass_arg is _PassArg.context:
+            if kwargs.get("_loop_vars"):
+                __self = __self.derived(kwargs["_loop_vars"])  # type: ignore[assignment]
+            if kwargs.get("_block_vars"):
+                __self = __self.derived(kwargs["_block_vars"])  # type: ignore[assignment]
+            args = (__self, *args)
+        elif pass_arg is _PassArg.eval_context:
+            args = (__self.eval_ctx, *args)
+        elif pass_arg is _PassArg.environment:
+            args = (__self.environment, *args)
+        if kwargs:
+            kwargs.pop("_block_vars", None)
+            kwargs.pop("_loop_vars", None)
+        try:
+            return __obj(*args, **kwargs)
+        except StopIteration:
+            return __self.environment.undefined(
+                "value was undefined because a callable raised a StopIteration exception")
+
+
+class NotingCodeGenerator(CodeGenerator):
+    """Jinja's code generator, noting in its environment's ``context_reads`` the names
+    each template it compiles reads from its context (as ``_ContextReads`` finds them)."""
+
+    def enter_frame(self, frame: Frame) -> None:
+        super().enter_frame(frame)
+        reads: dict[str | None, set[str]] = self.environment.context_reads  # type: ignore[attr-defined]
+        noted = reads.setdefault(self.name, set())
+        for action, param in frame.symbols.loads.values():
+            if action == VAR_LOAD_RESOLVE:
+                noted.add(param)
 
 
 class TemplateEnvironment(FlaskEnvironment):
@@ -63,7 +118,15 @@ class TemplateEnvironment(FlaskEnvironment):
     cards, a link) read as the item first: Jinja asks for the attribute first, and a dict
     has none but its methods', so every such read raised and caught an AttributeError
     (a good part of rendering a board). The same value as before: a name of a dict
-    method (``items``...) still gives the method."""
+    method (``items``...) still gives the method. Its context is ``TemplateContext``."""
+
+    context_class = TemplateContext
+    code_generator_class = NotingCodeGenerator
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # template name -> the names it reads from its context (``narration_module``)
+        self.context_reads: dict[str | None, set[str]] = {}
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
@@ -238,7 +301,8 @@ class EmailNarration:
     The modules are made as ``{% import ... with context %}`` at the top of an email's
     template would make them, with the variables of its render (``text_vars`` and
     ``html_vars``), except the HTML part's ``headline``, which the text part writes: a
-    narration has no business with it."""
+    narration has no business with it; and shared with the next emails in the same
+    language (``narration_module``)."""
 
     SHARED = frozenset({"event", "choice", "ask", "hint", "action", "prompt", "result"})
 
@@ -253,7 +317,7 @@ class EmailNarration:
         if found is None:
             env = current_app.jinja_env
             name = self.name + HTML_SUFFIX if html else self.name
-            found = self.modules[html] = env.get_template(name).make_module(self.vars[html])
+            found = self.modules[html] = narration_module(env, name, self.vars[html])
         return found
 
     def part(self, html: bool) -> NarrationPart:
@@ -300,6 +364,76 @@ class NarrationPart:
 
 
 _ESCAPED = re.compile(r"[&<>\"']")  # what markupsafe.escape changes
+
+class _ContextReads(meta.TrackingCodeGenerator):
+    """Every name a template reads from its context, the globals' too (a page's or an
+    email's variables may give a global another value: ``_`` is bound per language)."""
+
+    def enter_frame(self, frame: Frame) -> None:
+        CodeGenerator.enter_frame(self, frame)
+        for action, param in frame.symbols.loads.values():
+            if action == VAR_LOAD_RESOLVE:
+                self.undeclared_identifiers.add(param)
+
+
+def context_reads(env: Environment, source: str) -> tuple[str, ...]:
+    """The names template ``source`` reads from its context (sorted)."""
+    generator = _ContextReads(env)
+    generator.visit(env.parse(source))
+    return tuple(sorted(generator.undeclared_identifiers))
+
+
+# The narration modules made so far, by template and the values of the names it reads
+# from its context; and the names each template reads.
+_MODULES: dict[tuple[Any, ...], Any] = {}
+_MODULES_KEPT = 256
+_READS: dict[Any, tuple[str, ...]] = {}
+_ABSENT = object()
+# Functions that take the context but read no variable of it (only whether it escapes,
+# which is the template's): the catalog's words, bound per language (``pbem.i18n``).
+_CONTEXT_FREE = frozenset({"_", "gettext", "ngettext"})
+
+
+def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> Any:
+    """The module of narration template ``name`` as ``{% import name as n with context %}``
+    makes it with ``variables``, kept in this process and shared by every email whose
+    variables give the same values to the names the template reads from its context (its
+    undeclared names: the words of the catalog, bound per language): making it runs the
+    whole module (a few dozen macro definitions, twice an email). The language is part
+    of the key too: the module's own lines run once, and may ask it (a game that brings
+    its own words sets ``de = current_language() == "de"`` there); nothing else that
+    changes from one email to the next may be read there. A macro reads nothing else of
+    its module's context, unless it calls a function that takes the context
+    (``pass_context``) other than the catalog's: a template that names one is made for
+    each email, as is one given a value that cannot be a key, and every one while
+    templates reload on change (development)."""
+    template = env.get_template(name)
+    if env.auto_reload:
+        return template.make_module(variables)
+    reads = _READS.get(template)
+    if reads is None:
+        found = getattr(env, "context_reads", {}).get(name)  # noted as it compiled
+        if found is None:  # from elsewhere (a bytecode cache): parsed once more
+            assert env.loader is not None
+            found = context_reads(env, env.loader.get_source(env, name)[0])
+        reads = _READS[template] = tuple(sorted(found))
+    values = [variables.get(k, _ABSENT) for k in reads]
+    for read, value in zip(reads, values, strict=True):
+        found = template.globals.get(read) if value is _ABSENT else value
+        if read not in _CONTEXT_FREE and getattr(found, "jinja_pass_arg",
+                                                 None) is _PassArg.context:
+            return template.make_module(variables)
+    key = (template, str(get_locale()), *values)
+    try:
+        module = _MODULES.get(key)
+    except TypeError:  # a value that is no key (a dict): made for this email alone
+        return template.make_module(variables)
+    if module is None:
+        module = template.make_module(variables)
+        if len(_MODULES) >= _MODULES_KEPT:
+            _MODULES.clear()
+        _MODULES[key] = module
+    return module
 
 
 def _said_key(value: Any) -> Any:

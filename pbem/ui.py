@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import tomllib
 from collections.abc import Callable
 from typing import Any
@@ -234,8 +233,11 @@ def get_locale_name() -> str:
 
 
 def data_key(data: object) -> str:
-    """A key for ``memo`` naming every field of a card's data."""
-    return json.dumps(data, sort_keys=True, default=str)
+    """A key for ``memo`` naming every field of a card's data: its ``repr`` (the view's
+    plain data: strings, numbers, lists and dicts, whose ``repr`` tells any two apart;
+    twice as quick as JSON with sorted keys, which a key does not need: the same view
+    code builds the same dict in the same order)."""
+    return repr(data)
 
 
 @functools.cache
