@@ -20,6 +20,7 @@ bot workers for ``--duration`` seconds and prints:
 
     .venv/bin/python bench/bot_pool.py [--db sqlite|postgresql] [--workers 0 1 2 4]
         [--games 10] [--bot-ms 5000] [--duration 60] [--seconds 10] [--interval 0.5]
+        [--host-allowance SECONDS]
 
 Figures (one run each, SQLite, 2 cores shared with other busy processes, load about 5;
 defaults but ``--duration 50``; branch pool35): the people's timeouts late median / max,
@@ -134,6 +135,8 @@ def one_run(kind: str, workers: int, args: argparse.Namespace) -> dict[str, obje
             env = {k: v for k, v in os.environ.items() if not k.startswith("PBEM_")}
             env.update({f"PBEM_{k}": v for k, v in settings.items()})
             env.update(PBEM_CLOCK_INTERVAL=str(args.interval), PYTHONUNBUFFERED="1")
+            if args.host_allowance is not None:  # the host's bots' CPU a day
+                env["PBEM_BOT_CPU_HOST_SECONDS"] = str(args.host_allowance)
             began = time.monotonic()
             t0 = utcnow()
             procs = {"clock": start(["clock"], env, folder / "clock.log")}
@@ -201,6 +204,8 @@ def main() -> None:
                         help="seconds per decision of a person")
     parser.add_argument("--interval", type=float, default=0.5)
     parser.add_argument("--logs", help="a folder to keep the processes' logs in")
+    parser.add_argument("--host-allowance", type=float,
+                        help="BOT_CPU_HOST_SECONDS for the run (the default: the server's)")
     args = parser.parse_args()
     print(f"{args.db}: {args.games} games x 3 strong bots at {args.bot_ms:g} ms, a game of "
           f"people at {args.seconds:g} s a decision; {args.duration:g} s a run, clock every "
