@@ -387,7 +387,7 @@ def queue_email(s: Session, game: Game, seat: Seat, template: EmailTemplate,
     s.connection().execute(_INSERT_OUTBOX, [
         _outbox_row(game, seat, template, context, links, key, (name, addr, language), held,
                     delay, utcnow())])
-    if not held:
+    if not held and _due_soon(s, delay):
         wake_deliverer(s)
 
 
@@ -412,8 +412,25 @@ def queue_emails(s: Session, game: Game, seats: list[Seat], template: EmailTempl
                     (seat.name, seat.email, seat.language), held, delays.get(seat.id or 0),
                     now)
         for seat, held in zip(seats, helds, strict=True)])
-    if any(held is None for held in helds):
+    if any(held is None and _due_soon(s, delays.get(seat.id or 0))
+           for seat, held in zip(seats, helds, strict=True)):
         wake_deliverer(s)
+
+
+# An email held back at least this long (the take-back's grace, a follow-up's wait) wakes
+# no mail loop when it is queued: the loop's pass at the wake-up would find it not yet
+# due (its poll sends it once it is; as before, a wake-up made no difference to that).
+WAKE_FOR_DELAY_UNDER = timedelta(seconds=1)
+
+
+def _due_soon(s: Session, delay: timedelta | None) -> bool:
+    """Whether queueing an email held back ``delay`` wakes the mail loop at the commit: an
+    email due at once (or within WAKE_FOR_DELAY_UNDER) does; a later one only when this
+    transaction queued a notice too (on PostgreSQL the notice loop is woken by the
+    outbox's NOTIFY). One wake-up less a move on PostgreSQL is one NOTIFY less, whose
+    commit takes a lock that every notifying transaction of the database waits for."""
+    return delay is None or delay < WAKE_FOR_DELAY_UNDER or bool(
+        s.info.get(wake.NOTICES_QUEUED))
 
 
 def _outbox_row(game: Game, seat: Seat, template: EmailTemplate, context: dict[str, Any],
