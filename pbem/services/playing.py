@@ -57,6 +57,7 @@ from pbem.services.plumbing import (
     notice_all,
     queue_email,
     queue_emails,
+    read_seat_link,
     seats_of,
     stops_of,
 )
@@ -138,7 +139,8 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
     of the link has changed at all (``link_unchanged``: one small query), the rows read
     before the lock are used as they are, not loaded again."""
     with read_then_write() as late:
-        token, game, seat, decision = live_seat_link(late.read, raw, TokenKind.ACTION)
+        token, game, seat, decision = read_seat_link(late.connection(), raw,
+                                                     TokenKind.ACTION)
         decision = _open_decision(decision, token.game_id, token.seat_id, token.decision_id)
         mod = get_game(game.engine)
         state = load_state(mod, game)
@@ -207,7 +209,8 @@ def act_from_page(page_raw: str, decision_id: Any, command: str,
     except InvalidInput:  # said only once the link is known to be live
         wanted = None
     with read_then_write() as late:
-        token, game, seat, found = live_seat_link(late.read, page_raw, TokenKind.PAGE, wanted)
+        token, game, seat, found = read_seat_link(late.connection(), page_raw, TokenKind.PAGE,
+                                                  wanted)
         wanted = _decision_id(decision_id)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         _same_version(game, version)
