@@ -114,6 +114,14 @@ HEAD~3``; same database schema): each configuration also runs on DIR's pbem and 
 first on PYTHONPATH), just before the same configuration on this checkout's, at the same
 worker count and against the same baselines: a before/after comparison in one go, on a
 machine whose other load changes from minute to minute.
+
+Figures (issue 35 point 6, 2 shared cores, other processes busy 43-70 % of them; ratio to
+the baseline, server CPU ms per confirm; ``--against`` a worktree of 0868480), old -> new:
+SQLite 2 workers, two runs: queued 0.078 -> 0.072 and 0.078 -> 0.086 (CPU 6.73 -> 6.83,
+6.73 -> 5.82), +clock 0.075 -> 0.073 and 0.059 -> 0.086 (CPU 8.53 -> 6.60, 10.03 -> 6.18);
+SQLite 4 workers: queued 78 -> 151 confirms/s, +clock 152 -> 160 (CPU 7.37 -> 5.71,
+6.53 -> 6.15); PostgreSQL 4 workers: queued 62 -> 74, +clock 56 -> 78 (CPU 12.56 -> 10.20,
+14.97 -> 10.02). Run to run the rates swing by up to 2x with the others' load.
 """
 
 from __future__ import annotations
