@@ -106,6 +106,22 @@ to their log file in the temp dir.
         [--pollers 0 --poll-every 5] [--no-lock-probe] [--post-only]
     .venv/bin/python bench/confirm_throughput.py --db postgresql --workers 1,2,4
     .venv/bin/python bench/confirm_throughput.py --workers 2 --pollers 200
+    .venv/bin/python bench/confirm_throughput.py --against ../wt-before  # side by side
+
+``--against DIR`` (a checkout of other code, e.g. ``git worktree add --detach ../wt-before
+HEAD~3``; same database schema): each configuration also runs on DIR's pbem and clock
+(``old queued``, ``old +clock``: servers started with DIR as their working folder and
+first on PYTHONPATH), just before the same configuration on this checkout's, at the same
+worker count and against the same baselines: a before/after comparison in one go, on a
+machine whose other load changes from minute to minute.
+
+Figures (issue 35 point 6, 2 shared cores, other processes busy 43-70 % of them; ratio to
+the baseline, server CPU ms per confirm; ``--against`` a worktree of 0868480), old -> new:
+SQLite 2 workers, two runs: queued 0.078 -> 0.072 and 0.078 -> 0.086 (CPU 6.73 -> 6.83,
+6.73 -> 5.82), +clock 0.075 -> 0.073 and 0.059 -> 0.086 (CPU 8.53 -> 6.60, 10.03 -> 6.18);
+SQLite 4 workers: queued 78 -> 151 confirms/s, +clock 152 -> 160 (CPU 7.37 -> 5.71,
+6.53 -> 6.15); PostgreSQL 4 workers: queued 62 -> 74, +clock 56 -> 78 (CPU 12.56 -> 10.20,
+14.97 -> 10.02). Run to run the rates swing by up to 2x with the others' load.
 """
 
 from __future__ import annotations
@@ -139,6 +155,14 @@ ANSWERED = (200, 303)
 NO_CAPS = {"CREATE_LIMIT_PER_HOUR": "100000", "NOTICE_LIMIT_PER_ADDRESS": "100000",
            "NOTICE_LIMIT_PER_GAME": "100000", "INVITE_LIMIT_PER_ADDRESS": "100000"}
 CONFIG_NAMES = {"queued": "pbem queued", "clock": "pbem +clock"}
+# ``--against``: a configuration run on the other checkout's code (key ``<config>:old``).
+OLD_NAMES = {"queued": "old queued", "clock": "old +clock"}
+OLD = ":old"
+
+
+def config_of(key: str) -> str:
+    """The configuration (``queued``, ``clock``) of a run's key (``queued:old``...)."""
+    return key.removesuffix(OLD)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -245,13 +269,14 @@ def machine_cpu() -> tuple[float, float, float]:
 
 class Server:
     def __init__(self, name: str, argv: list[str], env: dict[str, str], port: int,
-                 log: Path) -> None:
+                 log: Path, cwd: Path = ROOT) -> None:
         self.name, self.argv, self.env, self.port, self.log = name, argv, env, port, log
+        self.cwd = cwd  # gunicorn and flask put their working folder first on sys.path
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(self.argv, cwd=ROOT, env=self.env, stdout=out,
+            self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdout=out,
                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          start_new_session=True, preexec_fn=_die_with_parent)
 
@@ -911,10 +936,22 @@ def main() -> None:
                              "each pbem run")
     parser.add_argument("--poll-every", type=float, default=5.0,
                         help="seconds between two polls of one page")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="a checkout of other code (a worktree of the commit before): "
+                             "each configuration runs on its pbem too ('old queued', 'old "
+                             "+clock'), just before the same configuration on this "
+                             "checkout's, on a fresh database of the same schema")
     args = parser.parse_args()
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     if not args.configs or set(args.configs) - set(CONFIG_NAMES):
         parser.error("--configs takes queued and/or clock")
+    if args.against is not None:
+        args.against = args.against.resolve()
+        if not (args.against / "pbem" / "__init__.py").is_file():
+            parser.error(f"--against: no pbem checkout at {args.against}")
+    # the runs in order: each configuration on the other code first, then on this code
+    args.keys = [key for c in args.configs
+                 for key in ([c + OLD] if args.against else []) + [c]]
     try:
         args.workers = [int(w) for w in args.workers.split(",") if w.strip()]
     except ValueError:
@@ -988,6 +1025,10 @@ def run_all(args, tmp: Path, servers: list[Server], cluster) -> None:
         lock = ("BEGIN IMMEDIATE granted -> COMMIT/ROLLBACK returned" if cluster is None else
                 "first SELECT ... FOR UPDATE answered -> COMMIT/ROLLBACK returned")
         print(f"write lock per writing transaction of pbem's processes: {lock}")
+    if args.against:
+        print(f"'old ...' = the same configuration served by the pbem (and clock) of "
+              f"{args.against}, run just before this checkout's, each on a fresh database "
+              "(migrated and filled by this checkout's code)")
     if args.pollers:
         print(f"pollers: {args.pollers} open game pages in one asyncio process, each "
               f"GET /g/<page token> every {args.poll_every:g} s with If-None-Match once it "
@@ -1024,8 +1065,9 @@ def run_workers(args, workers: int, tmp: Path, servers: list[Server], cluster,
     clocks: dict[str, Server] = {}
     urls: dict[str, str] = {}
     lock_dirs: dict[str, Path | None] = {}
-    for cfg in args.configs:
-        tag = f"{cfg}-w{workers}"
+    for cfg in args.keys:
+        code = args.against if cfg.endswith(OLD) else ROOT  # whose pbem serves it
+        tag = f"{cfg.replace(':', '-')}-w{workers}"
         if cluster is None:
             urls[cfg] = f"sqlite:///{tmp / f'pbem-{tag}.sqlite3'}"
         else:
@@ -1036,6 +1078,9 @@ def run_workers(args, workers: int, tmp: Path, servers: list[Server], cluster,
                    PBEM_BASE_URL=f"http://127.0.0.1:{port}",
                    PBEM_MAILBOX_DIR=str(tmp / f"mailbox-{tag}"),
                    **{f"PBEM_{k}": v for k, v in NO_CAPS.items()})
+        if code != ROOT:
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(code), *filter(None, [os.environ.get("PYTHONPATH")])])
         if sink is not None:
             env.update(PBEM_MAIL_BACKEND="smtp", PBEM_SMTP_HOST="127.0.0.1",
                        PBEM_SMTP_PORT=str(sink.port),
@@ -1049,16 +1094,17 @@ def run_workers(args, workers: int, tmp: Path, servers: list[Server], cluster,
             lock_dirs[cfg].mkdir()
             env["BENCH_LOCK_DIR"] = str(lock_dirs[cfg])
             conf = str(ROOT / "bench" / "lock_probe.py")  # pbem's settings + the probe
-        pbems[cfg] = Server(CONFIG_NAMES[cfg],
+        names = OLD_NAMES if cfg.endswith(OLD) else CONFIG_NAMES
+        pbems[cfg] = Server(names[config_of(cfg)],
                             gunicorn("pbem:create_app()", port, workers, ["--config", conf]),
-                            env, port, tmp / f"pbem-{tag}.log")
+                            env, port, tmp / f"pbem-{tag}.log", cwd=code)
         mine.append(pbems[cfg])
-        if cfg == "clock":
+        if config_of(cfg) == "clock":
             argv = [str(BIN / "flask"), "--app", "pbem", "pbem", "clock"]
             if args.lock_probe:
                 argv = [sys.executable, "-c", CLOCK_WITH_PROBE, *argv[1:]]
                 env["BENCH_DIR"] = str(ROOT / "bench")
-            clocks[cfg] = Server("clock", argv, env, 0, tmp / f"clock-w{workers}.log")
+            clocks[cfg] = Server("clock", argv, env, 0, tmp / f"clock-{tag}.log", cwd=code)
             mine.append(clocks[cfg])
     servers += mine
     games: dict[str, Games] = {}
@@ -1071,7 +1117,7 @@ def run_workers(args, workers: int, tmp: Path, servers: list[Server], cluster,
         baseline.wait_ready("/healthz")
         for server in pbems.values():
             server.wait_ready("/healthz")
-        games = {cfg: Games(urls[cfg], secret, args.players) for cfg in args.configs}
+        games = {cfg: Games(urls[cfg], secret, args.players) for cfg in args.keys}
         db = Cluster(cluster) if cluster is not None else None
         return measure(args, workers, baseline, pbems, clocks, games, lock_dirs, secret, sink,
                        db)
@@ -1089,7 +1135,7 @@ def measure(args, workers: int, baseline: Server, pbems: dict[str, Server],
             clocks: dict[str, Server], games: dict[str, Games],
             lock_dirs: dict[str, Path | None], secret: str, sink: Server | None,
             db: Cluster | None) -> list[Row]:
-    configs = args.configs
+    configs = args.keys
     warm = 6 * args.clients
     t0 = time.monotonic()
     warm_tokens = {cfg: games[cfg].tokens(warm) for cfg in configs}

@@ -295,11 +295,21 @@ def _autocommit_reader(engine: Engine) -> Engine:
 
 class LateLock:
     """The sessions of a change that reads before it takes its lock (``read_then_write``):
-    ``read``, then ``write()``."""
+    ``read`` (or ``connection()``, for Core statements that load no objects into it),
+    then ``write()``."""
 
-    def __init__(self, read: Session, write: Callable[[], Session]) -> None:
+    def __init__(self, read: Session, write: Callable[[], Session],
+                 connection: Callable[[], Connection] | None = None) -> None:
         self.read = read
         self._write = write
+        self._connection = connection or read.connection
+
+    def connection(self) -> Connection:
+        """A connection to read with before the lock, without the ORM's session: on
+        SQLite a ``read_connection`` of its own (ended by ``write()``: the session's
+        read and this one are not one snapshot, so use one or the other); on PostgreSQL
+        the session's, the first statements of its one transaction."""
+        return self._connection()
 
     def write(self) -> Session:
         """End the read and give the writing session (call once)."""
@@ -329,14 +339,25 @@ def read_then_write(app: Flask | None = None) -> Iterator[LateLock]:
         return
     reader = Session(_reader(engine), expire_on_commit=False)
     writers: list[Session] = []
+    reads: list[Connection] = []
+
+    def connection() -> Connection:
+        if not reads:
+            reads.append(_reader(engine).connect())
+        return reads[0]
+
+    def end_read() -> None:
+        reader.close()  # ends the read; what it loaded stays usable
+        while reads:
+            reads.pop().close()
 
     def write() -> Session:
-        reader.close()  # ends the read; what it loaded stays usable
+        end_read()
         writers.append(Session(engine, expire_on_commit=False))
         return writers[0]
 
     try:
-        yield LateLock(reader, write)
+        yield LateLock(reader, write, connection)
         for writer in writers:
             writer.commit()
     except BaseException:
@@ -344,7 +365,7 @@ def read_then_write(app: Flask | None = None) -> Iterator[LateLock]:
             writer.rollback()
         raise
     finally:
-        reader.close()
+        end_read()
         for writer in writers:
             writer.close()
 

@@ -255,12 +255,26 @@ def load_deck(path: str | Path | None = None) -> Deck:
 
     The file is looked at every time (one ``stat``), so a changed file is never mistaken
     for the old one; it is read and parsed again only when its size or mtime changed."""
-    source = str(Path(path or STANDARD_DECK).resolve())
+    source = _resolved(str(path or STANDARD_DECK))
     try:
         st = Path(source).stat()
         return _load_cached(source, st.st_mtime_ns, st.st_size)
     except OSError as exc:
         raise DeckError(f"cannot read deck file {source}: {exc.strerror}", path=source) from None
+
+
+def _resolved(path: str) -> str:
+    """``path`` made absolute with its links followed (``Path.resolve``: a system call per
+    folder on the way); an absolute path's answer is kept (``_resolved_absolute``), a
+    relative one depends on the working folder and is worked out each time."""
+    if Path(path).is_absolute():
+        return _resolved_absolute(path)
+    return str(Path(path).resolve())
+
+
+@lru_cache(maxsize=64)
+def _resolved_absolute(path: str) -> str:
+    return str(Path(path).resolve())
 
 
 @lru_cache(maxsize=16)

@@ -90,6 +90,12 @@ _LIVE_SUBSCRIPTIONS = (
     .where(_SUBSCRIPTION.c.seat_id.in_(bindparam("seats", expanding=True)),
            _SUBSCRIPTION.c.stopped_at.is_(None))
     .order_by(_SUBSCRIPTION.c.id))
+# The same for one seat (an email to one player: most of them); an expanding IN is
+# rendered anew at every execution, which costs as much again as the query.
+_SEAT_SUBSCRIPTIONS = (
+    sa_select(_SUBSCRIPTION.c.id, _SUBSCRIPTION.c.seat_id)
+    .where(_SUBSCRIPTION.c.seat_id == bindparam("seat"), _SUBSCRIPTION.c.stopped_at.is_(None))
+    .order_by(_SUBSCRIPTION.c.id))
 
 
 class Push:
@@ -103,7 +109,9 @@ class Push:
         if template not in TEMPLATES or not seats or not enabled(current_app):
             return []
         by_id = {seat.id: seat for seat in seats}
-        found = s.connection().execute(_LIVE_SUBSCRIPTIONS, {"seats": list(by_id)}).all()
+        found = (s.connection().execute(_SEAT_SUBSCRIPTIONS, {"seat": seats[0].id}).all()
+                 if len(by_id) == 1 else
+                 s.connection().execute(_LIVE_SUBSCRIPTIONS, {"seats": list(by_id)}).all())
         if not found:
             return []
         hold = email_delay(template, context)

@@ -47,13 +47,15 @@ import idna
 from flask import current_app, render_template
 from flask_babel import force_locale
 from markupsafe import escape
+from sqlalchemy import bindparam
+from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from pbem.channels import ChannelError, Later, Send, Skip, Target, move_page
 from pbem.i18n import mark, short_time
 from pbem.kinds import EmailTemplate
 from pbem.mail.compose import TALK_EVENT, default_title
-from pbem.models import Decision, EventLog, Game, Notice, Seat, Webhook, utcnow
+from pbem.models import Decision, EventLog, Game, Notice, Seat, Webhook, table_of, utcnow
 
 log = logging.getLogger("pbem.channels.webhook")
 
@@ -453,6 +455,13 @@ class Outgoing:
     body: bytes
 
 
+# A game's live webhooks, asked in every move's transaction: built once (SQLAlchemy keys
+# a statement object once; one built per call cost as much again as running it).
+_HOOKS = table_of(Webhook)
+_LIVE_HOOKS = (sa_select(_HOOKS.c.id, _HOOKS.c.mirror_talk)
+               .where(_HOOKS.c.game_id == bindparam("game_id"), _HOOKS.c.stopped_at.is_(None)))
+
+
 class WebhookChannel:
     """The chat webhooks of a game's table (``Webhook`` rows)."""
 
@@ -472,9 +481,7 @@ class WebhookChannel:
                 return []
         elif template not in (EmailTemplate.GAME_STARTED, EmailTemplate.RESULT):
             return []
-        hooks = s.connection().execute(
-            select(Webhook.id, Webhook.mirror_talk).where(
-                Webhook.game_id == game.id, col(Webhook.stopped_at).is_(None))).all()
+        hooks = s.connection().execute(_LIVE_HOOKS, {"game_id": game.id}).all()
         if headline == TALK_EVENT:
             hooks = [h for h in hooks if h.mirror_talk]
         if template == EmailTemplate.DECISION:  # one a seat: "Ann's turn", "Bob's turn"

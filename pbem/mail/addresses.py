@@ -92,6 +92,10 @@ def zone(name: str | None, seat: Seat | None) -> tzinfo:
 _QUIET = select(_ADDRESS.c.address, _ADDRESS.c.quiet_from, _ADDRESS.c.quiet_to,
                 _ADDRESS.c.timezone).where(
     _ADDRESS.c.address.in_(bindparam("rcpts", expanding=True)))
+# The same for one address (a move's new decision): an expanding IN is rendered anew at
+# every execution, which costs as much again as the query.
+_QUIET_ONE = select(_ADDRESS.c.address, _ADDRESS.c.quiet_from, _ADDRESS.c.quiet_to,
+                    _ADDRESS.c.timezone).where(_ADDRESS.c.address == bindparam("rcpt"))
 
 
 def clock_stops(conn: Connection, seats: list[Any], weekends: bool) -> list[Stops]:
@@ -100,8 +104,9 @@ def clock_stops(conn: Connection, seats: list[Any], weekends: bool) -> list[Stop
     weekends if ``weekends``. Whether the quiet hours stop a clock is the game's policy's
     to say (``GamePolicy.running``); reminders keep out of them either way."""
     rcpts = sorted({seat.email.lower() for seat in seats})
-    rows = {row.address: row for row in conn.execute(_QUIET, {"rcpts": rcpts})} \
-        if rcpts else {}
+    found = (conn.execute(_QUIET_ONE, {"rcpt": rcpts[0]}) if len(rcpts) == 1
+             else conn.execute(_QUIET, {"rcpts": rcpts}) if rcpts else ())
+    rows = {row.address: row for row in found}
     out = []
     for seat in seats:
         row = rows.get(seat.email.lower())

@@ -16,6 +16,7 @@ from flask_babel import gettext
 from sqlalchemy import bindparam, case, func, insert, null, update
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlmodel import Session, col, select
 
 from engine.core import Action, Bot, EngineError, Event, Searches, parse_action
@@ -56,6 +57,7 @@ from pbem.services.plumbing import (
     notice_all,
     queue_email,
     queue_emails,
+    read_seat_link,
     seats_of,
     stops_of,
     wake_bots,
@@ -138,7 +140,8 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
     of the link has changed at all (``link_unchanged``: one small query), the rows read
     before the lock are used as they are, not loaded again."""
     with read_then_write() as late:
-        token, game, seat, decision = live_seat_link(late.read, raw, TokenKind.ACTION)
+        token, game, seat, decision = read_seat_link(late.connection(), raw,
+                                                     TokenKind.ACTION)
         decision = _open_decision(decision, token.game_id, token.seat_id, token.decision_id)
         mod = get_game(game.engine)
         state = load_state(mod, game)
@@ -207,7 +210,8 @@ def act_from_page(page_raw: str, decision_id: Any, command: str,
     except InvalidInput:  # said only once the link is known to be live
         wanted = None
     with read_then_write() as late:
-        token, game, seat, found = live_seat_link(late.read, page_raw, TokenKind.PAGE, wanted)
+        token, game, seat, found = read_seat_link(late.connection(), page_raw, TokenKind.PAGE,
+                                                  wanted)
         wanted = _decision_id(decision_id)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
         _same_version(game, version)
@@ -808,9 +812,9 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
         seat = seats[position]
         if seat.bot:  # a bot's (seated at creation, or standing in): ``play_bot`` plays it
             bot_at = bot_at or bot_due(s, game, seats, now)
-            row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
-                           seq=game.version, kind=kind, deadline_at=bot_at)
-            _insert_decision(s, row)
+            row = _insert_decision(s, game_id=game.id, seat_id=saved_id(seat),
+                                   position=position, seq=game.version, kind=kind,
+                                   opened_at=now, deadline_at=bot_at)
             opened.append(row)
             continue
         stops = stops_of(s, game, seat)
@@ -818,10 +822,10 @@ def sync_decisions(s: Session, game: Game, mod: EngineGame, state: Any,
             game, seat, now, stops, (time_left or {}).get(saved_id(seat)))
         if game.policy.banked:
             clock_end[saved_id(seat)] = deadline
-        row = Decision(game_id=game.id, seat_id=saved_id(seat), position=position,
-                       seq=game.version, kind=kind, deadline_at=deadline,
-                       next_reminder_at=next_reminder(game, deadline, now, stops))
-        _insert_decision(s, row)
+        row = _insert_decision(s, game_id=game.id, seat_id=saved_id(seat),
+                               position=position, seq=game.version, kind=kind,
+                               opened_at=now, deadline_at=deadline,
+                               next_reminder_at=next_reminder(game, deadline, now, stops))
         opened.append(row)
         delay, why = None, None
         if seat.id == follow_up or is_present(seat, now):
@@ -873,17 +877,28 @@ def is_present(seat: Seat, now: datetime) -> bool:
 
 
 _INSERT_DECISION = insert(_DECISION_TABLE).returning(_DECISION_TABLE.c.id)
-_DECISION_COLUMNS = tuple(c.key for c in _DECISION_TABLE.columns if c.key != "id")
+# Every column of a new decision but its id, with the value it has unless given.
+_DECISION_DEFAULTS: dict[str, Any] = {
+    c.key: 0 if c.key == "reminders_sent" else None
+    for c in _DECISION_TABLE.columns if c.key != "id"}
+_NEW_DECISION = manager_of_class(Decision).new_instance
 
 
-def _insert_decision(s: Session, row: Decision) -> None:
-    """Write a new Decision row and make ``row`` its persistent object in the session:
-    a Core insert (the ORM's flush of a new object costs several times more); the object
-    then counts as loaded, with its new id."""
-    row.id = s.connection().execute(
-        _INSERT_DECISION, {key: getattr(row, key) for key in _DECISION_COLUMNS}).scalar_one()
+def _insert_decision(s: Session, **values: Any) -> Decision:
+    """Write a new Decision row (``values``: its columns; the rest take their defaults)
+    and return it as a persistent object of the session: a Core insert (the ORM's flush
+    of a new object costs several times more), and the object made as a query would
+    load it, every column set (SQLModel's constructor, which sets each attribute
+    through the ORM's instrumentation, cost more than the insert)."""
+    columns = {**_DECISION_DEFAULTS, **values}
+    if columns["opened_at"] is None:
+        columns["opened_at"] = utcnow()
+    columns["id"] = s.connection().execute(_INSERT_DECISION, columns).scalar_one()
+    row: Decision = _NEW_DECISION()
+    row.__dict__.update(columns)
     make_transient_to_detached(row)
     s.add(row)
+    return row
 
 
 def queue_decision(s: Session, game: Game, mod: EngineGame, state: Any, seat: Seat,

@@ -154,16 +154,21 @@ def test_an_email_is_rendered_in_a_read_and_its_links_work(app, table, inbox, mo
 
 
 def _count_link_reads(monkeypatch) -> list[bool]:
-    """One entry per full read of a link (``live_seat_link``): True for one under the
-    lock (``again``)."""
+    """One entry per full read of a link (``read_seat_link`` before the lock: False;
+    ``live_seat_link`` under it, ``again``: True)."""
     reads: list[bool] = []
-    original = playing.live_seat_link
+    original, before = playing.live_seat_link, playing.read_seat_link
 
     def spy(*args, again=False):
         reads.append(again)
         return original(*args, again=again)
 
+    def spy_before(*args):
+        reads.append(False)
+        return before(*args)
+
     monkeypatch.setattr(playing, "live_seat_link", spy)
+    monkeypatch.setattr(playing, "read_seat_link", spy_before)
     return reads
 
 

@@ -4,6 +4,7 @@ process at once (SQLite: a datagram to the loop's socket in the database's wake 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -13,11 +14,13 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlmodel import select
 
 from pbem import services, wake
 from pbem.channels import delivery
 from pbem.channels.delivery import notice_loop
 from pbem.db import get_engine, is_postgres, session_scope
+from pbem.models import Outbox, utcnow
 from pbem.services.plumbing import wake_deliverer
 from tests.server.conftest import PLAYERS, SECRET
 
@@ -215,3 +218,46 @@ def test_a_notice_committed_here_wakes_the_notice_loop_at_once(app, monkeypatch)
         stop.set()
         thread.join(10)
         services.MAIL_QUEUED.clear()
+
+
+# --------------------------------------------------------------------------- held emails
+
+
+@contextlib.contextmanager
+def mail_loop_ear(app):
+    """A mail loop's ear on this test's database (SQLite: a listener on the wake folder;
+    PostgreSQL: a LISTEN of its own): yields ``heard(seconds)``, whether a wake-up came
+    within that time."""
+    if not is_postgres(app):
+        with wake.Listener(get_engine(app).url, wake.MAIL) as listener:
+            yield listener.wait
+        services.MAIL_QUEUED.clear()
+        return
+    import psycopg
+
+    url = get_engine(app).url.set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as conn:
+        conn.execute(f"LISTEN {services.OUTBOX_CHANNEL}")
+        yield lambda seconds: bool(list(conn.notifies(timeout=seconds, stop_after=1)))
+
+
+def test_a_move_whose_email_waits_for_the_take_back_grace_wakes_no_mail_loop(app, table):
+    """The next player's email waits TAKEBACK_GRACE_SECONDS (the move may be taken back):
+    the move's commit wakes no mail loop, which would find nothing due (its poll sends the
+    email once it is); on PostgreSQL that is one NOTIFY less, whose commit waits for every
+    other notifying transaction. A move whose next email is due at once wakes it."""
+    app.config["TAKEBACK_GRACE_SECONDS"] = 90
+    first = table.open()
+    table.page_link(first)  # (its email is delivered before the ear listens)
+    with mail_loop_ear(app) as heard:
+        table.play_on_page(first, table.bot_choice(first))
+        assert not heard(0.5), "a move whose email waits 90 s woke the mail loop"
+        with app.app_context(), session_scope() as s:
+            held = s.exec(select(Outbox).where(Outbox.game_id == table.game_id,
+                                               Outbox.status == "pending",
+                                               Outbox.next_attempt_at > utcnow())).all()
+        assert [o.template for o in held] == ["decision"]  # it is queued, for later
+        app.config["TAKEBACK_GRACE_SECONDS"] = 0
+        second = table.open()
+        table.play_on_page(second, table.bot_choice(second))
+        assert heard(2), "a move whose email is due at once did not wake the mail loop"
