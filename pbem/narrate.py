@@ -63,8 +63,10 @@ NARRATION_IMPORT_RE = re.compile(r'''(import\s+"narration/[^"]+\.jinja)(")''')
 
 _DICT_ATTRIBUTES = frozenset(dir(dict))
 # Callables whose ``__call__`` is a method-wrapper or a plain method of their class (never
-# marked ``pass_context``): whether they take the context is their own mark alone.
-_PLAIN_CALLABLES = frozenset({Macro, types.FunctionType, types.MethodType,
+# marked ``pass_context``): whether they take the context is their own mark alone. (Not
+# ``Macro``: its ``__call__`` takes the caller's eval context, so that a macro escapes as
+# the template that calls it does; ``TemplateContext.call`` passes it.)
+_PLAIN_CALLABLES = frozenset({types.FunctionType, types.MethodType,
                               types.BuiltinFunctionType, functools.partial})
 
 
@@ -77,9 +79,13 @@ class TemplateContext(Context):
 
     @internalcode
     def call(__self, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
-        if type(__obj) not in _PLAIN_CALLABLES:
+        pass_arg: _PassArg | None
+        if type(__obj) is Macro:  # Macro.__call__ is pass_eval_context
+            pass_arg = _PassArg.eval_context
+        elif type(__obj) in _PLAIN_CALLABLES:
+            pass_arg = getattr(__obj, "jinja_pass_arg", None)
+        else:
             return Context.call(__self, __obj, *args, **kwargs)
-        pass_arg = getattr(__obj, "jinja_pass_arg", None)
         if pass_arg is _PassArg.context:
             if kwargs.get("_loop_vars"):
                 __self = __self.derived(kwargs["_loop_vars"])  # type: ignore[assignment]
