@@ -82,6 +82,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import gc
 import io
 import os
 import pstats
@@ -490,6 +491,9 @@ def run_one(kind: str, url: str, args, workdir: Path) -> dict:
             result[f"plan_{name}"] = lines
 
         # due variants
+        if args.freeze:  # as ``pbem clock`` does at its start: a full collection then
+            gc.collect()  # walks only what was made since, not the process's lifelong
+            gc.freeze()  # objects
         result["due"] = {}
         variants = [b for b in plan if not b[0].get("only")]
         for n, batches in zip(args.due, variants, strict=True):
@@ -601,6 +605,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=10, help="steady sweeps timed")
     parser.add_argument("--due-repeats", type=int, default=3,
                         help="due sweeps timed per variant (each with a fresh batch)")
+    parser.add_argument("--freeze", action="store_true",
+                        help="gc.freeze() before the due sweeps and mail passes, as the "
+                             "clock process does at its start")
     parser.add_argument("--quick", action="store_true",
                         help="fewer repeats (5 steady, 1 per due variant)")
     parser.add_argument("--sqlite-analyze", action="store_true",
