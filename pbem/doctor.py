@@ -50,13 +50,16 @@ from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 from flask import Flask
 from sqlalchemy import func
 from sqlalchemy import select as sa_select
 from sqlmodel import col
+
+if TYPE_CHECKING:
+    from pbem.health import Health
 
 PASS, FAIL, NOT_APPLICABLE = "✓", "✗", "–"
 MIN_SECRET_CHARS = 32
@@ -692,18 +695,26 @@ check_spf, check_dkim, check_dmarc, check_mx = map(_dns_check, (spf, dkim, dmarc
 # --------------------------------------------------------------------------- clock, outbox
 
 
-def check_clock(probe: Probe) -> Result:
-    """The freshest clock's last sweep (``pbem.health``: the heartbeat every clock writes
-    after each sweep), against ``CLOCK_SILENT_SECONDS``."""
+def _health_facts(probe: Probe) -> Health | Result:
+    """The deep health check's facts (``pbem.health.status``), or the line saying why
+    they could not be read."""
     if not probe.found.get("schema"):
         return Result(None, "not checked: no database schema")
     from pbem import health
 
     try:
         with probe.app.app_context():
-            facts = health.status()
+            return health.status()
     except Exception as exc:  # noqa: BLE001 - e.g. a schema without heartbeats
         return Result(None, f"not checked: {_first_line(exc)}")
+
+
+def check_clock(probe: Probe) -> Result:
+    """The freshest clock's last sweep (``pbem.health``: the heartbeat every clock writes
+    after each sweep), against ``CLOCK_SILENT_SECONDS``."""
+    facts = _health_facts(probe)
+    if isinstance(facts, Result):
+        return facts
     silent = float(probe.config["CLOCK_SILENT_SECONDS"])
     fix = ("start the clock: `flask --app pbem pbem clock` (or `pbem serve`, which starts "
            "it with the web server); without it no email goes out and no deadline passes")
@@ -722,15 +733,11 @@ def check_clock(probe: Probe) -> Result:
 def check_bots(probe: Probe) -> Result:
     """The bot workers' heartbeats and the bots' moves waiting for one
     (``pbem.health``: ``bots/behind`` after ``BOTS_BEHIND_SECONDS``)."""
-    if not probe.found.get("schema"):
-        return Result(None, "not checked: no database schema")
     from pbem import health
 
-    try:
-        with probe.app.app_context():
-            facts = health.status()
-    except Exception as exc:  # noqa: BLE001 - e.g. a schema without heartbeats
-        return Result(None, f"not checked: {_first_line(exc)}")
+    facts = _health_facts(probe)
+    if isinstance(facts, Result):
+        return facts
     workers = (f"{facts.bot_workers} bot worker(s) alive" if facts.bot_workers
                else "no bot worker alive (the clock plays the bots itself, strong ones at the "
                      "default budget)")
