@@ -20,6 +20,10 @@ BENCHES: dict[str, tuple[list[str], str | list[str]]] = {
                         "50"], r"overall +\d+ emails: median +[\d.]+ ms"),
     "seat_view.py": (["--players", "2", "--reps", "1"],
                      r"stoneage: \d+ decisions[\s\S]*page +median +[\d.]+ ms"),
+    "gc_pause.py": (["--repeats", "1", "--bot-ms", "20"],
+                    [r"one full collection, CPU \(median of 1\): [\d.]+ ms before gc\.freeze\(\), "
+                     r"[\d.]+ ms after",
+                     r"a strong Stone Age decision of 20 ms, after: \d+ full collection"]),
     "push_cost.py": (["--n", "20", "--reps", "1"],
                      r"push on, one device: \d+ µs[\s\S]*encrypting one notification"),
     "page_time.py": (["--players", "2", "--reps", "1", "--cheap-reps", "5"],

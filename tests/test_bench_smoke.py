@@ -6,7 +6,7 @@ from tests.bench_smoke import run_bench, test_every_bench_script_has_a_smoke_run
 
 
 @pytest.mark.parametrize("script", ["engine_speed.py", "render_mail.py", "seat_view.py",
-                                    "push_cost.py",
+                                    "push_cost.py", "gc_pause.py",
                                     "page_time.py", "my_timing.py", "sweep_time.py",
                                     "confirm_latency.py",
                                     "stoneage_decisions.py", "digest_week.py", "arena.py",
