@@ -34,14 +34,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import case, func, select, update
+from sqlalchemy import and_, case, func, select, update
 from sqlalchemy.orm import aliased
 
 from pbem import health, wake
 from pbem.db import background_writes, get_engine, read_connection, session_scope
-from pbem.kinds import GameStatus, Process
+from pbem.kinds import Process
 from pbem.models import Decision, Game, Heartbeat, Seat, as_utc, table_of, utcnow
-from pbem.services.deadlines import Due, play_bot
+from pbem.services.deadlines import Due, bot_open, play_bot
 
 log = logging.getLogger("pbem.bots")
 _DECISION = table_of(Decision)
@@ -63,6 +63,13 @@ def _unclaimed(now: datetime) -> Any:
     return claimed.is_(None) | (claimed < now)
 
 
+def claimable(now: datetime, seat: Any = _SEAT) -> Any:
+    """Where a bot's decision may be claimed now: open in a running, unpaused game, its
+    pause over and claimed by nobody (``seat``: the decision's seat as joined)."""
+    return and_(_DECISION.c.deadline_at <= now, bot_open(_DECISION, _GAME, seat),
+                _unclaimed(now))
+
+
 def claim(now: datetime | None = None, lease: float | None = None) -> Due | None:
     """Claim the next due bot decision for this worker (the lease: ``lease`` seconds, by
     default ``BOT_LEASE_SECONDS``), round-robin across hosts and games; None if none is
@@ -79,9 +86,7 @@ def claim(now: datetime | None = None, lease: float | None = None) -> Due | None
              .join(bot_seat, bot_seat.c.id == _DECISION.c.seat_id)
              .outerjoin(host_seat, (host_seat.c.game_id == _GAME.c.id)
                         & host_seat.c.is_host.is_(True))
-             .where(_DECISION.c.closed_at.is_(None), _DECISION.c.deadline_at <= now,
-                    _GAME.c.status == GameStatus.ACTIVE.value, _GAME.c.paused_at.is_(None),
-                    bot_seat.c.bot.is_not(None), _unclaimed(now))
+             .where(claimable(now, bot_seat))
              # the games served longest ago first: a host's thousand games fill the
              # window of candidates only until they are served
              .order_by(_GAME.c.bot_served_at.asc().nulls_first(), _DECISION.c.deadline_at)
@@ -215,9 +220,7 @@ def next_due() -> datetime | None:
     query = (select(func.min(_NEXT))
              .join(_GAME, _GAME.c.id == _DECISION.c.game_id)
              .join(_SEAT, _SEAT.c.id == _DECISION.c.seat_id)
-             .where(_DECISION.c.closed_at.is_(None), _DECISION.c.deadline_at.is_not(None),
-                    _GAME.c.status == GameStatus.ACTIVE.value, _GAME.c.paused_at.is_(None),
-                    _SEAT.c.bot.is_not(None)))
+             .where(_DECISION.c.deadline_at.is_not(None), bot_open(_DECISION, _GAME, _SEAT)))
     with read_connection() as conn:
         when = conn.execute(query).scalar()
     return as_utc(when) if when is not None else None

@@ -51,6 +51,7 @@ from pbem.channels.delivery import start_notice_thread
 from pbem.db import background_writes, get_engine, is_postgres
 from pbem.kinds import Process
 from pbem.models import utcnow
+from pbem.services.allowance import utc_day
 
 if TYPE_CHECKING:
 
@@ -123,7 +124,7 @@ def sweep(app: Flask, now: datetime | None = None) -> dict[str, int]:
             else:
                 if digests:
                     counts["digests"] = digests
-            _forget_old_bot_usage(now, counts)
+            _forget_old_bot_usage(app, now, counts)
         else:
             counts["busy"] = 1
     with app.app_context():  # alive; and it swept, unless another clock did
@@ -194,13 +195,23 @@ def _play_bots(app: Flask, now: datetime, counts: dict[str, int]) -> None:
         bots.release(item.decision_id)
 
 
-def _forget_old_bot_usage(now: datetime, counts: dict[str, int]) -> None:
-    """The bots' CPU of days before yesterday deleted (``services.forget_old_usage``)."""
+_USAGE_FORGOTTEN = "pbem.bot_usage_forgotten"  # app.extensions: the UTC day last done
+
+
+def _forget_old_bot_usage(app: Flask, now: datetime, counts: dict[str, int]) -> None:
+    """The bots' CPU of days before yesterday deleted (``services.forget_old_usage``),
+    once a UTC day per clock process: no older day is charged after that (a charge is
+    for the day of its move), so the sweeps in between have nothing to ask."""
+    day = utc_day(now)
+    if app.extensions.get(_USAGE_FORGOTTEN) == day:
+        return
     try:
         services.forget_old_usage(now)
     except Exception:  # noqa: BLE001 - logged; the next sweep tries again
         log.exception("sweep: the bots' old CPU usage could not be deleted")
         counts["errors"] += 1
+        return
+    app.extensions[_USAGE_FORGOTTEN] = day
 
 
 def _guarded(step: Callable[[Item, datetime], bool], item: Item, now: datetime,

@@ -228,20 +228,17 @@ def _outbox(conn: Any, now: datetime) -> dict[str, Any]:
 
 
 def _bots_due(conn: Any, now: datetime) -> tuple[int, datetime | None]:
-    """Open decisions of bots in running games, due and claimed by nobody: how many, and
-    the earliest due time."""
-    from pbem.kinds import GameStatus
+    """Open decisions of bots in running games, due and claimed by nobody (what a bot
+    worker may claim: ``bots.claimable``): how many, and the earliest due time."""
+    from pbem.bots import claimable
     from pbem.models import Decision, Game, Seat
 
     decision, game, seat = table_of(Decision), table_of(Game), table_of(Seat)
-    claimed = decision.c.bot_claimed_until
     row = conn.execute(
         select(func.count(), func.min(decision.c.deadline_at))
         .join(game, game.c.id == decision.c.game_id)
         .join(seat, seat.c.id == decision.c.seat_id)
-        .where(decision.c.closed_at.is_(None), decision.c.deadline_at <= now,
-               seat.c.bot.is_not(None), game.c.status == GameStatus.ACTIVE.value,
-               game.c.paused_at.is_(None), claimed.is_(None) | (claimed < now))).one()
+        .where(claimable(now))).one()
     return int(row[0]), row[1]
 
 

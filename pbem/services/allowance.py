@@ -58,8 +58,6 @@ def utc_day(now: datetime) -> date:
     return now.astimezone(UTC).date()
 
 
-_HOST = select(_SEAT.c.email).where(_SEAT.c.game_id == bindparam("game_id"),
-                                    _SEAT.c.is_host.is_(True))
 _GAME_DAY = select(_USAGE.c.cpu_seconds).where(_USAGE.c.day == bindparam("day"),
                                                _USAGE.c.game_id == bindparam("game_id"))
 _OLD_DAY = select(_USAGE.c.day).where(_USAGE.c.day < bindparam("cutoff")).limit(1)
@@ -67,9 +65,10 @@ _HOST_DAY = select(func.sum(_USAGE.c.cpu_seconds)).where(_USAGE.c.day == bindpar
                                                          _USAGE.c.host == bindparam("host"))
 
 
-def host_of(conn: Connection, game_id: str) -> str:
-    """The address of the game's host seat (lower case; "" if it has none)."""
-    return str(conn.execute(_HOST, {"game_id": game_id}).scalar() or "").lower()
+def host_address(email: str | None) -> str:
+    """The host's address as its usage is kept: lower case; "" for a game with no host
+    seat."""
+    return str(email or "").lower()
 
 
 def bot_cpu(conn: Connection, game_id: str, host: str, now: datetime) -> BotCpu:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import ColumnElement, FromClause, and_, bindparam, update
+from sqlalchemy.orm import aliased
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import Session, col, select
 
@@ -71,19 +72,41 @@ def due_bot_moves(now: datetime, limit: int = 500) -> list[Due]:
     return _due(Decision.deadline_at, now, limit, bots=True)
 
 
+def running_open(decision: FromClause, game: FromClause) -> ColumnElement[bool]:
+    """Where a decision (of the table ``decision``) is open in a running, unpaused game
+    (``game``): the one filter of every read of what is due."""
+    return and_(decision.c.closed_at.is_(None), game.c.status == GameStatus.ACTIVE,
+                game.c.paused_at.is_(None))
+
+
+def bot_open(decision: FromClause, game: FromClause, seat: FromClause
+             ) -> ColumnElement[bool]:
+    """``running_open``, and a bot plays the decision's seat (``seat``, joined on the
+    decision's seat): the filter of every read of the bots' work (the sweep's fallback,
+    the workers' claims and sleeps, the health report)."""
+    return and_(running_open(decision, game), seat.c.bot.is_not(None))
+
+
+_DECISION_TABLE = table_of(Decision)
+_GAME_TABLE = table_of(Game)
+_SEAT_TABLE = table_of(Seat)
+
+
 def _due(column: Any, now: datetime, limit: int, bots: bool | None = None) -> list[Due]:
     """Open decisions of running, unpaused games whose ``column`` time has come,
     earliest first (served by the indexes on (closed_at, deadline_at / next_reminder_at));
     a read that takes no lock: each decision is re-checked in its own transaction.
     ``bots``: only the decisions of seats a bot plays (True) or of people's (False)."""
+    decision, game, seat = _DECISION_TABLE, _GAME_TABLE, _SEAT_TABLE
     query = (select(id_column(Decision.id), Decision.game_id)
-             .join(Game, col(Game.id) == Decision.game_id)
-             .where(col(Decision.closed_at).is_(None), column <= now,
-                    Game.status == GameStatus.ACTIVE, col(Game.paused_at).is_(None)))
-    if bots is not None:
-        on_bot = col(Seat.bot).is_not(None)
-        query = query.join(Seat, col(Seat.id) == Decision.seat_id).where(
-            on_bot if bots else ~on_bot)
+             .join(game, game.c.id == decision.c.game_id)
+             .where(column <= now))
+    if bots is None:
+        query = query.where(running_open(decision, game))
+    else:
+        query = query.join(seat, seat.c.id == decision.c.seat_id).where(
+            bot_open(decision, game, seat) if bots
+            else and_(running_open(decision, game), seat.c.bot.is_(None)))
     with read_scope() as s:
         return [Due(*row) for row in s.exec(query.order_by(column).limit(limit))]
 
@@ -186,6 +209,16 @@ def play_bots_due(due: list[Due], now: datetime) -> list[tuple[Due, StepResult]]
     return out
 
 
+_HOST_SEAT = aliased(Seat)
+# play_bot's read: the decision, its seat, its game and the address of the game's host
+_BOT_READ = (select(Decision, Seat, Game, _HOST_SEAT.email)
+             .join(Seat, col(Seat.id) == Decision.seat_id)
+             .join(Game, col(Game.id) == Decision.game_id)
+             .outerjoin(_HOST_SEAT, (col(_HOST_SEAT.game_id) == Decision.game_id)
+                        & col(_HOST_SEAT.is_host).is_(True))
+             .where(Decision.id == bindparam("id")))
+
+
 def play_bot(decision_id: int, now: datetime, game_id: str | None = None,
              cap_ms: float | None = None) -> bool:
     """Play the move of a bot (seated at creation, or standing in for a player) whose
@@ -198,18 +231,15 @@ def play_bot(decision_id: int, now: datetime, game_id: str | None = None,
     the default budget. ``cap_ms``: a strong bot thinks at most that long whatever the
     game's choice (the clock's fallback, which must keep time)."""
     with read_scope() as s:
-        found = s.exec(select(Decision, Seat, Game)
-                       .join(Seat, col(Seat.id) == Decision.seat_id)
-                       .join(Game, col(Game.id) == Decision.game_id)
-                       .where(Decision.id == decision_id)).first()
+        found = s.exec(_BOT_READ, params={"id": decision_id}).first()
         if found is None:
             return False
-        decision, seat, game = found
+        decision, seat, game, host_email = found
         if (decision.closed_at is not None or seat.bot is None
                 or decision.deadline_at is None or decision.deadline_at > now
                 or game.status != GameStatus.ACTIVE or game.paused_at is not None):
             return False
-        version, bot, host = game.version, seat.bot, allowance.host_of(s.connection(), game.id)
+        version, bot, host = game.version, seat.bot, allowance.host_address(host_email)
         mod = get_game(game.engine)
         state = load_state(mod, game)
         budget = (allowance.budget_ms(s.connection(), game.id, host, game.policy.bot_ms, now)
@@ -284,7 +314,6 @@ def queue_reminder(s: Session, game: Game, decision: Decision, seat: Seat, now: 
         queue_decision(s, game, mod, state, seat, decision, reminder=True, key=key)
 
 
-_SEAT_TABLE = table_of(Seat)
 _COUNT_TIMEOUT = (update(_SEAT_TABLE).where(_SEAT_TABLE.c.id == bindparam("seat_id"))
                   .values(timeouts_in_row=bindparam("timeouts"), bot=bindparam("bot")))
 

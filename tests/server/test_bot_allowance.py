@@ -192,6 +192,27 @@ def test_the_clock_forgets_the_usage_of_days_before_yesterday(app):
         (today - timedelta(days=1)).date(), today.date()]
 
 
+def test_the_clock_asks_once_a_utc_day_and_again_the_next(app, monkeypatch):
+    game_id, _, _ = strong_game(app)
+    asked: list[datetime] = []
+    real = services.forget_old_usage
+
+    def spy(now: datetime) -> int:
+        asked.append(now)
+        return real(now)
+
+    monkeypatch.setattr(services, "forget_old_usage", spy)
+    today = utcnow().replace(hour=12)
+    for minutes in (0, 1, 60):
+        clock.sweep(app, today + timedelta(minutes=minutes))
+    assert len(asked) == 1  # the sweeps after it on the same day ask nothing
+    spend(app, game_id, ANN.email, 1, today - timedelta(days=1))
+    later = today + timedelta(days=2)
+    clock.sweep(app, later)
+    assert len(asked) == 2
+    assert all(r.day >= (later - timedelta(days=1)).date() for r in usage(app))
+
+
 # ------------------------------------------------------------------ the host page
 def host_page(client, raw: str) -> str:
     resp = client.get(f"/admin/{raw}")
