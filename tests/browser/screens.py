@@ -27,7 +27,8 @@ from sqlmodel import select
 
 from pbem import mail, services
 from pbem.db import session_scope
-from pbem.models import Decision, Game, Outbox, Seat, Token
+from pbem.models import Decision, Game, Outbox, Seat, Token, utcnow
+from pbem.services import allowance
 from pbem.tokens import hash_token
 from tests.server.helpers import clock_plays_bots
 
@@ -428,16 +429,23 @@ class Story:
         self.page.select_option("select[name=bot1]", "strong")
         self.page.locator("#f-bot_ms").wait_for(state="visible")
 
-    def bots_admin(self) -> None:
+    def bots_admin(self, over: bool = False) -> None:
         """The host page of another game: the host, a strong bot and an easy one (its
-        options say how long the strong bot thinks)."""
-        host = services.PlayerIn(self.people[0][0], f"bots.{self.lang}@example.test",
+        options say how long the strong bot thinks, and what the bots' CPU used of the
+        day's allowance). ``over``: its bots have used more than the game's allowance
+        today (the strong bot thinks at the default budget)."""
+        host = services.PlayerIn(self.people[0][0],
+                                 f"bots{'.over' if over else ''}.{self.lang}@example.test",
                                  self.lang, "Europe/Berlin")
         bots = [services.PlayerIn("", "", self.lang, bot=level) for level in ("strong", "easy")]
         with self.app.app_context():
             created = services.create_game(self.game, [host, *bots], {"bot_ms": 2500},
                                            title=TITLE[self.lang], confirm_by_email=False,
                                            start=True)
+            if over:
+                with session_scope() as s:
+                    allowance.charge(s.connection(), created.game_id, host.email, 642.7,
+                                     utcnow())
         self.goto(f"/admin/{created.admin_token}")
 
     def control(self, control: str, **fill: str) -> None:
@@ -524,6 +532,7 @@ SCENES: list[Scene] = [
     Scene("home", lambda s: s.goto("/"), once=True),
     Scene("home-bots", lambda s: s.choose_strong_bot(), once=True),
     Scene("admin-bots", lambda s: s.bots_admin(), once=True),
+    Scene("admin-bots-over", lambda s: s.bots_admin(over=True), once=True),
     Scene("home-error", lambda s: s.create_game(same_address_twice=True), once=True),
     Scene("created", lambda s: s.create_game(), once=True),
     Scene("mail-host_confirm", lambda s: s.show_mail("host_confirm", s.addr(0)), once=True),
