@@ -234,6 +234,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     app.config.from_prefixed_env("PBEM")
     if config:
         app.config.update(config)
+    _check_settings(app)
     _fill_defaults(app)
     from pbem import cli, db, i18n, mail, ui, web
 
@@ -251,6 +252,22 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     ui.init_app(app)
     cli.init_app(app)
     return app
+
+
+def _check_settings(app: Flask) -> None:
+    """Every numeric setting a number in its range (``pbem.settings``), or no app: a
+    ``flask`` command then says which setting and why, with no traceback."""
+    from pbem import settings
+
+    try:
+        settings.check_numbers(app.config, DefaultConfig)
+    except settings.SettingsError as exc:
+        import click
+        from flask.cli import NoAppException
+
+        if click.get_current_context(silent=True) is not None:
+            raise NoAppException(str(exc)) from None
+        raise
 
 
 def _fill_defaults(app: Flask) -> None:
