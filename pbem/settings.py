@@ -14,11 +14,11 @@ from typing import Any
 
 # more than 0: a wait, a lease, a timeout or an interval of 0 is a busy loop or no lease
 POSITIVE = frozenset({
-    "API_WAIT_SECONDS", "BOT_BEAT_SECONDS", "BOT_LEASE_SECONDS", "BOT_POLL_SECONDS",
+    "BOT_BEAT_SECONDS", "BOT_LEASE_SECONDS", "BOT_POLL_SECONDS",
     "CLOCK_INTERVAL", "DATABASE_CONNECT_TIMEOUT", "IMAP_POLL_SECONDS",
     "INBOUND_BEAT_SECONDS", "LIVE_POLL_SECONDS", "MAIL_LEASE_SECONDS",
     "MAIL_POLL_INTERVAL", "PUSH_TIMEOUT", "SMTP_TIMEOUT", "WEBHOOK_TIMEOUT",
-    "WEB_WORKERS", "API_WAIT_SLOTS", "MAIL_MAX_ATTEMPTS"})
+    "WEB_WORKERS", "MAIL_MAX_ATTEMPTS"})
 # the ranges of the few that are not "0 or more"
 RANGES: dict[str, tuple[float, float]] = {"BOT_NICE": (-20, 19), "IMAP_PORT": (1, 65535),
                                           "INBOUND_PORT": (1, 65535),
