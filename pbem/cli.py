@@ -23,6 +23,7 @@ from pbem.kinds import Process, SeatBot
 from pbem.policy import ABSENT_BOTS
 
 pbem_cli = AppGroup("pbem", help="pbem: games by email.")
+MAX_PROCESSES = 256  # workers a command starts at most: a typo must not fork thousands
 
 
 def init_app(app: Flask) -> None:
@@ -205,7 +206,7 @@ def inbound(imap: bool, lmtp: bool | None) -> None:
 
 
 @pbem_cli.command("bots")
-@click.option("--workers", type=int, default=None,
+@click.option("--workers", type=click.IntRange(1, MAX_PROCESSES), default=None,
               help="Bot worker processes (default: the cores less one, at least 1).")
 def bots(workers: int | None) -> None:
     """Run the bot workers: each claims one due bot move at a time, thinks, and records
@@ -229,7 +230,7 @@ def bots(workers: int | None) -> None:
 @click.option("--port", envvar="PORT", default=5000, show_default=True, type=int,
               help="The web server's port (env PORT); the receiver's moves with it "
                    "(2525 for 5000, 2625 for 5100) unless PBEM_INBOUND_PORT is set.")
-@click.option("--workers", type=int, default=None,
+@click.option("--workers", type=click.IntRange(1, MAX_PROCESSES), default=None,
               help="gunicorn workers (default: PBEM_WEB_WORKERS, 2).")
 @click.option("--inbound", "inbound_mode", default="auto", show_default=True,
               type=click.Choice(["auto", "smtp", "imap", "off"]),
@@ -237,7 +238,7 @@ def bots(workers: int | None) -> None:
                    "SMTP receiver (off when PBEM_REPLIES and PBEM_BOUNCES are both false).")
 @click.option("--stop-seconds", default=10.0, show_default=True,
               help="On SIGTERM, how long the children have to stop before SIGKILL.")
-@click.option("--bot-workers", type=int, default=None,
+@click.option("--bot-workers", type=click.IntRange(0, MAX_PROCESSES), default=None,
               help="Bot worker processes (default: the cores less one, at least 1; "
                    "0: none, the clock plays the bots).")
 @sends_mail

@@ -78,3 +78,16 @@ def test_a_command_with_a_bad_setting_says_which_and_fails_without_a_traceback(
     if command != ["--help"]:  # the help is shown all the same (without pbem's commands)
         assert done.returncode != 0
         assert "started" not in done.stdout
+
+
+@pytest.mark.parametrize(("command", "option"), [
+    (["bots", "--workers"], "--workers"), (["serve", "--workers"], "--workers"),
+    (["serve", "--bot-workers"], "--bot-workers")])
+@pytest.mark.parametrize("value", ["-1", "100000"])
+def test_a_number_of_worker_processes_out_of_range_is_refused_before_anything_starts(
+        command: list[str], option: str, value: str):
+    app = create_app({"MAIL_BACKEND": "memory", "DATABASE_URL": "sqlite://"})
+    result = app.test_cli_runner().invoke(args=["pbem", *command, value])
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output
+    assert "started" not in result.output
