@@ -25,6 +25,10 @@ RANGES: dict[str, tuple[float, float]] = {"BOT_NICE": (-20, 19), "IMAP_PORT": (1
                                           "SMTP_PORT": (1, 65535)}
 
 
+# a time may be a fraction even where its default is whole (SMTP_TIMEOUT=0.5)
+DURATIONS = ("_SECONDS", "_TIMEOUT", "_MINUTES", "_DAYS", "_INTERVAL")
+
+
 class SettingsError(ValueError):
     """A setting the server cannot use; the message says which, what it is and why."""
 
@@ -44,7 +48,8 @@ def check_numbers(config: MutableMapping[str, Any], defaults: type) -> None:
     for name, default in sorted(numeric_defaults(defaults).items()):
         value = config.get(name, default)
         try:
-            config[name] = _number(name, value, whole=isinstance(default, int))
+            config[name] = _number(name, value, whole=isinstance(default, int)
+                                   and not name.endswith(DURATIONS))
         except SettingsError as exc:
             problems.append(f"PBEM_{name} is {value!r}: {exc} (the default is {default})")
     if problems:

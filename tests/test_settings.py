@@ -23,11 +23,12 @@ def checked(**values: object) -> dict[str, object]:
 
 def test_text_that_reads_as_a_number_becomes_one_of_the_defaults_kind():
     config = checked(BOT_LEASE_SECONDS="45", WEB_WORKERS="3", BOT_CPU_GAME_SECONDS=" 7.5 ",
-                     TAKEBACK_GRACE_SECONDS=0)
+                     TAKEBACK_GRACE_SECONDS=0, SMTP_TIMEOUT="0.5")
     assert config["BOT_LEASE_SECONDS"] == 45.0
     assert config["WEB_WORKERS"] == 3 and isinstance(config["WEB_WORKERS"], int)
     assert config["BOT_CPU_GAME_SECONDS"] == 7.5
     assert config["TAKEBACK_GRACE_SECONDS"] == 0  # 0 is a fine grace: none
+    assert config["SMTP_TIMEOUT"] == 0.5  # a time may be a fraction where its default is not
     assert config["CLOCK_INTERVAL"] == DefaultConfig.CLOCK_INTERVAL  # unset: the default
 
 
