@@ -35,8 +35,8 @@ the working folder (the script imports ``pbem`` from ``sys.path``):
 from __future__ import annotations
 
 import argparse
-import cProfile
 import collections
+import cProfile
 import os
 import pstats
 import re

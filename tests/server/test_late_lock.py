@@ -266,3 +266,52 @@ def test_a_confirm_checks_out_one_connection_on_postgresql(app, table):
     else:
         assert len(set(map(id, checkouts))) == 2 and ends[-1] == "commit", (checkouts, ends)
     assert len(_moves_of(app, decision.id)) == 1
+
+
+def test_a_confirm_reads_the_games_seats_with_its_check_under_the_lock(app, table):
+    """The move needs every seat of the game: the check under the lock that the link is
+    unchanged reads them in the same statement, so no statement reads the seats alone
+    (one statement, and one round trip on PostgreSQL, fewer per confirm)."""
+    decision = table.open()
+    url, action = next(iter(table.one_click(decision).items()))
+    raw = path_of(url).rsplit("/", 1)[-1]
+    statements: list[str] = []
+    engine = get_engine(app)
+
+    def seen(_conn, _cursor, statement, *_args):
+        statements.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        with app.app_context():
+            services.act_by_token(raw)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert not [s for s in statements if s.startswith("SELECT seat.")], statements
+    assert [s for s in statements if "FOR UPDATE" not in s and "JOIN seat ON seat.game_id"
+            in s], statements  # the check, with the seats
+    assert [m.action for m in _moves_of(app, decision.id)] == [action.to_json()]
+
+
+def test_the_seats_a_confirm_plays_with_are_read_under_the_lock(app, table, monkeypatch):
+    """A seat's page seen after the confirm's read (which moves no page_version) is seen
+    by the move: the seats come from the read under the lock, not from before it."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
+    _spy_apply(monkeypatch, after=lambda: _writer(
+        app, "UPDATE seat SET page_seen_at = CURRENT_TIMESTAMP WHERE game_id = :id "
+             "AND id != :seat", id=table.game_id, seat=decision.seat_id))
+    used: list[list] = []
+    original = playing.sync_decisions
+
+    def spy(s, game, mod, state, seats, *args, **kwargs):
+        used.append([(x.id, x.page_seen_at is not None) for x in seats])
+        return original(s, game, mod, state, seats, *args, **kwargs)
+
+    monkeypatch.setattr(playing, "sync_decisions", spy)
+    resp = table.client.post(path_of(url), data=form)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert used and [seen for sid, seen in used[0] if sid != decision.seat_id], used
+    assert all(seen for sid, seen in used[0] if sid != decision.seat_id), used
+    assert len(_moves_of(app, decision.id)) == 1
