@@ -8,7 +8,7 @@ import select
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -67,9 +67,75 @@ def make_engine(url: str, connect_timeout: float = 10) -> Engine:
         _sqlite_pragmas(engine, path + ".writers" if file else None)
         return engine
     engine = create_engine(url, pool_size=10, max_overflow=10,
-                           connect_args={"connect_timeout": max(2, round(connect_timeout))})
+                           connect_args={"connect_timeout": max(2, round(connect_timeout)),
+                                         "cursor_factory": _psycopg_cursor()})
     _postgres_liveness(engine)
     return engine
+
+
+def _psycopg_cursor() -> type:
+    """psycopg's cursor with a ``description`` whose columns are made only when read.
+
+    SQLAlchemy asks every statement's cursor for its ``description``, but for a statement
+    it has compiled before (every one of a confirm's) it only checks that there is one: it
+    keeps the result's columns from the first time. psycopg builds a ``Column`` per column
+    at each ask (its name decoded, its type looked up): 25-45 µs of CPU for the 66
+    columns of a link's read, a third to a half of that statement's time in the client
+    (bench/confirm_statements.py --profile). This one gives a
+    sequence of the same length that builds the same columns, from the same result, the
+    first time anything reads them."""
+    from psycopg import Column, Cursor
+    from psycopg.pq import ExecStatus
+
+    tuples = (ExecStatus.TUPLES_OK, ExecStatus.SINGLE_TUPLE, ExecStatus.TUPLES_CHUNK)
+
+    class Described:  # what Column reads of its cursor, as it was when asked
+        __slots__ = ("_encoding", "adapters", "pgresult")
+
+        def __init__(self, cursor: Any) -> None:
+            self.pgresult = cursor.pgresult
+            self._encoding = cursor._encoding
+            self.adapters = cursor.adapters
+
+    class Description(Sequence[Any]):
+        __slots__ = ("_columns", "_fields", "_source")
+
+        def __init__(self, cursor: Any, fields: int) -> None:
+            self._source: Any = Described(cursor)
+            self._fields = fields
+            self._columns: list[Any] | None = None
+
+        def _all(self) -> list[Any]:
+            if self._columns is None:
+                self._columns = [Column(self._source, i) for i in range(self._fields)]
+            return self._columns
+
+        def __len__(self) -> int:
+            return self._fields
+
+        def __getitem__(self, index: Any) -> Any:
+            return self._all()[index]
+
+        def __iter__(self) -> Iterator[Any]:
+            return iter(self._all())
+
+        def __eq__(self, other: object) -> bool:
+            return self._all() == other
+
+        __hash__ = None  # type: ignore[assignment]
+
+        def __repr__(self) -> str:
+            return repr(self._all())
+
+    class LazyCursor(Cursor[Any]):
+        @property
+        def description(self) -> Any:
+            res = self.pgresult
+            if res and (res.nfields or res.status in tuples):
+                return Description(self, res.nfields)
+            return None
+
+    return LazyCursor
 
 
 def _postgres_liveness(engine: Engine) -> None:
