@@ -271,7 +271,8 @@ def test_a_confirm_checks_out_one_connection_on_postgresql(app, table):
 def test_a_confirm_reads_the_games_seats_with_its_check_under_the_lock(app, table):
     """The move needs every seat of the game: the check under the lock that the link is
     unchanged reads them in the same statement, so no statement reads the seats alone
-    (one statement, and one round trip on PostgreSQL, fewer per confirm)."""
+    (one statement, and one round trip on PostgreSQL, fewer per confirm). The read before
+    the lock is one statement with no BEGIN of its own on SQLite either."""
     decision = table.open()
     url, action = next(iter(table.one_click(decision).items()))
     raw = path_of(url).rsplit("/", 1)[-1]
@@ -288,6 +289,7 @@ def test_a_confirm_reads_the_games_seats_with_its_check_under_the_lock(app, tabl
     finally:
         event.remove(engine, "before_cursor_execute", seen)
     assert not [s for s in statements if s.startswith("SELECT seat.")], statements
+    assert "BEGIN" not in statements  # the read before the lock: one statement, no BEGIN
     assert [s for s in statements if "FOR UPDATE" not in s and "JOIN seat ON seat.game_id"
             in s], statements  # the check, with the seats
     assert [m.action for m in _moves_of(app, decision.id)] == [action.to_json()]
