@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
 from flask import current_app
 from flask_babel import gettext
@@ -163,22 +163,29 @@ def read_seat_link(conn: Connection, raw: str, kind: TokenKind,
 
 # What may have changed since a link was read before the write lock: its game's version
 # and page_version, its token's revocation and its decision's closing (see
-# ``link_unchanged``), with every seat of the game (a row each, in order), which the move
-# then needs: one statement instead of two. Core: nothing is loaded as an object.
+# ``link_unchanged``), with what the move then needs: every seat of the game and the
+# game's open decisions (a row for each seat and each of its open decisions, in order):
+# one statement instead of three. Core: nothing is loaded as an object.
 _TOKEN_T, _GAME_T, _DECISION_T = table_of(Token), table_of(Game), table_of(Decision)
 _SEAT_T = table_of(Seat)
+_OPEN_T = _DECISION_T.alias("open_decision")
 _SEAT_KEYS = tuple(c.key for c in _SEAT_T.columns)
+_DECISION_KEYS = tuple(c.key for c in _DECISION_T.columns)
 _NEW_SEAT = sa_inspect(Seat).class_manager.new_instance
+_NEW_DECISION = sa_inspect(Decision).class_manager.new_instance
 
 
 def _link_now(decision: Any) -> Any:
     return (sa_select(_GAME_T.c.version, _GAME_T.c.page_version, _TOKEN_T.c.revoked_at,
-                      _DECISION_T.c.closed_at, *_SEAT_T.columns)
+                      _DECISION_T.c.closed_at, *_SEAT_T.columns, *_OPEN_T.columns)
             .select_from(_TOKEN_T.join(_GAME_T, _GAME_T.c.id == _TOKEN_T.c.game_id)
                          .outerjoin(_DECISION_T, _DECISION_T.c.id == decision)
-                         .join(_SEAT_T, _SEAT_T.c.game_id == _GAME_T.c.id))
+                         .join(_SEAT_T, _SEAT_T.c.game_id == _GAME_T.c.id)
+                         .outerjoin(_OPEN_T, (_OPEN_T.c.seat_id == _SEAT_T.c.id)
+                                    & (_OPEN_T.c.game_id == _GAME_T.c.id)
+                                    & _OPEN_T.c.closed_at.is_(None)))
             .where(_TOKEN_T.c.hash == bindparam("hash"))
-            .order_by(_SEAT_T.c.position))
+            .order_by(_SEAT_T.c.position, _OPEN_T.c.id))
 
 
 _LINK_NOW = {TokenKind.ACTION: _link_now(_TOKEN_T.c.decision_id),
@@ -186,17 +193,18 @@ _LINK_NOW = {TokenKind.ACTION: _link_now(_TOKEN_T.c.decision_id),
 
 
 def link_unchanged(s: Session, kind: TokenKind, token: Token, game: Game, seat: Seat,
-                   decision: Decision) -> list[Seat] | None:
+                   decision: Decision) -> tuple[list[Seat], list[Decision]] | None:
     """Whether a seat's link as ``live_seat_link`` read it in an earlier transaction (a
     read before the write lock) is still what the database holds, read under the game's
-    lock (``lock_game_row``) in one small query: the game's ``version`` and
-    ``page_version`` (which every committed change to the game, its seats and its
-    decisions moves: see ``pbem.models``), the token not revoked since, the decision
-    (``decision``: the link's own or the one a page's form names) not closed since. If so,
-    the four objects join ``s`` as they were read (persistent, no second load), and the
-    game's seats in order are returned, as ``seats_of`` would give them (read by the
-    same query: ``seat`` itself among them, as the session's identity map would give it;
-    the others loaded afresh); else None, and the caller reads them again."""
+    lock (``lock_game_row``) in one query: the game's ``version`` and ``page_version``
+    (which every committed change to the game, its seats and its decisions moves: see
+    ``pbem.models``), the token not revoked since, the decision (``decision``: the link's
+    own or the one a page's form names) not closed since. If so, the four objects join
+    ``s`` as they were read (persistent, no second load), and the same query's game's
+    seats in order and its open decisions are returned, as ``seats_of`` and
+    ``playing.open_decisions`` would give them (``seat`` and ``decision`` among them, as
+    the session's identity map would give them; the others loaded afresh); else None,
+    and the caller reads them again."""
     rows = s.connection().execute(_LINK_NOW[kind], {"hash": token.hash,
                                                     "decision_id": decision.id}).all()
     if not rows or tuple(rows[0][:4]) != (game.version, game.page_version,
@@ -204,16 +212,27 @@ def link_unchanged(s: Session, kind: TokenKind, token: Token, game: Game, seat: 
         return None
     s.add_all((token, game, seat, decision))
     seats: list[Seat] = []
+    opened: list[Decision] = []
+    at = 4 + len(_SEAT_KEYS)
     for row in rows:
-        values = row[4:]
-        found = s.identity_map.get(identity_key(Seat, values[0]))  # (``seat`` is)
-        if found is None:
-            found = _NEW_SEAT()
-            found.__dict__.update(zip(_SEAT_KEYS, values, strict=True))
-            make_transient_to_detached(found)
-            s.add(found)
-        seats.append(cast(Seat, found))
-    return seats
+        if not seats or seats[-1].id != row[4]:
+            seats.append(_known(s, Seat, _NEW_SEAT, _SEAT_KEYS, row[4:at]))
+        if row[at] is not None:  # (an open decision of that seat)
+            opened.append(_known(s, Decision, _NEW_DECISION, _DECISION_KEYS, row[at:]))
+    opened.sort(key=lambda d: d.id or 0)
+    return seats, opened
+
+
+def _known(s: Session, model: type, new: Any, keys: tuple[str, ...], values: Any) -> Any:
+    """The object of ``s`` for the row (as a query gives it: the one in the session's
+    identity map, else a new persistent one with every column of ``values``)."""
+    found = s.identity_map.get(identity_key(model, values[0]))
+    if found is None:
+        found = new()
+        found.__dict__.update(zip(keys, values, strict=True))
+        make_transient_to_detached(found)
+        s.add(found)
+    return found
 
 
 # What a one-click link's confirmation page shows, in one Core query: no session, no
