@@ -8,7 +8,7 @@ import select
 import sqlite3
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -24,6 +24,9 @@ from sqlalchemy.pool import ConnectionPoolEntry, Pool, PoolProxiedConnection
 from sqlmodel import Session, SQLModel
 
 READ_ONLY = "pbem_read_only"  # execution option of the engine behind ``read_scope``
+# Execution option of a reader's connection that runs one statement only (``one_read``,
+# ``LateLock.connection``): on SQLite no BEGIN, the statement is its own snapshot.
+ONE_STATEMENT = "pbem_one_statement"
 
 # Writing transactions begun in this context are background work (the clock's sweeps and
 # its mail loop): see ``background_writes``.
@@ -67,9 +70,75 @@ def make_engine(url: str, connect_timeout: float = 10) -> Engine:
         _sqlite_pragmas(engine, path + ".writers" if file else None)
         return engine
     engine = create_engine(url, pool_size=10, max_overflow=10,
-                           connect_args={"connect_timeout": max(2, round(connect_timeout))})
+                           connect_args={"connect_timeout": max(2, round(connect_timeout)),
+                                         "cursor_factory": _psycopg_cursor()})
     _postgres_liveness(engine)
     return engine
+
+
+def _psycopg_cursor() -> type:
+    """psycopg's cursor with a ``description`` whose columns are made only when read.
+
+    SQLAlchemy asks every statement's cursor for its ``description``, but for a statement
+    it has compiled before (every one of a confirm's) it only checks that there is one: it
+    keeps the result's columns from the first time. psycopg builds a ``Column`` per column
+    at each ask (its name decoded, its type looked up): 25-45 µs of CPU for the 66
+    columns of a link's read, a third to a half of that statement's time in the client
+    (bench/confirm_statements.py --profile). This one gives a
+    sequence of the same length that builds the same columns, from the same result, the
+    first time anything reads them."""
+    from psycopg import Column, Cursor
+    from psycopg.pq import ExecStatus
+
+    tuples = (ExecStatus.TUPLES_OK, ExecStatus.SINGLE_TUPLE, ExecStatus.TUPLES_CHUNK)
+
+    class Described:  # what Column reads of its cursor, as it was when asked
+        __slots__ = ("_encoding", "adapters", "pgresult")
+
+        def __init__(self, cursor: Any) -> None:
+            self.pgresult = cursor.pgresult
+            self._encoding = cursor._encoding
+            self.adapters = cursor.adapters
+
+    class Description(Sequence[Any]):
+        __slots__ = ("_columns", "_fields", "_source")
+
+        def __init__(self, cursor: Any, fields: int) -> None:
+            self._source: Any = Described(cursor)
+            self._fields = fields
+            self._columns: list[Any] | None = None
+
+        def _all(self) -> list[Any]:
+            if self._columns is None:
+                self._columns = [Column(self._source, i) for i in range(self._fields)]
+            return self._columns
+
+        def __len__(self) -> int:
+            return self._fields
+
+        def __getitem__(self, index: Any) -> Any:
+            return self._all()[index]
+
+        def __iter__(self) -> Iterator[Any]:
+            return iter(self._all())
+
+        def __eq__(self, other: object) -> bool:
+            return self._all() == other
+
+        __hash__ = None  # type: ignore[assignment]
+
+        def __repr__(self) -> str:
+            return repr(self._all())
+
+    class LazyCursor(Cursor[Any]):
+        @property
+        def description(self) -> Any:
+            res = self.pgresult
+            if res and (res.nfields or res.status in tuples):
+                return Description(self, res.nfields)
+            return None
+
+    return LazyCursor
 
 
 def _postgres_liveness(engine: Engine) -> None:
@@ -123,7 +192,10 @@ def _sqlite_pragmas(engine: Engine, gate: str | None) -> None:
             conn.exec_driver_sql(f"PRAGMA query_only={int(read)}")
             info["query_only"] = read
         if read:
-            conn.exec_driver_sql("BEGIN")
+            if not conn.get_execution_options().get(ONE_STATEMENT):
+                conn.exec_driver_sql("BEGIN")
+            # (else one statement in autocommit: SQLite reads it on a snapshot of its own,
+            # and the ROLLBACK at its end has no transaction to end, so sends nothing)
             return
         if gate is not None:
             _enter_gate(info, gate)
@@ -269,16 +341,27 @@ def read_connection(app: Flask | None = None) -> Iterator[Connection]:
 
 @contextmanager
 def one_read(app: Flask | None = None) -> Iterator[Connection]:
-    """A connection for one read-only statement (a page's single query): on PostgreSQL
-    in autocommit (the statement is its own snapshot: no BEGIN and no ROLLBACK, one
-    round trip instead of three); on SQLite a ``read_connection``. Never more than one
-    statement: two would not share a snapshot on PostgreSQL."""
+    """A connection for one read-only statement (a page's single query), in autocommit:
+    the statement is its own snapshot, with no BEGIN and no ROLLBACK (on PostgreSQL one
+    round trip instead of three; on SQLite a reader's connection, ``_one_statement``).
+    Never more than one statement: two would not share a snapshot."""
     engine = get_engine(app)
     if engine.dialect.name != "postgresql":
-        with read_connection(app) as conn:
+        with _one_statement(engine) as conn:
             yield conn
         return
     with _autocommit_reader(engine).connect() as conn:
+        yield conn
+
+
+@contextmanager
+def _one_statement(engine: Engine) -> Iterator[Connection]:
+    """SQLite: a reader's connection (``query_only``) for one statement, sent without a
+    BEGIN (``ONE_STATEMENT``): SQLite runs a statement outside a transaction on a WAL
+    snapshot of its own, so one statement reads what one transaction would, without the
+    BEGIN statement and its ROLLBACK."""
+    with _reader(engine).connect() as conn:
+        conn.execution_options(**{ONE_STATEMENT: True})
         yield conn
 
 
@@ -305,10 +388,11 @@ class LateLock:
         self._connection = connection or read.connection
 
     def connection(self) -> Connection:
-        """A connection to read with before the lock, without the ORM's session: on
-        SQLite a ``read_connection`` of its own (ended by ``write()``: the session's
-        read and this one are not one snapshot, so use one or the other); on PostgreSQL
-        the session's, the first statements of its one transaction."""
+        """A connection to read with before the lock, without the ORM's session, for one
+        statement: on SQLite a reader's connection of its own in autocommit (ended by
+        ``write()``; the statement is its own snapshot: ``_one_statement``, so use it for
+        one statement, and not with the session's read); on PostgreSQL the session's,
+        the first statement of its one transaction."""
         return self._connection()
 
     def write(self) -> Session:
@@ -343,7 +427,9 @@ def read_then_write(app: Flask | None = None) -> Iterator[LateLock]:
 
     def connection() -> Connection:
         if not reads:
-            reads.append(_reader(engine).connect())
+            conn = _reader(engine).connect()
+            conn.execution_options(**{ONE_STATEMENT: True})  # (see ``_one_statement``)
+            reads.append(conn)
         return reads[0]
 
     def end_read() -> None:

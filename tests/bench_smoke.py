@@ -36,6 +36,8 @@ BENCHES: dict[str, tuple[list[str], str | list[str]]] = {
                       r"steady \(1 sweeps, nothing due\): median +[\d.]+ ms"),
     "confirm_latency.py": (["--games", "1", "--players", "2"],
                            r"act_by_token -> commit +n= *\d+ +median +[\d.]+ ms"),
+    "confirm_statements.py": (["--confirms", "3"],
+                              [r"POST: CPU median +[\d.]+ ms", r"    INSERT +median +\d"]),
     "mail_latency.py": (["--confirms", "3", "--page-samples", "3", "--phase-seconds", "1",
                          "--no-postgres"], r"GET /g/<token> +normal median +[\d.]+ ms"),
     "confirm_throughput.py": (["--duration", "0.5", "--warmup", "0.2", "--clients", "2",
@@ -90,6 +92,12 @@ VARIANTS: dict[str, tuple[str, list[str], str | list[str]]] = {
          "--players", "2", "--max-games", "20"],
         [r"pbem queued +[\d.]+ confirm POSTs/s", r"write lock, gunicorn workers: \d+ holds",
          r"PostgreSQL cluster removed"]),
+    "confirm_statements.py --db postgresql": (
+        "confirm_statements.py", ["--db", "postgresql", "--confirms", "3", "--server-log",
+                                  "--pg-stat", "--list"],
+        [r"POST: CPU median +[\d.]+ ms", r"the cluster's processes: [\d.]+ ms CPU",
+         r"POST, as the server logged them:\n +BEGIN",
+         r"the server's time per confirm by statement"]),
 }
 
 # modules that benches import (not scripts of their own)

@@ -8,6 +8,8 @@ from tests.bench_smoke import run_bench
 
 @pytest.mark.parametrize("script", ["mail_latency.py", "confirm_throughput.py",
                                     "confirm_throughput.py --db postgresql",
+                                    "confirm_statements.py",
+                                    "confirm_statements.py --db postgresql",
                                     "deadline_run.py", "clock_stall.py", "reply_latency.py",
                                     "bot_pool.py"])
 def test_the_bench_runs(script: str) -> None:

@@ -151,8 +151,10 @@ def act_by_token(raw: str, choice: str | None = None) -> Outcome:
         applied = _try_apply(mod, state, seat.position, action)
         s = late.write()
         lock_game_row(s, token.game_id)
-        if link_unchanged(s, TokenKind.ACTION, token, game, seat, decision):
-            return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied)
+        now = link_unchanged(s, TokenKind.ACTION, token, game, seat, decision)
+        if now is not None:
+            return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied,
+                       seats=now[0], open_rows=now[1])
         token, game, seat, found = live_seat_link(s, raw, TokenKind.ACTION, again=True)
         decision = _open_decision(found, token.game_id, token.seat_id, token.decision_id)
         if game.version != seen:  # the game moved on meanwhile: decide on its latest state
@@ -223,9 +225,10 @@ def act_from_page(page_raw: str, decision_id: Any, command: str,
         applied = _try_apply(mod, state, decision.position, action)
         s = late.write()
         lock_game_row(s, token.game_id)
-        if link_unchanged(s, TokenKind.PAGE, token, game, seat, decision):
+        now = link_unchanged(s, TokenKind.PAGE, token, game, seat, decision)
+        if now is not None:
             return act(s, game, seat, decision, action, MoveSource.PLAYER, state, applied,
-                       notes=notes)
+                       notes=notes, seats=now[0], open_rows=now[1])
         token, game, seat, found = live_seat_link(s, page_raw, TokenKind.PAGE, wanted,
                                                   again=True)
         decision = _open_decision(found, token.game_id, token.seat_id, wanted)
@@ -380,11 +383,14 @@ def locked_decision(s: Session, game_id: str, seat_id: int | None,
 def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
         source: MoveSource, state: Any = None,
         applied: tuple[Any, list[Event]] | None = None,
-        notes: list[Event] | None = None) -> Outcome:
+        notes: list[Event] | None = None, seats: list[Seat] | None = None,
+        open_rows: list[Decision] | None = None) -> Outcome:
     """A player's move on their open decision of the locked game (``state``: the game's
     state, if the caller has read it already; ``applied``: the engine's answer to the
     move on that very state, if the caller has it already; ``notes``: events of that
-    state's making logged before the move's, a plan set with it)."""
+    state's making logged before the move's, a plan set with it; ``seats``: all of the
+    game's, in order, and ``open_rows``: its open decisions, both read under the lock,
+    ``seat`` and ``decision`` among them)."""
     game_id, seat_id = game.id, seat.id
     if game.paused_at is not None:
         raise WrongState(gettext("the host has paused the game; try again when it resumes"),
@@ -396,8 +402,8 @@ def act(s: Session, game: Game, seat: Seat, decision: Decision, action: Action,
     if source == MoveSource.PLAYER and seat.timeouts_in_row:
         seat.timeouts_in_row = 0  # (set only if it changes: setting the ORM attribute at
         # all makes the seat dirty, and the next query flushes the session first)
-    played = play_move(s, game, seat, decision, action, source, state, notices=notes,
-                       applied=applied)
+    played = play_move(s, game, seat, decision, action, source, state, seats=seats,
+                       notices=notes, open_rows=open_rows, applied=applied)
     again = any(d.seat_id == seat_id for d in played.opened)
     mod, state = get_game(game.engine), played.state
     result = mod.result(state)

@@ -266,3 +266,104 @@ def test_a_confirm_checks_out_one_connection_on_postgresql(app, table):
     else:
         assert len(set(map(id, checkouts))) == 2 and ends[-1] == "commit", (checkouts, ends)
     assert len(_moves_of(app, decision.id)) == 1
+
+
+def test_a_confirm_reads_the_games_seats_with_its_check_under_the_lock(app, table):
+    """The move needs every seat of the game and its open decisions: the check under the
+    lock that the link is unchanged reads them in the same statement, so no statement
+    reads them alone (two statements, and two round trips on PostgreSQL, fewer per
+    confirm). The read before the lock is one statement with no BEGIN of its own on
+    SQLite either."""
+    decision = table.open()
+    url, action = next(iter(table.one_click(decision).items()))
+    raw = path_of(url).rsplit("/", 1)[-1]
+    statements: list[str] = []
+    engine = get_engine(app)
+
+    def seen(_conn, _cursor, statement, *_args):
+        statements.append(" ".join(statement.split()))
+
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        with app.app_context():
+            services.act_by_token(raw)
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
+    assert not [s for s in statements if s.startswith(("SELECT seat.", "SELECT decision."))
+                ], statements  # (nor the game's open decisions)
+    assert "BEGIN" not in statements  # the read before the lock: one statement, no BEGIN
+    assert [s for s in statements if "FOR UPDATE" not in s and "JOIN seat ON seat.game_id"
+            in s], statements  # the check, with the seats
+    assert [m.action for m in _moves_of(app, decision.id)] == [action.to_json()]
+
+
+def test_the_seats_a_confirm_plays_with_are_read_under_the_lock(app, table, monkeypatch):
+    """A seat's page seen after the confirm's read (which moves no page_version) is seen
+    by the move: the seats come from the read under the lock, not from before it."""
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    form = only_form(table.client.get(path_of(url)).get_data(as_text=True)).data()
+    _spy_apply(monkeypatch, after=lambda: _writer(
+        app, "UPDATE seat SET page_seen_at = CURRENT_TIMESTAMP WHERE game_id = :id "
+             "AND id != :seat", id=table.game_id, seat=decision.seat_id))
+    used: list[list] = []
+    original = playing.sync_decisions
+
+    def spy(s, game, mod, state, seats, *args, **kwargs):
+        used.append([(x.id, x.page_seen_at is not None) for x in seats])
+        return original(s, game, mod, state, seats, *args, **kwargs)
+
+    monkeypatch.setattr(playing, "sync_decisions", spy)
+    resp = table.client.post(path_of(url), data=form)
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    assert used and [seen for sid, seen in used[0] if sid != decision.seat_id], used
+    assert all(seen for sid, seen in used[0] if sid != decision.seat_id), used
+    assert len(_moves_of(app, decision.id)) == 1
+
+
+def test_the_check_under_the_lock_gives_the_seats_and_open_decisions_a_read_would(
+        app, table):
+    """With several decisions open at once (one for each of two seats, and two for
+    one seat), the check's seats and open decisions are those ``seats_of`` and
+    ``open_decisions`` read, in order, with the link's own seat and decision the very
+    objects read before the lock; a decision closed is not among them."""
+    from pbem.db import read_then_write
+    from pbem.kinds import TokenKind
+    from pbem.services.plumbing import link_unchanged, read_seat_link, seats_of
+
+    decision = table.open()
+    url = next(iter(table.one_click(decision)))
+    raw = path_of(url).rsplit("/", 1)[-1]
+    with app.app_context():
+        seats = [s.id for s in _seats(app, table.game_id)]
+        other = next(s for s in seats if s != decision.seat_id)
+        for seat_id, closed in ((other, None), (other, None), (decision.seat_id, None),
+                                (other, "CURRENT_TIMESTAMP")):
+            _writer(app, "INSERT INTO decision (game_id, seat_id, position, seq, kind, "
+                         "opened_at, deadline_at, reminders_sent, closed_at) SELECT "
+                         f":game, :seat, position, 0, 'extra', CURRENT_TIMESTAMP, "
+                         f"CURRENT_TIMESTAMP, 0, {closed or 'NULL'} FROM seat WHERE id = :seat",
+                    game=table.game_id, seat=seat_id)
+        with read_then_write() as late:
+            token, game, seat, found = read_seat_link(late.connection(), raw,
+                                                      TokenKind.ACTION)
+            s = late.write()
+            playing.lock_game_row(s, game.id)
+            now = link_unchanged(s, TokenKind.ACTION, token, game, seat, found)
+            assert now is not None
+            got_seats, got_open = now
+            assert [x.id for x in got_seats] == [x.id for x in seats_of(s, game.id)]
+            expected = sorted(playing.open_decisions(s, game.id), key=lambda d: d.id)
+            assert [d.id for d in got_open] == [d.id for d in expected]
+            assert len(got_open) == 4 and all(d.closed_at is None for d in got_open)
+            assert seat in got_seats and found in got_open  # the very objects
+            assert all(x is s.get(type(x), x.id) for x in [*got_seats, *got_open])
+            s.rollback()
+
+
+def _seats(app, game_id: str):
+    from pbem.models import Seat
+
+    with app.app_context(), read_scope() as s:
+        return list(s.exec(select(Seat).where(Seat.game_id == game_id)
+                           .order_by(Seat.position)))

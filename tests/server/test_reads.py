@@ -11,7 +11,7 @@ from sqlalchemy import event, text
 from sqlmodel import select
 
 import pbem.services.playing as playing
-from pbem.db import _reader, get_engine, is_postgres, read_scope, session_scope
+from pbem.db import _reader, get_engine, is_postgres, one_read, read_scope, session_scope
 from pbem.models import Game, Move
 from tests.server.helpers import holding_game, only_form, path_of
 
@@ -100,7 +100,8 @@ def test_reads_and_writes_keep_to_connections_of_their_own(app, table):
 
 def test_the_confirm_page_reads_its_link_in_one_narrow_query(app, table):
     """GET /a/<token>: one SELECT, of the columns the page shows (not whole rows: no
-    game policy, no seat address), and nothing else but the transaction's own."""
+    game policy, no seat address), and nothing else: no BEGIN (it is its own snapshot,
+    in autocommit, on either database)."""
     decision = table.open()
     url = next(iter(table.one_click(decision)))
     seen: list[str] = []
@@ -119,7 +120,37 @@ def test_the_confirm_page_reads_its_link_in_one_narrow_query(app, table):
     selects = [x for x in seen if x.upper().startswith("SELECT")]
     assert len(selects) == 1, seen
     assert "policy" not in selects[0] and "email" not in selects[0], selects[0]
-    assert len(seen) <= 2, seen  # BEGIN on SQLite at most besides
+    assert len(seen) == 1, seen
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # PostgreSQL: autocommit
+def test_a_one_statement_read_sends_no_begin_and_cannot_write_on_sqlite(app, table):
+    """SQLite: ``one_read`` runs its statement with no BEGIN (outside a transaction, on
+    a snapshot of its own), on a reader's connection, which refuses to write; the next
+    transaction on that connection begins as usual."""
+    seen: list[str] = []
+
+    def spy(_conn, _cursor, statement, *_args):
+        seen.append(statement)
+
+    with app.app_context():
+        engine = get_engine(app)
+        event.listen(engine, "before_cursor_execute", spy)
+        try:
+            with one_read() as conn:
+                assert conn.execute(text("SELECT title FROM game")).first() is not None
+            assert [x for x in seen if x.startswith(("BEGIN", "SELECT"))] == [
+                "SELECT title FROM game"], seen
+            with one_read() as conn, pytest.raises(Exception, match="(?i)read.?only"):
+                conn.execute(text("UPDATE game SET title = 'changed'"))
+            seen.clear()
+            with read_scope() as r:
+                r.get(Game, table.game_id)
+            assert seen[0] == "BEGIN", seen
+        finally:
+            event.remove(engine, "before_cursor_execute", spy)
+    with app.app_context(), read_scope() as r:
+        assert r.get(Game, table.game_id).title != "changed"
 
 
 def test_the_confirm_page_reads_outside_a_transaction_on_postgresql(app, table,
