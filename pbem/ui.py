@@ -204,6 +204,11 @@ def ui(context: Context, *names: str) -> Markup:
     return _attribute(tuple(n for n in names if n), bool(context.get("inline_css")))
 
 
+# The names of its context ``ui`` reads (``pbem.narrate.kept_import``: a module that calls
+# it is kept per value of these).
+ui.jinja_context_reads = ("inline_css",)  # type: ignore[attr-defined]
+
+
 @functools.lru_cache(maxsize=4096)
 def ui_inline(*names: str) -> Markup:
     """``ui`` of an HTML email (``inline_css``), passed to its render as ``ui``: kept by
@@ -244,6 +249,9 @@ def memo_scope(inline_css: bool) -> tuple[str, bool, object]:
     """What ``memo`` adds to every key: the language, page or mail styles (the
     template's ``inline_css``), the server's address."""
     return (get_locale_name(), inline_css, current_app.config.get("BASE_URL"))
+
+
+memo.jinja_context_reads = (MEMO_SCOPE, "inline_css")  # type: ignore[attr-defined]
 
 
 def get_locale_name() -> str:

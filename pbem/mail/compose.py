@@ -67,7 +67,7 @@ LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "
 # SQLite. (The view reads the open decisions and the events.) The outbox row, its game
 # and its seat: every column of the three in one Core query (``load_row``), in this order.
 _ROW_MAPPERS = tuple((m, tuple(m.get_property_by_column(c).key for c in m.local_table.columns),
-                      list(m.local_table.columns).index(m.primary_key[0]))
+                      [c.name for c in m.local_table.columns].index(m.primary_key[0].name))
                      for m in (sa_inspect(Outbox), sa_inspect(Game), sa_inspect(Seat)))
 _OUTBOX_T, _GAME_T, _SEAT_T = table_of(Outbox), table_of(Game), table_of(Seat)
 _CORE_ROW = (core_select(*_OUTBOX_T.columns, *_GAME_T.columns, *_SEAT_T.columns)
