@@ -26,9 +26,9 @@ delivered) for a quicker run.
 
 Prints, per kind of email and game: emails, the median and p99 (nearest rank) of their
 render times (each email's time is the median of its reps), then the overall figures, and
-where the time goes (medians per email): ``templates`` (the two ``render_template``
-calls), ``mime`` (the rest of ``build_message``: headers, quoted-printable, the header
-check), ``state+view`` (the engine's ``from_json`` and ``view``, the translation and the
+where the time goes (medians per email): ``templates`` (the two templates rendered),
+``mime`` (the rest of ``build_message``: headers, quoted-printable, the header check),
+``state+view`` (the engine's ``from_json`` and ``view``, the translation and the
 translated view), ``tokens`` (minting the links) and ``rest`` (database reads, events,
 deadlines, threading). ``--profile`` renders each email once more under cProfile (not
 timed: profiling slows what it measures) and prints the top entries.
@@ -135,6 +135,7 @@ class Parts:
 
     def install(self) -> None:
         targets = [(mail.compose, "render_template", "templates"),
+                   (mail.compose, "_render", "templates"),
                    (mail.compose, "build_message", "message"),
                    (mail.compose, "mint_links", "tokens"),
                    (localize, "translation_for", "state+view"), (localize, "view", "state+view")]

@@ -29,7 +29,7 @@ from email.policy import compat32
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from flask import current_app, render_template
+from flask import Flask, before_render_template, current_app, template_rendered
 from flask_babel import force_locale, gettext
 from sqlalchemy import bindparam
 from sqlalchemy import inspect as sa_inspect
@@ -406,20 +406,22 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     ``force_locale`` around the call) and put them in a message whose every header is safe
     (see ``pbem.mail.headers``)."""
     lang = language()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    # each part's variables, with the context processors' as render_template adds them
+    # (once: the narration's module is made with the same)
+    text_vars = dict(ctx, memo_scope=memo_scope(False))
+    html_vars = dict(ctx, ctx_language=lang, inline_css=True, ui=ui_inline,
+                     memo_scope=memo_scope(True))
+    app.update_template_context(text_vars)
+    app.update_template_context(html_vars)
     parts: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
     if game is not None:  # the game's narration, made once per part and said once (n)
-        text_vars = dict(ctx)
-        html_vars = dict(ctx, ctx_language=lang, inline_css=True, ui=ui_inline)
-        current_app.update_template_context(text_vars)  # as render_template does
-        current_app.update_template_context(html_vars)
         narration = EmailNarration(game, text_vars, html_vars)
         parts = ({"n": narration.part(False)}, {"n": narration.part(True)})
-    text = render_template(f"emails/{row.template}.txt", memo_scope=memo_scope(False),
-                           **parts[0], **ctx).lstrip("\n")
+    text = _render(app, f"emails/{row.template}.txt", {**text_vars, **parts[0]}).lstrip("\n")
     headline = text.split("\n", 1)[0].strip()
-    html = render_template(f"emails/{row.template}.html", headline=headline,
-                           ctx_language=lang, inline_css=True, ui=ui_inline,
-                           memo_scope=memo_scope(True), **parts[1], **ctx)
+    html = _render(app, f"emails/{row.template}.html",
+                   {**html_vars, "headline": headline, **parts[1]})
     # an email about no one game is called by its kind, the same every time (one thread)
     subject = (game_name(game, ctx.get("seats") or []) if game is not None
                else gettext(SUBJECTS[row.template]) if row.template in SUBJECTS
@@ -430,6 +432,18 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
         text, html)
     check_header_block(data, names)
     return Outgoing(return_path(row), row.to_addr, data)
+
+
+def _render(app: Flask, name: str, variables: dict[str, Any]) -> str:
+    """``render_template(name, **variables)`` for ``variables`` that have the context
+    processors' already (``update_template_context``: not run twice a part)."""
+    template = app.jinja_env.get_template(name)
+    before_render_template.send(app, _async_wrapper=app.ensure_sync, template=template,
+                                context=variables)
+    rendered = template.render(variables)
+    template_rendered.send(app, _async_wrapper=app.ensure_sync, template=template,
+                           context=variables)
+    return rendered
 
 
 def return_path(row: Outbox) -> str:

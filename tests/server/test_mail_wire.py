@@ -14,7 +14,8 @@ from email.mime.nonmultipart import MIMENonMultipart
 import pytest
 
 from pbem.mail import compose
-from pbem.mail.headers import WIRE, unstructured
+from pbem.mail import headers as headers_module
+from pbem.mail.headers import WIRE, mailbox, unstructured
 
 TOKEN = 1234567890123  # the boundary's random number, fixed for the comparison
 BODIES = [
@@ -105,3 +106,24 @@ def test_kept_lines_are_bounded(monkeypatch):
     body = "\n".join(f"line {i} =" for i in range(25))
     assert compose._qp(body) == whole_body_qp(body)
     assert 0 < len(compose._QP_LINES) <= 10
+
+
+def test_kept_header_folds_are_the_policys_own(monkeypatch):
+    """``WIRE`` keeps how a header folds (a str, or ``unstructured``'s Header: the same
+    text folds the same); a clone of the policy folds each anew: both the same bytes."""
+    monkeypatch.setattr(headers_module, "_FOLDED", {})
+    fresh = WIRE.clone()
+    long_names = ", ".join(f"Spielerin Nummer {i} Ä" for i in range(6))
+    values = [("Subject", unstructured("Höhlenmenschen: Ännchen, Jürgen und Groß " + "x" * 40)),
+              ("Subject", unstructured("Steinzeit: " + long_names)),
+              ("Subject", unstructured("short")),
+              ("List-Id", f'"Stone Age: {", ".join(f"Player {i}" for i in range(9))}" '
+                          "<abcdef.games.x.invalid>"),
+              ("References", " ".join(f"<pbem.decision.{i}.abcdef01@x.invalid>"
+                                      for i in range(3))),
+              ("To", mailbox("Ännchen Groß-Jürgensen von und zu Hohenheim", "a@x.invalid")),
+              ("X-Blanks", "two  blanks and a trailing one ")]
+    for _ in range(2):  # the second time from the kept folds
+        for name, value in values:
+            assert WIRE.fold_binary(name, value) == fresh.fold_binary(name, value)
+    assert len(headers_module._FOLDED) == len(values) - 1  # "short" is written as it is
