@@ -68,8 +68,11 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 # marked ``pass_context``): whether they take the context is their own mark alone. (Not
 # ``Macro``: its ``__call__`` takes the caller's eval context, so that a macro escapes as
 # the template that calls it does; ``TemplateContext.call`` passes it.)
+# An ``lru_cache`` wrapper (``ui_inline``, a fifth of an email's calls) is one: its
+# ``__call__`` is a method-wrapper, and its ``jinja_pass_arg`` the wrapped function's.
 _PLAIN_CALLABLES = frozenset({types.FunctionType, types.MethodType,
-                              types.BuiltinFunctionType, functools.partial})
+                              types.BuiltinFunctionType, functools.partial,
+                              type(functools.lru_cache(maxsize=None)(len))})
 
 
 class TemplateContext(Context):

@@ -4,11 +4,13 @@ macros may read more of their context."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from flask import Flask
 from flask_babel import force_locale
-from jinja2 import ChoiceLoader, DictLoader
+from jinja2 import ChoiceLoader, DictLoader, pass_context, pass_environment, pass_eval_context
+from jinja2.runtime import Context
 
 from pbem import narrate, ui
 
@@ -132,3 +134,42 @@ def test_an_import_of_a_template_passing_its_context_on_is_made_each_time(app: F
     assert render(app, reads, data={"who": "Ann"}) == "Ann"
     assert render(app, reads, data={"who": "Bob"}) == "Bob"
     assert kept_imports() == []
+
+
+# --------------------------------------------------------------------------- calls
+
+
+def test_template_context_calls_every_callable_kind_as_jinjas_context_does(app: Flask):
+    """``TemplateContext.call`` skips Jinja's look at ``__call__`` for the callables of
+    ``_PLAIN_CALLABLES`` and macros: each kind, marked to take the context, the eval
+    context, the environment or nothing, gets the same arguments as ``Context.call``
+    gives it."""
+    template = app.jinja_env.from_string("{% macro m(x, y=0) %}{{ x }}/{{ y }}{% endmacro %}")
+    context = template.new_context({})
+    assert isinstance(context, narrate.TemplateContext)
+
+    def seen(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        first = args[0] if args else None
+        kind = ("context" if first is context else "eval" if first is context.eval_ctx
+                else "env" if first is app.jinja_env else "value")
+        return (kind, args[1:] if kind != "value" else args, tuple(sorted(kwargs.items())))
+
+    class Holder:
+        def method(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+            return seen(*args, **kwargs)
+
+    callables: list[Any] = [len, Holder().method, functools.partial(seen, "p")]
+    for mark in (None, pass_context, pass_eval_context, pass_environment):
+        def plain(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
+            return seen(*args, **kwargs)
+        fn = mark(plain) if mark else plain
+        callables += [fn, functools.lru_cache(maxsize=None)(fn)]
+    assert {type(c) for c in callables} >= narrate._PLAIN_CALLABLES
+    for obj in callables:
+        args = ("ab",) if obj is len else (1,)
+        kwargs = {} if obj is len else {"y": 2}
+        assert (narrate.TemplateContext.call(context, obj, *args, **kwargs)
+                == Context.call(context, obj, *args, **kwargs)), obj
+    macro = template.module.m
+    assert narrate.TemplateContext.call(context, macro, "<b>", y=1) == Context.call(
+        context, macro, "<b>", y=1)
