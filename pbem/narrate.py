@@ -552,7 +552,16 @@ def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> 
     return module
 
 
+_SAID_PLAIN = frozenset({str, int, float, type(None)})  # the common types, asked first
+
+
 def _said_key(value: Any) -> Any:
+    kind = type(value)
+    if kind in _SAID_PLAIN:
+        return (kind, value)
+    if kind is list or kind is tuple:
+        return (kind, tuple([(type(v), v) if type(v) in _SAID_PLAIN else _said_key(v)
+                             for v in value]))
     if value is None or isinstance(value, (str, int, float)):
         return (type(value), value)  # a Markup is not its string, nor True 1
     if isinstance(value, (list, tuple)):
