@@ -201,6 +201,9 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["card"] = localize.lookup(mod, state, localize.translation_for(mod, state,
                                                                            language()))
         ctx["events"] = list(view.events)
+        # the others than the messages to the table, as ``_events`` lists them (a filter
+        # of Jinja's, asking for each event's kind through the template, cost more)
+        ctx["news_events"] = [e for e in ctx["events"] if e.kind != TALK_EVENT]
         ctx["said"], ctx["said_earlier"] = table_talk(ctx["events"])
         if row.template in NEWS_TEMPLATES:  # it tells them: the next email starts after
             seen = game.event_seq
