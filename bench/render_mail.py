@@ -81,6 +81,26 @@ each a few percent, no one call above 4%), loading the row with its game and sea
 objects 11%, the seat's view 7%, minting the links 6%, quoted-printable 3%. Not reached:
 the goals of 3 ms median and 8 ms p99 (a quiet machine measured 4.9 and 8.5 ms before).
 
+Issue 35, point 6, third session (branch perfc35 against ef474a4, run one after the other,
+alternating, five pairs, load 2 to 8 from the other sessions' work; ``--reps 3 --every
+2``, 539 emails): median 3.80, 3.40, 3.47, 3.65, 4.04 ms -> 3.15, 2.90, 3.02, 3.50, 3.03 ms
+(median of the runs 3.65 -> 3.03, paired ratio 0.85), p99 7.57 -> 6.09 ms (median of the
+runs); templates 1.57 -> 1.27 ms, MIME 0.57 -> 0.39 ms. What changed: every ``{% import
+... with context %}`` is kept in the process and shared by renders alike
+(``pbem.narrate.kept_import``, keyed as the narration modules are: ``memo`` and ``ui``
+say which names of their context they read), ``ui_inline`` is called without Jinja's
+look at ``__call__`` (a fifth of an email's calls), quoted-printable is encoded line by
+line with each line's encoding kept (the same bytes), ``WIRE`` keeps how a header folds
+(a game's List-Id and Subject), ``memo``'s scope is made once per part, the context
+processors run once per part, the outbox row, game and seat are one Core query, a
+decision's suppression and state are one statement, board marks and Stone Age's glossary
+links are kept, the events other than talk are picked in Python. Every email of this
+bench's games is byte for byte what it was (both languages, both games, 965 emails
+rendered with tokens, time and boundaries fixed), and so are 285 game pages but for
+their ETag (it names the code's build). Not reached: the median of 3 ms is met in 2
+runs of 10 (2.90 and 2.91 ms); what is left is spread thin (Jinja's macro calls, the
+database reads and the links' insert, the seat's view).
+
     .venv/bin/python bench/render_mail.py
     .venv/bin/python bench/render_mail.py --reps 3 --every 4 --profile
     .venv/bin/python bench/render_mail.py --games stoneage --players 4
