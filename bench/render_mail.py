@@ -26,9 +26,9 @@ delivered) for a quicker run.
 
 Prints, per kind of email and game: emails, the median and p99 (nearest rank) of their
 render times (each email's time is the median of its reps), then the overall figures, and
-where the time goes (medians per email): ``templates`` (the two ``render_template``
-calls), ``mime`` (the rest of ``build_message``: headers, quoted-printable, the header
-check), ``state+view`` (the engine's ``from_json`` and ``view``, the translation and the
+where the time goes (medians per email): ``templates`` (the two templates rendered),
+``mime`` (the rest of ``build_message``: headers, quoted-printable, the header check),
+``state+view`` (the engine's ``from_json`` and ``view``, the translation and the
 translated view), ``tokens`` (minting the links) and ``rest`` (database reads, events,
 deadlines, threading). ``--profile`` renders each email once more under cProfile (not
 timed: profiling slows what it measures) and prints the top entries.
@@ -80,6 +80,26 @@ timed renders) puts the rest: templates 39% (cards, choices and board of Stone A
 each a few percent, no one call above 4%), loading the row with its game and seat as ORM
 objects 11%, the seat's view 7%, minting the links 6%, quoted-printable 3%. Not reached:
 the goals of 3 ms median and 8 ms p99 (a quiet machine measured 4.9 and 8.5 ms before).
+
+Issue 35, point 6, third session (branch perfc35 against ef474a4, run one after the other,
+alternating, five pairs, load 2 to 8 from the other sessions' work; ``--reps 3 --every
+2``, 539 emails): median 3.80, 3.40, 3.47, 3.65, 4.04 ms -> 3.15, 2.90, 3.02, 3.50, 3.03 ms
+(median of the runs 3.65 -> 3.03, paired ratio 0.85), p99 7.57 -> 6.09 ms (median of the
+runs); templates 1.57 -> 1.27 ms, MIME 0.57 -> 0.39 ms. What changed: every ``{% import
+... with context %}`` is kept in the process and shared by renders alike
+(``pbem.narrate.kept_import``, keyed as the narration modules are: ``memo`` and ``ui``
+say which names of their context they read), ``ui_inline`` is called without Jinja's
+look at ``__call__`` (a fifth of an email's calls), quoted-printable is encoded line by
+line with each line's encoding kept (the same bytes), ``WIRE`` keeps how a header folds
+(a game's List-Id and Subject), ``memo``'s scope is made once per part, the context
+processors run once per part, the outbox row, game and seat are one Core query, a
+decision's suppression and state are one statement, board marks and Stone Age's glossary
+links are kept, the events other than talk are picked in Python. Every email of this
+bench's games is byte for byte what it was (both languages, both games, 965 emails
+rendered with tokens, time and boundaries fixed), and so are 285 game pages but for
+their ETag (it names the code's build). Not reached: the median of 3 ms is met in 2
+runs of 10 (2.90 and 2.91 ms); what is left is spread thin (Jinja's macro calls, the
+database reads and the links' insert, the seat's view).
 
     .venv/bin/python bench/render_mail.py
     .venv/bin/python bench/render_mail.py --reps 3 --every 4 --profile
@@ -135,6 +155,7 @@ class Parts:
 
     def install(self) -> None:
         targets = [(mail.compose, "render_template", "templates"),
+                   (mail.compose, "_render", "templates"),
                    (mail.compose, "build_message", "message"),
                    (mail.compose, "mint_links", "tokens"),
                    (localize, "translation_for", "state+view"), (localize, "view", "state+view")]

@@ -39,14 +39,16 @@ from jinja2 import (
     ChoiceLoader,
     Environment,
     FileSystemLoader,
+    Template,
     TemplateNotFound,
     Undefined,
     meta,
+    nodes,
 )
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.idtracking import VAR_LOAD_RESOLVE
 from jinja2.runtime import Context, Macro
-from jinja2.utils import _PassArg, internalcode
+from jinja2.utils import _PassArg, internalcode, missing
 from markupsafe import Markup
 
 from engine.registry import Listing, listings
@@ -66,8 +68,11 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 # marked ``pass_context``): whether they take the context is their own mark alone. (Not
 # ``Macro``: its ``__call__`` takes the caller's eval context, so that a macro escapes as
 # the template that calls it does; ``TemplateContext.call`` passes it.)
+# An ``lru_cache`` wrapper (``ui_inline``, a fifth of an email's calls) is one: its
+# ``__call__`` is a method-wrapper, and its ``jinja_pass_arg`` the wrapped function's.
 _PLAIN_CALLABLES = frozenset({types.FunctionType, types.MethodType,
-                              types.BuiltinFunctionType, functools.partial})
+                              types.BuiltinFunctionType, functools.partial,
+                              type(functools.lru_cache(maxsize=None)(len))})
 
 
 class TemplateContext(Context):
@@ -108,7 +113,10 @@ class TemplateContext(Context):
 
 class NotingCodeGenerator(CodeGenerator):
     """Jinja's code generator, noting in its environment's ``context_reads`` the names
-    each template it compiles reads from its context (as ``_ContextReads`` finds them)."""
+    each template it compiles reads from its context (as ``_ContextReads`` finds them),
+    and in ``context_passes`` the templates that hand their context on (an include, an
+    ``extends``, an import with context); and compiling ``{% import ... with context %}``
+    as a call of ``TemplateEnvironment.import_module`` (``kept_import``)."""
 
     def enter_frame(self, frame: Frame) -> None:
         super().enter_frame(frame)
@@ -117,6 +125,26 @@ class NotingCodeGenerator(CodeGenerator):
         for action, param in frame.symbols.loads.values():
             if action == VAR_LOAD_RESOLVE:
                 noted.add(param)
+
+    def _passes_context(self) -> None:
+        self.environment.context_passes.add(self.name)  # type: ignore[attr-defined]
+
+    def visit_Include(self, node: nodes.Include, frame: Frame) -> None:
+        self._passes_context()
+        super().visit_Include(node, frame)
+
+    def visit_Extends(self, node: nodes.Extends, frame: Frame) -> None:
+        self._passes_context()
+        super().visit_Extends(node, frame)
+
+    def _import_common(self, node: nodes.Import | nodes.FromImport, frame: Frame) -> None:
+        if not node.with_context or self.environment.is_async:
+            super()._import_common(node, frame)
+            return
+        self._passes_context()
+        self.write("environment.import_module(environment.get_template(")
+        self.visit(node.template, frame)
+        self.write(f", {self.name!r}), context, {self.dump_local_context(frame)})")
 
 
 class TemplateEnvironment(FlaskEnvironment):
@@ -133,6 +161,13 @@ class TemplateEnvironment(FlaskEnvironment):
         super().__init__(*args, **kwargs)
         # template name -> the names it reads from its context (``narration_module``)
         self.context_reads: dict[str | None, set[str]] = {}
+        # the templates that hand their context on to another (``kept_import``)
+        self.context_passes: set[str | None] = set()
+
+    def import_module(self, template: Template, context: Context,
+                      locals: dict[str, Any]) -> Any:  # noqa: A002 - Jinja's name
+        """``{% import template as x with context %}`` (its generated code calls this)."""
+        return kept_import(self, template, context, locals)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
@@ -400,6 +435,88 @@ _ABSENT = object()
 _CONTEXT_FREE = frozenset({"_", "gettext", "ngettext"})
 
 
+# The types of value a module kept by ``kept_import`` may read from its context: the
+# words of the catalog, the template's helpers, flags and names; no object of one page or
+# email (a module kept holds the context it was made in).
+_IMPORT_KEY_TYPES = frozenset({type(None), type(missing), bool, int, str, Markup, type,
+                               types.FunctionType, types.BuiltinFunctionType,
+                               type(functools.lru_cache(maxsize=None)(len))})
+
+
+def kept_import(env: Environment, template: Template, context: Context,
+                locals: dict[str, Any]) -> Any:  # noqa: A002 - Jinja's name
+    """The module of ``{% import template as x with context %}`` in ``context``: Jinja
+    makes it anew at every import (the whole module run: every macro defined again, the
+    context copied), here kept in the process and shared, as ``narration_module`` keeps
+    a narration, by the template, the language and the values of the names it reads from
+    its context (its helpers, the words of the catalog, ``inline_css``: the same in every
+    email of one language and part; a variable of the importing template, which Jinja
+    passes on as ``locals``, in place of the context's). Made as Jinja makes it when the
+    template hands its
+    context on (an include, an import with context: what that one reads is not in the
+    key), when a value read is of another type than ``_IMPORT_KEY_TYPES`` (a page's or an
+    email's own objects), when it calls a function that takes the context and does not
+    say which names of it it reads (``jinja_context_reads``), and while templates reload
+    on change (development)."""
+    if env.auto_reload or template.name in getattr(env, "context_passes", ()):
+        return template.make_module(context.get_all(), True, locals)
+
+    def get(name: str) -> Any:  # as the module's context will resolve it
+        value = locals.get(name, missing)
+        return value if value is not missing else context.resolve_or_missing(name)
+    reads = _reads_of(env, template)
+    values = [get(k) for k in reads]
+    extra = _context_reads_key(template, reads, values, get)
+    if extra is None or not all(map(_plain, values)) or not all(map(_plain, extra)):
+        return template.make_module(context.get_all(), True, locals)
+    key = (kept_import, template, str(get_locale()), *values, *extra)
+    module = _MODULES.get(key)
+    if module is None:
+        module = template.make_module(context.get_all(), True, locals)
+        if len(_MODULES) >= _MODULES_KEPT:
+            _MODULES.clear()
+        _MODULES[key] = module
+    return module
+
+
+def _plain(value: Any) -> bool:
+    """Whether a value read may key a kept module (``_IMPORT_KEY_TYPES``, or a tuple of
+    them: ``memo_scope``)."""
+    if type(value) is tuple:
+        return all(type(v) in _IMPORT_KEY_TYPES for v in value)
+    return type(value) in _IMPORT_KEY_TYPES
+
+
+def _reads_of(env: Environment, template: Template) -> tuple[str, ...]:
+    """The names ``template`` reads from its context (noted as it compiled)."""
+    reads = _READS.get(template)
+    if reads is None:
+        name = template.name
+        found = getattr(env, "context_reads", {}).get(name)  # noted as it compiled
+        if found is None:  # from elsewhere (a bytecode cache): parsed once more
+            assert env.loader is not None and name is not None
+            found = context_reads(env, env.loader.get_source(env, name)[0])
+        reads = _READS[template] = tuple(sorted(found))
+    return reads
+
+
+def _context_reads_key(template: Template, reads: tuple[str, ...], values: list[Any],
+                       get: Callable[[str], Any]) -> list[Any] | None:
+    """The values of the names that functions ``template`` calls read from its context
+    (those taking the context, but for the catalog's words, say which by
+    ``jinja_context_reads``: ``memo``, ``ui``); None if one of them does not say."""
+    extra: list[Any] = []
+    for read, value in zip(reads, values, strict=True):
+        found = template.globals.get(read) if value is _ABSENT or value is missing else value
+        if read not in _CONTEXT_FREE and getattr(found, "jinja_pass_arg",
+                                                 None) is _PassArg.context:
+            names = getattr(found, "jinja_context_reads", None)
+            if names is None:
+                return None
+            extra += [get(k) for k in names]
+    return extra
+
+
 def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> Any:
     """The module of narration template ``name`` as ``{% import name as n with context %}``
     makes it with ``variables``, kept in this process and shared by every email whose
@@ -416,20 +533,13 @@ def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> 
     template = env.get_template(name)
     if env.auto_reload:
         return template.make_module(variables)
-    reads = _READS.get(template)
-    if reads is None:
-        found = getattr(env, "context_reads", {}).get(name)  # noted as it compiled
-        if found is None:  # from elsewhere (a bytecode cache): parsed once more
-            assert env.loader is not None
-            found = context_reads(env, env.loader.get_source(env, name)[0])
-        reads = _READS[template] = tuple(sorted(found))
+    reads = _reads_of(env, template)
     values = [variables.get(k, _ABSENT) for k in reads]
-    for read, value in zip(reads, values, strict=True):
-        found = template.globals.get(read) if value is _ABSENT else value
-        if read not in _CONTEXT_FREE and getattr(found, "jinja_pass_arg",
-                                                 None) is _PassArg.context:
-            return template.make_module(variables)
-    key = (template, str(get_locale()), *values)
+    extra = _context_reads_key(template, reads, values,
+                               lambda k: variables.get(k, _ABSENT))
+    if extra is None:
+        return template.make_module(variables)
+    key = (template, str(get_locale()), *values, *extra)
     try:
         module = _MODULES.get(key)
     except TypeError:  # a value that is no key (a dict): made for this email alone
@@ -442,7 +552,16 @@ def narration_module(env: Environment, name: str, variables: dict[str, Any]) -> 
     return module
 
 
+_SAID_PLAIN = frozenset({str, int, float, type(None)})  # the common types, asked first
+
+
 def _said_key(value: Any) -> Any:
+    kind = type(value)
+    if kind in _SAID_PLAIN:
+        return (kind, value)
+    if kind is list or kind is tuple:
+        return (kind, tuple([(type(v), v) if type(v) in _SAID_PLAIN else _said_key(v)
+                             for v in value]))
     if value is None or isinstance(value, (str, int, float)):
         return (type(value), value)  # a Markup is not its string, nor True 1
     if isinstance(value, (list, tuple)):

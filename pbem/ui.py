@@ -132,7 +132,13 @@ def marks(names: list[str]) -> list[str]:
     """A short mark for each player, for the tokens of a board picture (a colour is never
     the only sign): the name's first letter, or as many first letters as tell it from
     the others' (at most three), else its seat's number; letters and digits only (a
-    mark is never a piece of punctuation, nor cuts an entity of the name in two)."""
+    mark is never a piece of punctuation, nor cuts an entity of the name in two). Kept
+    per list of names (a board asks once per player panel, in every email)."""
+    return list(_marks(tuple(names)))
+
+
+@functools.lru_cache(maxsize=1024)
+def _marks(names: tuple[str, ...]) -> tuple[str, ...]:
     clean = ["".join(c for c in name if c.isalnum()) or "?" for name in names]
     out = []
     for i, name in enumerate(clean):
@@ -144,7 +150,7 @@ def marks(names: list[str]) -> list[str]:
         else:
             mark = str(i + 1)
         out.append(mark)
-    return out
+    return tuple(out)
 
 
 def runs(items: list[Any], key: str) -> list[tuple[Any, list[Any]]]:
@@ -198,6 +204,11 @@ def ui(context: Context, *names: str) -> Markup:
     return _attribute(tuple(n for n in names if n), bool(context.get("inline_css")))
 
 
+# The names of its context ``ui`` reads (``pbem.narrate.kept_import``: a module that calls
+# it is kept per value of these).
+ui.jinja_context_reads = ("inline_css",)  # type: ignore[attr-defined]
+
+
 @functools.lru_cache(maxsize=4096)
 def ui_inline(*names: str) -> Markup:
     """``ui`` of an HTML email (``inline_css``), passed to its render as ``ui``: kept by
@@ -216,8 +227,9 @@ def memo(context: Context, *key: object, caller: Callable[[], str]) -> Markup:
     for each key (a card drawn the same way in every email: its data, and implicitly the
     language, page or mail styles and the server's address of its links). The key must
     name everything else the body depends on."""
-    full = (key, get_locale_name(), bool(context.get("inline_css")),
-            current_app.config.get("BASE_URL"))
+    scope = context.get(MEMO_SCOPE)
+    full = (key, *(scope if scope is not None
+                   else memo_scope(bool(context.get("inline_css")))))
     hit = _memo.get(full)
     if hit is None:
         hit = Markup(caller())
@@ -225,6 +237,21 @@ def memo(context: Context, *key: object, caller: Callable[[], str]) -> Markup:
             _memo.clear()
         _memo[full] = hit
     return hit
+
+
+# A render that knows the names ``memo`` adds to each of its keys passes them under this
+# name, ``memo_scope(inline_css)`` made once (an email's two parts: ``compose``): asking
+# the locale and the application anew for every call was a good part of its cost.
+MEMO_SCOPE = "memo_scope"
+
+
+def memo_scope(inline_css: bool) -> tuple[str, bool, object]:
+    """What ``memo`` adds to every key: the language, page or mail styles (the
+    template's ``inline_css``), the server's address."""
+    return (get_locale_name(), inline_css, current_app.config.get("BASE_URL"))
+
+
+memo.jinja_context_reads = (MEMO_SCOPE, "inline_css")  # type: ignore[attr-defined]
 
 
 def get_locale_name() -> str:

@@ -29,11 +29,13 @@ from email.policy import compat32
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from flask import current_app, render_template
+from flask import Flask, before_render_template, current_app, template_rendered
 from flask_babel import force_locale, gettext
 from sqlalchemy import bindparam
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from engine.registry import get_game
@@ -49,7 +51,7 @@ from pbem.mail.inbound import Addresses, new_reply_token
 from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of, utcnow
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
-from pbem.ui import ui_inline
+from pbem.ui import memo_scope, ui_inline
 from pbem.view import OpenDecision, SeatView
 
 LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "/admin/",
@@ -59,12 +61,19 @@ LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "
 
 # The reads of rendering, each built once: SQLAlchemy memoises a statement's cache key on
 # the statement object, so a prebuilt one is neither built nor keyed again for every email.
-# All but the outbox row (changed by the mail loop) and the seats (``Seat`` objects, which
-# the seat's view reads, ``pbem.services.viewing``) are run as Core statements on the
-# session's connection and read as rows: the ORM's execution (and objects) cost several
-# times the statement on SQLite. (The view reads the open decisions and the events.)
-_ROW = (select(Outbox, Game, Seat).outerjoin(Game, col(Game.id) == Outbox.game_id)
-        .outerjoin(Seat, col(Seat.id) == Outbox.seat_id).where(Outbox.id == bindparam("id")))
+# All but the seats (``Seat`` objects, which the seat's view reads,
+# ``pbem.services.viewing``) are run as Core statements on the session's connection and
+# read as rows: the ORM's execution (and objects) cost several times the statement on
+# SQLite. (The view reads the open decisions and the events.) The outbox row, its game
+# and its seat: every column of the three in one Core query (``load_row``), in this order.
+_ROW_MAPPERS = tuple((m, tuple(m.get_property_by_column(c).key for c in m.local_table.columns),
+                      [c.name for c in m.local_table.columns].index(m.primary_key[0].name))
+                     for m in (sa_inspect(Outbox), sa_inspect(Game), sa_inspect(Seat)))
+_OUTBOX_T, _GAME_T, _SEAT_T = table_of(Outbox), table_of(Game), table_of(Seat)
+_CORE_ROW = (core_select(*_OUTBOX_T.columns, *_GAME_T.columns, *_SEAT_T.columns)
+             .select_from(_OUTBOX_T.outerjoin(_GAME_T, _GAME_T.c.id == _OUTBOX_T.c.game_id)
+                          .outerjoin(_SEAT_T, _SEAT_T.c.id == _OUTBOX_T.c.seat_id))
+             .where(_OUTBOX_T.c.id == bindparam("id")))
 _SEATS = select(Seat).where(Seat.game_id == bindparam("game_id")).order_by(col(Seat.position))
 EVENTS_SINCE = (select(EventLog.kind, EventLog.actor, EventLog.data, EventLog.visible_to)
                  .where(EventLog.game_id == bindparam("game_id"),
@@ -104,8 +113,32 @@ EXTRA_CONTEXT: dict[EmailTemplate, Callable[[Session, Outbox], dict[str, Any]]] 
 
 def load_row(s: Session, row_id: int) -> tuple[Outbox, Game | None, Seat | None, bool]:
     """An outbox row with its game and seat (one query), and whether it goes to the
-    seat's own player (not, say, to someone offered the seat)."""
-    row, game, seat = s.exec(_ROW, params={"id": row_id}).one()
+    seat's own player (not, say, to someone offered the seat).
+
+    One Core query, its row made into the three objects as the ORM's query would load
+    them (every column set, no history; one the session holds already is that one) and
+    added to the session, persistent: a change to the outbox row is tracked (the mail loop
+    writes it), and a seat read again (``_SEATS``) is the same object. The ORM's query
+    and loading cost about three times as much."""
+    found = s.connection().execute(_CORE_ROW, {"id": row_id}).one()
+    objects: list[Any] = []
+    at = 0
+    for mapper, keys, pk in _ROW_MAPPERS:
+        values = found[at:at + len(keys)]
+        at += len(keys)
+        if values[pk] is None:  # no game or no seat (the outer join's NULLs)
+            objects.append(None)
+            continue
+        held = s.identity_map.get(mapper.identity_key_from_primary_key((values[pk],)))
+        if held is not None:  # as the ORM's query: the object the session has
+            objects.append(held)
+            continue
+        obj = mapper.class_manager.new_instance()
+        obj.__dict__.update(zip(keys, values, strict=True))
+        make_transient_to_detached(obj)
+        s.add(obj)
+        objects.append(obj)
+    row, game, seat = objects
     return row, game, seat, seat is not None and seat.email.lower() == row.rcpt
 
 
@@ -168,6 +201,9 @@ def render(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
         ctx["card"] = localize.lookup(mod, state, localize.translation_for(mod, state,
                                                                            language()))
         ctx["events"] = list(view.events)
+        # the others than the messages to the table, as ``_events`` lists them (a filter
+        # of Jinja's, asking for each event's kind through the template, cost more)
+        ctx["news_events"] = [e for e in ctx["events"] if e.kind != TALK_EVENT]
         ctx["said"], ctx["said_earlier"] = table_talk(ctx["events"])
         if row.template in NEWS_TEMPLATES:  # it tells them: the next email starts after
             seen = game.event_seq
@@ -373,19 +409,22 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
     ``force_locale`` around the call) and put them in a message whose every header is safe
     (see ``pbem.mail.headers``)."""
     lang = language()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    # each part's variables, with the context processors' as render_template adds them
+    # (once: the narration's module is made with the same)
+    text_vars = dict(ctx, memo_scope=memo_scope(False))
+    html_vars = dict(ctx, ctx_language=lang, inline_css=True, ui=ui_inline,
+                     memo_scope=memo_scope(True))
+    app.update_template_context(text_vars)
+    app.update_template_context(html_vars)
     parts: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
     if game is not None:  # the game's narration, made once per part and said once (n)
-        text_vars = dict(ctx)
-        html_vars = dict(ctx, ctx_language=lang, inline_css=True, ui=ui_inline)
-        current_app.update_template_context(text_vars)  # as render_template does
-        current_app.update_template_context(html_vars)
         narration = EmailNarration(game, text_vars, html_vars)
         parts = ({"n": narration.part(False)}, {"n": narration.part(True)})
-    text = render_template(f"emails/{row.template}.txt", **parts[0], **ctx).lstrip("\n")
+    text = _render(app, f"emails/{row.template}.txt", {**text_vars, **parts[0]}).lstrip("\n")
     headline = text.split("\n", 1)[0].strip()
-    html = render_template(f"emails/{row.template}.html", headline=headline,
-                           ctx_language=lang, inline_css=True, ui=ui_inline, **parts[1],
-                           **ctx)
+    html = _render(app, f"emails/{row.template}.html",
+                   {**html_vars, "headline": headline, **parts[1]})
     # an email about no one game is called by its kind, the same every time (one thread)
     subject = (game_name(game, ctx.get("seats") or []) if game is not None
                else gettext(SUBJECTS[row.template]) if row.template in SUBJECTS
@@ -396,6 +435,18 @@ def build_message(row: Outbox, game: Game | None, ctx: dict[str, Any],
         text, html)
     check_header_block(data, names)
     return Outgoing(return_path(row), row.to_addr, data)
+
+
+def _render(app: Flask, name: str, variables: dict[str, Any]) -> str:
+    """``render_template(name, **variables)`` for ``variables`` that have the context
+    processors' already (``update_template_context``: not run twice a part)."""
+    template = app.jinja_env.get_template(name)
+    before_render_template.send(app, _async_wrapper=app.ensure_sync, template=template,
+                                context=variables)
+    rendered = template.render(variables)
+    template_rendered.send(app, _async_wrapper=app.ensure_sync, template=template,
+                           context=variables)
+    return rendered
 
 
 def return_path(row: Outbox) -> str:
@@ -444,8 +495,38 @@ def wire_message(write: Callable[[Message[str, Any]], None], text: str,
 def _qp(body: str) -> bytes:
     """A text part's body, quoted-printable (readable in any mail program's source view),
     by ``binascii`` (C) instead of ``email.quoprimime`` (a Python loop over every
-    character), with CRLF line ends; no line end after the last line, as the generator."""
-    encoded = binascii.b2a_qp(body.encode("utf-8"), istext=True)
-    if b"\r" in encoded:  # not from our templates; the generator's rule for any line end
-        return _LINE_END.sub(b"\r\n", encoded)
-    return encoded.replace(b"\n", b"\r\n")  # the same, 25 times quicker than the regex
+    character), with CRLF line ends; no line end after the last line, as the generator.
+
+    Line by line, each line's encoding kept (``_QP_LINES``): ``b2a_qp`` encodes a line
+    and its line end the same wherever the line stands (it starts every line afresh), so
+    the lines joined are the body's encoding, byte for byte. Most lines of an email
+    (a card, a style, a sentence) are in many emails; the lines with a link's token are
+    not. An HTML part is about 40 kB in 180 lines, and ``b2a_qp`` of all of it cost
+    more than looking up the lines and encoding the new ones."""
+    if "\r" in body:  # not from our templates; the generator's rule for any line end
+        return _LINE_END.sub(b"\r\n", binascii.b2a_qp(body.encode("utf-8"), istext=True))
+    lines = body.split("\n")
+    last = lines.pop()
+    kept = _QP_LINES
+    out = []
+    for line in lines:
+        encoded = kept.get(line)
+        if encoded is None:
+            encoded = _qp_line(line + "\n")
+            if len(kept) >= _QP_LINES_KEPT:
+                kept.clear()
+            kept[line] = encoded
+        out.append(encoded)
+    out.append(_qp_line(last))  # no line end: b2a_qp treats the very end on its own
+    return b"".join(out)
+
+
+def _qp_line(text: str) -> bytes:
+    # the same, 25 times quicker than the regex
+    return binascii.b2a_qp(text.encode("utf-8"), istext=True).replace(b"\n", b"\r\n")
+
+
+# Lines of text parts and their encodings (``_qp``): immutable values, a dictionary read
+# and written under the GIL, emptied when full.
+_QP_LINES: dict[str, bytes] = {}
+_QP_LINES_KEPT = 5_000

@@ -162,7 +162,16 @@ def unstructured(text: str) -> str | Header:
     if (len(text) <= PLAIN_MAX and PLAIN_TEXT_RE.match(text) and "=?" not in text
             and "  " not in text and text == text.strip()):
         return text  # short enough never to be folded
-    return Header(text, "utf-8")
+    return Unstructured(text)
+
+
+class Unstructured(Header):
+    """``Header(text, "utf-8")`` that knows its text: how it folds follows from the text
+    alone (``_Wire`` keeps it)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text, "utf-8")
+        self.text = text
 
 
 # --------------------------------------------------------------------------- a message's headers
@@ -182,10 +191,27 @@ class _Wire(Compat32):
                 and (self.max_line_length is None
                      or len(name) + 2 + len(value) <= self.max_line_length)):
             return f"{name}: {value}{self.linesep}".encode("ascii")
-        return super().fold_binary(name, value)
+        # a str, or a Header of ``unstructured``, folds the same every time: a game's
+        # List-Id and Subject, an address's name are in all its emails
+        key = ((name, value) if type(value) is str
+               else (name, Unstructured, value.text) if type(value) is Unstructured
+               else None)
+        if key is None or self is not WIRE:  # a clone may fold otherwise
+            return super().fold_binary(name, value)
+        folded = _FOLDED.get(key)
+        if folded is None:
+            folded = super().fold_binary(name, value)
+            if len(_FOLDED) >= _FOLDED_KEPT:
+                _FOLDED.clear()
+            _FOLDED[key] = folded
+        return folded
 
 
 WIRE = _Wire(linesep="\r\n", max_line_length=78)
+# Headers folded by ``WIRE`` (immutable bytes; a dictionary under the GIL, emptied when
+# full). Only WIRE's: the fold depends on the policy too.
+_FOLDED: dict[tuple[Any, ...], bytes] = {}
+_FOLDED_KEPT = 4096
 
 
 def message_id(local: str) -> str:

@@ -25,18 +25,28 @@ MUTABLE_TEMPLATES = frozenset({EmailTemplate.NOTICE, EmailTemplate.GAME_STARTED}
 # Run as Core statements on the session's connection (cheaper than the ORM's execution).
 _SUPPRESSED = select(Suppression.scope).where(Suppression.address == bindparam("rcpt"))
 _CLOSED = select(Decision.closed_at).where(Decision.id == bindparam("id"))
+# Both asked of a decision's email in one statement (each a row at most: the address and
+# the decision's id are primary keys): the suppression's scope, whether the decision
+# exists, and when it closed.
+_SUPPRESSED_AND_CLOSED = select(
+    _SUPPRESSED.scalar_subquery().label("scope"),
+    select(Decision.id).where(Decision.id == bindparam("id")).scalar_subquery().label("found"),
+    _CLOSED.scalar_subquery().label("closed_at"))
 
 
 def why_not_send(s: Session, row: Outbox, game: Game | None, seat: Seat | None,
                  to_player: bool) -> str | None:
     """Why this email must not go out now (checked at sending, not only at queueing)."""
-    if suppressed(s, row.rcpt, row.template):
-        return mark("the address asked not to get email from this server")
     decision_id = row.context.get("decision_id")
     if row.template == EmailTemplate.DECISION and decision_id is not None:
-        decision = s.connection().execute(_CLOSED, {"id": decision_id}).first()
-        if decision is None or decision.closed_at is not None:
+        scope, found, closed_at = s.connection().execute(
+            _SUPPRESSED_AND_CLOSED, {"rcpt": row.rcpt, "id": decision_id}).one()
+        if covers(scope, row.template):
+            return mark("the address asked not to get email from this server")
+        if found is None or closed_at is not None:
             return mark("the decision closed before this email could be sent")
+    elif suppressed(s, row.rcpt, row.template):
+        return mark("the address asked not to get email from this server")
     if seat is None:
         return None
     if row.template == EmailTemplate.HANDOVER_INVITE:
@@ -61,7 +71,12 @@ def suppressed(s: Session, rcpt: str, template: EmailTemplate | None = None) -> 
     """Whether address ``rcpt`` (lower case) asked for no email of ``template`` (a
     suppression's scope is a template, or ``all``); without ``template``, whether it
     asked for none at all ("never email me again")."""
-    scope = s.connection().execute(_SUPPRESSED, {"rcpt": rcpt}).scalar()
+    return covers(s.connection().execute(_SUPPRESSED, {"rcpt": rcpt}).scalar(), template)
+
+
+def covers(scope: str | None, template: str | None) -> bool:
+    """Whether an address's suppression ``scope`` (None: it has none) covers emails of
+    ``template`` (None: any email, "never email me again")."""
     return scope == SuppressionScope.ALL or (scope is not None and scope == template)
 
 

@@ -13,7 +13,7 @@ from sqlmodel import select
 from pbem import mail, services
 from pbem.db import session_scope
 from pbem.errors import InvalidInput
-from pbem.models import Game, Outbox
+from pbem.models import Game, Outbox, Suppression
 from tests.server.conftest import start_game
 from tests.server.helpers import (
     BASE_URL,
@@ -306,3 +306,31 @@ def test_a_decision_email_for_a_closed_decision_is_not_sent(app, inbox):
     assert (row.status, row.last_error) == (
         "skipped", "the decision closed before this email could be sent")
     assert all(m.decision_id != decision.id for m in inbox.all())
+
+
+@pytest.mark.parametrize(("scope", "sent"), [("all", False), ("my_games", True)])
+def test_a_decision_email_to_an_address_that_asked_for_none_is_not_sent(app, inbox, scope,
+                                                                        sent):
+    """The suppression is asked with the decision's state in one statement: "all" stops
+    a decision's email (before its decision is asked about), "my_games" does not."""
+    inbox.backend.fail = ConnectionRefusedError("mail server down")
+    with app.app_context():
+        created = services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False,
+                                       start=True)
+        mail.deliver_due()
+    from tests.server.helpers import open_decisions
+
+    (decision,) = open_decisions(app, created.game_id)
+    row = next(r for r in outbox(app) if r.context.get("decision_id") == decision.id)
+    with app.app_context(), session_scope() as s:
+        s.add(Suppression(address=row.rcpt, scope=scope))
+    inbox.backend.fail = None
+    make_due(app)
+    with app.app_context():
+        mail.deliver_due()
+    row = next(r for r in outbox(app) if r.context.get("decision_id") == decision.id)
+    if sent:
+        assert row.status == "sent"
+    else:
+        assert (row.status, row.last_error) == (
+            "skipped", "the address asked not to get email from this server")
