@@ -287,15 +287,22 @@ def test_a_failed_send_is_kept_and_retried_once_due(app, inbox):
     assert sorted(m.to_addr for m in inbox.all()) == sorted(p.email for p in PLAYERS)
 
 
-def test_a_decision_email_for_a_closed_decision_is_not_sent(app, inbox):
+def held_first_decision(app, inbox):
+    """The one open decision of a game started while the mail server was down (its
+    emails wait in the outbox); the server is then still down."""
+    from tests.server.helpers import open_decisions
+
     inbox.backend.fail = ConnectionRefusedError("mail server down")
     with app.app_context():
         created = services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False,
                                        start=True)
         mail.deliver_due()
-    from tests.server.helpers import open_decisions
-
     (decision,) = open_decisions(app, created.game_id)
+    return decision
+
+
+def test_a_decision_email_for_a_closed_decision_is_not_sent(app, inbox):
+    decision = held_first_decision(app, inbox)
     with app.app_context():
         services.time_out(decision.id, decision.deadline_at + timedelta(seconds=1))
     inbox.backend.fail = None
@@ -313,14 +320,7 @@ def test_a_decision_email_to_an_address_that_asked_for_none_is_not_sent(app, inb
                                                                         sent):
     """The suppression is asked with the decision's state in one statement: "all" stops
     a decision's email (before its decision is asked about), "my_games" does not."""
-    inbox.backend.fail = ConnectionRefusedError("mail server down")
-    with app.app_context():
-        created = services.create_game("cavemen", PLAYERS, seed=7, confirm_by_email=False,
-                                       start=True)
-        mail.deliver_due()
-    from tests.server.helpers import open_decisions
-
-    (decision,) = open_decisions(app, created.game_id)
+    decision = held_first_decision(app, inbox)
     row = next(r for r in outbox(app) if r.context.get("decision_id") == decision.id)
     with app.app_context(), session_scope() as s:
         s.add(Suppression(address=row.rcpt, scope=scope))
