@@ -6,6 +6,7 @@ moves every port it opens with PORT, so two of them run side by side."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import signal
@@ -30,15 +31,31 @@ WAIT = 90.0  # seconds: two cores shared with other test files
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (where port 0 binds and outgoing
+    connections take their local port)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_ports() -> int:
-    """A free web port whose receiver port (``supervise.inbound_port``) is free too."""
-    for _ in range(50):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+    """A free web port whose receiver port (``supervise.inbound_port``) is free too, both
+    below the ephemeral range: a server takes them seconds after this check, and a port
+    of that range may meanwhile become the local port of any connection another test
+    opens (the receiver then cannot bind: "address already in use")."""
+    rng = random.SystemRandom()
+    top = _ephemeral_low()
+    for _ in range(200):
+        port = rng.randrange(5000, top)
+        receiver = supervise.inbound_port(port)
+        if not 1024 <= receiver < top:
+            continue
         try:
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", supervise.inbound_port(port)))
+            for candidate in (port, receiver):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", candidate))
         except OSError:
             continue
         return port
