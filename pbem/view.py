@@ -39,23 +39,25 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 def as_json(value: object) -> JSON:
     """``value`` itself, checked to be JSON data (lists or tuples, objects with string
     keys, scalars): the engine's data is used as it is, not copied. (One walk with a
-    stack, the exact types first: a game's view is checked for every page and email.)"""
+    stack, the exact types first, a container's scalars checked where they stand and
+    never stacked: a game's view is checked for every page and email.)"""
     stack = [value]
+    push = stack.append
     while stack:
         item = stack.pop()
         kind = type(item)
-        if kind in _SCALARS:
-            continue
-        if kind is dict or (kind is not list and isinstance(item, dict)):
-            mapping = cast(dict[object, object], item)
-            for key in mapping:
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(item, dict)):
+            for key, child in cast(dict[object, object], item).items():
                 if type(key) is not str and not isinstance(key, str):
                     raise NotJSON(f"a JSON object's key must be a string: {key!r}")
-            stack.extend(mapping.values())
+                if type(child) not in _SCALARS:
+                    push(child)
         elif kind is list or kind is tuple or isinstance(item, list | tuple):
-            stack.extend(cast(Sequence[object], item))
-        elif not isinstance(item, bool | int | float | str):  # an enum's member, say
-            raise NotJSON(f"not JSON data: {kind.__name__}")
+            for child in cast(Sequence[object], item):
+                if type(child) not in _SCALARS:
+                    push(child)
+        elif kind not in _SCALARS and not isinstance(item, bool | int | float | str):
+            raise NotJSON(f"not JSON data: {kind.__name__}")  # an enum's member passes
     return cast(JSON, value)
 
 

@@ -185,7 +185,10 @@ def _events(s: Session, game: Game, position: int | None,
         if visible is not None and position not in visible:
             continue
         raw = None if data is None else json.loads(data)
-        out.append(EventView(seq, kind, actor, as_object(raw or {}), as_utc(at)))
+        # an object JSON decoded is JSON data by its making: only anything else is checked
+        out.append(EventView(seq, kind, actor,
+                             raw if type(raw) is dict else as_object(raw or {}),
+                             as_utc(at)))
     return tuple(out)
 
 
