@@ -456,9 +456,12 @@ def kept_import(env: Environment, template: Template, context: Context,
     context on (an include, an import with context: what that one reads is not in the
     key), when a value read is of another type than ``_IMPORT_KEY_TYPES`` (a page's or an
     email's own objects), when it calls a function that takes the context and does not
-    say which names of it it reads (``jinja_context_reads``), and while templates reload
-    on change (development)."""
-    if env.auto_reload or template.name in getattr(env, "context_passes", ()):
+    say which names of it it reads (``jinja_context_reads``), while templates reload on
+    change (development), and for a template not compiled by this environment."""
+    if (env.auto_reload or template.name in getattr(env, "context_passes", ())
+            or template.name not in getattr(env, "context_reads", {})):
+        # (not compiled here, from a bytecode cache say: whether it hands its context
+        # on is not known)
         return template.make_module(context.get_all(), True, locals)
 
     def get(name: str) -> Any:  # as the module's context will resolve it
