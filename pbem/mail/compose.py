@@ -32,10 +32,8 @@ from zoneinfo import ZoneInfo
 from flask import Flask, before_render_template, current_app, template_rendered
 from flask_babel import force_locale, gettext
 from sqlalchemy import bindparam
-from sqlalchemy import inspect as sa_inspect
 from sqlalchemy import select as core_select
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col, select
 
 from engine.registry import get_game
@@ -48,7 +46,17 @@ from pbem.mail.addresses import clock_stops
 from pbem.mail.backends import Outgoing
 from pbem.mail.headers import WIRE, check_header_block, thread_of, write_headers
 from pbem.mail.inbound import Addresses, new_reply_token
-from pbem.models import Decision, EventLog, Game, Outbox, Seat, id_column, table_of, utcnow
+from pbem.models import (
+    Decision,
+    EventLog,
+    Game,
+    Outbox,
+    RowLoader,
+    Seat,
+    id_column,
+    table_of,
+    utcnow,
+)
 from pbem.narrate import EmailNarration
 from pbem.tokens import mint_many
 from pbem.ui import memo_scope, ui_inline
@@ -66,9 +74,7 @@ LINK_PATHS = {TokenKind.ACTION: "/a/", TokenKind.PAGE: "/g/", TokenKind.ADMIN: "
 # read as rows: the ORM's execution (and objects) cost several times the statement on
 # SQLite. (The view reads the open decisions and the events.) The outbox row, its game
 # and its seat: every column of the three in one Core query (``load_row``), in this order.
-_ROW_MAPPERS = tuple((m, tuple(m.get_property_by_column(c).key for c in m.local_table.columns),
-                      [c.name for c in m.local_table.columns].index(m.primary_key[0].name))
-                     for m in (sa_inspect(Outbox), sa_inspect(Game), sa_inspect(Seat)))
+_ROW_LOADERS = (RowLoader(Outbox), RowLoader(Game), RowLoader(Seat))
 _OUTBOX_T, _GAME_T, _SEAT_T = table_of(Outbox), table_of(Game), table_of(Seat)
 _CORE_ROW = (core_select(*_OUTBOX_T.columns, *_GAME_T.columns, *_SEAT_T.columns)
              .select_from(_OUTBOX_T.outerjoin(_GAME_T, _GAME_T.c.id == _OUTBOX_T.c.game_id)
@@ -123,21 +129,11 @@ def load_row(s: Session, row_id: int) -> tuple[Outbox, Game | None, Seat | None,
     found = s.connection().execute(_CORE_ROW, {"id": row_id}).one()
     objects: list[Any] = []
     at = 0
-    for mapper, keys, pk in _ROW_MAPPERS:
-        values = found[at:at + len(keys)]
-        at += len(keys)
-        if values[pk] is None:  # no game or no seat (the outer join's NULLs)
-            objects.append(None)
-            continue
-        held = s.identity_map.get(mapper.identity_key_from_primary_key((values[pk],)))
-        if held is not None:  # as the ORM's query: the object the session has
-            objects.append(held)
-            continue
-        obj = mapper.class_manager.new_instance()
-        obj.__dict__.update(zip(keys, values, strict=True))
-        make_transient_to_detached(obj)
-        s.add(obj)
-        objects.append(obj)
+    for loader in _ROW_LOADERS:
+        values = found[at:at + len(loader.keys)]
+        at += len(loader.keys)
+        # (no game or no seat: the outer join's NULLs)
+        objects.append(None if values[loader.pk] is None else loader.in_session(s, values))
     row, game, seat = objects
     return row, game, seat, seat is not None and seat.email.lower() == row.rcpt
 

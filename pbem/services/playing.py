@@ -14,9 +14,7 @@ from typing import Any, cast
 from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import bindparam, case, func, insert, null, update
-from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import set_committed_value
-from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlmodel import Session, col, select
 
 from engine.core import Action, Bot, EngineError, Event, Searches, parse_action
@@ -37,7 +35,16 @@ from pbem.errors import (
 )
 from pbem.forms import DB_INT_MAX, parse_int
 from pbem.kinds import ClosedBy, EmailTemplate, GameStatus, MoveSource, SeatBot, TokenKind
-from pbem.models import Decision, Game, Move, Seat, page_version_moved, table_of, utcnow
+from pbem.models import (
+    Decision,
+    Game,
+    Move,
+    RowLoader,
+    Seat,
+    page_version_moved,
+    table_of,
+    utcnow,
+)
 from pbem.services.plumbing import (
     PAGE_LINK,
     bank_of,
@@ -887,7 +894,7 @@ _INSERT_DECISION = insert(_DECISION_TABLE).returning(_DECISION_TABLE.c.id)
 _DECISION_DEFAULTS: dict[str, Any] = {
     c.key: 0 if c.key == "reminders_sent" else None
     for c in _DECISION_TABLE.columns if c.key != "id"}
-_NEW_DECISION = manager_of_class(Decision).new_instance
+_DECISION_ROWS = RowLoader(Decision)
 
 
 def _insert_decision(s: Session, **values: Any) -> Decision:
@@ -900,9 +907,7 @@ def _insert_decision(s: Session, **values: Any) -> Decision:
     if columns["opened_at"] is None:
         columns["opened_at"] = utcnow()
     columns["id"] = s.connection().execute(_INSERT_DECISION, columns).scalar_one()
-    row: Decision = _NEW_DECISION()
-    row.__dict__.update(columns)
-    make_transient_to_detached(row)
+    row: Decision = _DECISION_ROWS.detached([columns[k] for k in _DECISION_ROWS.keys])
     s.add(row)
     return row
 

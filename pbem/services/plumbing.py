@@ -15,11 +15,9 @@ from typing import Any
 from flask import current_app
 from flask_babel import gettext
 from sqlalchemy import Select, bindparam, event, func, insert, literal, or_, text
-from sqlalchemy import inspect as sa_inspect
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import defer, make_transient_to_detached
-from sqlalchemy.orm.util import identity_key
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
 from engine.core import Event
@@ -39,6 +37,7 @@ from pbem.models import (
     EventLog,
     Game,
     Outbox,
+    RowLoader,
     Seat,
     Token,
     table_of,
@@ -116,8 +115,7 @@ def live_seat_link(s: Session, raw: str, kind: TokenKind, decision_id: int | Non
 # The same as one Core query (``read_seat_link``): every column of the token, its game, its
 # seat and the decision (NULLs: none), in that order.
 _LINK_MODELS = (Token, Game, Seat, Decision)
-_LINK_COLUMNS = tuple(tuple(c.key for c in table_of(m).columns) for m in _LINK_MODELS)
-_LINK_NEW = tuple(sa_inspect(m).class_manager.new_instance for m in _LINK_MODELS)
+_LINK_LOADERS = tuple(RowLoader(m) for m in _LINK_MODELS)
 
 
 def _core_link(decision: Any) -> Any:
@@ -147,16 +145,11 @@ def read_seat_link(conn: Connection, raw: str, kind: TokenKind,
     objects: list[Any] = []
     if row is not None:
         at = 0
-        for keys, new in zip(_LINK_COLUMNS, _LINK_NEW, strict=True):
-            values = row[at:at + len(keys)]
-            at += len(keys)
-            if values[0] is None:  # no such decision (the outer join's NULLs)
-                objects.append(None)
-                continue
-            obj = new()
-            obj.__dict__.update(zip(keys, values, strict=True))
-            make_transient_to_detached(obj)
-            objects.append(obj)
+        for loader in _LINK_LOADERS:
+            values = row[at:at + len(loader.keys)]
+            at += len(loader.keys)
+            # (no such decision: the outer join's NULLs)
+            objects.append(None if values[loader.pk] is None else loader.detached(values))
     token, game, seat, decision = _found_link(objects or None, (kind,))
     return token, game, seat, decision
 
@@ -169,10 +162,7 @@ def read_seat_link(conn: Connection, raw: str, kind: TokenKind,
 _TOKEN_T, _GAME_T, _DECISION_T = table_of(Token), table_of(Game), table_of(Decision)
 _SEAT_T = table_of(Seat)
 _OPEN_T = _DECISION_T.alias("open_decision")
-_SEAT_KEYS = tuple(c.key for c in _SEAT_T.columns)
-_DECISION_KEYS = tuple(c.key for c in _DECISION_T.columns)
-_NEW_SEAT = sa_inspect(Seat).class_manager.new_instance
-_NEW_DECISION = sa_inspect(Decision).class_manager.new_instance
+_SEAT_ROWS, _DECISION_ROWS = RowLoader(Seat), RowLoader(Decision)
 
 
 def _link_now(decision: Any) -> Any:
@@ -213,26 +203,14 @@ def link_unchanged(s: Session, kind: TokenKind, token: Token, game: Game, seat: 
     s.add_all((token, game, seat, decision))
     seats: list[Seat] = []
     opened: list[Decision] = []
-    at = 4 + len(_SEAT_KEYS)
+    at = 4 + len(_SEAT_ROWS.keys)
     for row in rows:
         if not seats or seats[-1].id != row[4]:
-            seats.append(_known(s, Seat, _NEW_SEAT, _SEAT_KEYS, row[4:at]))
+            seats.append(_SEAT_ROWS.in_session(s, row[4:at]))
         if row[at] is not None:  # (an open decision of that seat)
-            opened.append(_known(s, Decision, _NEW_DECISION, _DECISION_KEYS, row[at:]))
+            opened.append(_DECISION_ROWS.in_session(s, row[at:]))
     opened.sort(key=lambda d: d.id or 0)
     return seats, opened
-
-
-def _known(s: Session, model: type, new: Any, keys: tuple[str, ...], values: Any) -> Any:
-    """The object of ``s`` for the row (as a query gives it: the one in the session's
-    identity map, else a new persistent one with every column of ``values``)."""
-    found = s.identity_map.get(identity_key(model, values[0]))
-    if found is None:
-        found = new()
-        found.__dict__.update(zip(keys, values, strict=True))
-        make_transient_to_detached(found)
-        s.add(found)
-    return found
 
 
 # What a one-click link's confirmation page shows, in one Core query: no session, no
