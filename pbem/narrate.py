@@ -29,7 +29,7 @@ import types
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask, current_app
 from flask.templating import Environment as FlaskEnvironment
@@ -457,11 +457,8 @@ def kept_import(env: Environment, template: Template, context: Context,
     key), when a value read is of another type than ``_IMPORT_KEY_TYPES`` (a page's or an
     email's own objects), when it calls a function that takes the context and does not
     say which names of it it reads (``jinja_context_reads``), while templates reload on
-    change (development), and for a template not compiled by this environment."""
-    if (env.auto_reload or template.name in getattr(env, "context_passes", ())
-            or template.name not in getattr(env, "context_reads", {})):
-        # (not compiled here, from a bytecode cache say: whether it hands its context
-        # on is not known)
+    change (development)."""
+    if env.auto_reload or _passes_context(env, template):
         return template.make_module(context.get_all(), True, locals)
 
     def get(name: str) -> Any:  # as the module's context will resolve it
@@ -480,6 +477,28 @@ def kept_import(env: Environment, template: Template, context: Context,
             _MODULES.clear()
         _MODULES[key] = module
     return module
+
+
+_PASSES: dict[Any, bool] = {}
+
+
+def _passes_context(env: Environment, template: Template) -> bool:
+    """Whether ``template`` hands its context on (an include, ``extends``, an import
+    with context): noted as it compiled here, else (loaded from a bytecode cache, as the
+    tests' are) read from its source once."""
+    passes = _PASSES.get(template)
+    if passes is None:
+        name = template.name
+        if name in getattr(env, "context_reads", {}):
+            passes = name in getattr(env, "context_passes", ())
+        else:
+            assert env.loader is not None and name is not None
+            tree = env.parse(env.loader.get_source(env, name)[0])
+            passes = (next(tree.find_all((nodes.Include, nodes.Extends)), None) is not None
+                      or any(cast(nodes.Import, node).with_context
+                             for node in tree.find_all((nodes.Import, nodes.FromImport))))
+        _PASSES[template] = passes
+    return passes
 
 
 def _plain(value: Any) -> bool:
